@@ -1,0 +1,13 @@
+"""ppedu: pipeline-parallel training, taught by simulation.
+
+>>> from ppedu import Costs, schedules, simulate
+>>> simulate(schedules.one_f_one_b(4, 4), Costs(f=1, b=1)).bubble_ratio
+0.42857142857142855
+"""
+
+from ppedu import schedules
+from ppedu.costs import Costs
+from ppedu.ops import Op, Schedule
+from ppedu.simulate import Event, Timeline, simulate
+
+__all__ = ["Costs", "Event", "Op", "Schedule", "Timeline", "schedules", "simulate"]

@@ -1,0 +1,5 @@
+import sys
+
+from ppedu.cli import main
+
+sys.exit(main())

@@ -1,0 +1,64 @@
+"""The cost model: how long each kind of operation takes, per stage, and what a hand-over costs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+PerStage = float | tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Durations of one chunk's forward ``f``, backward ``b`` and weight-gradient ``w`` pass,
+    and ``comm``, the latency of handing an activation or gradient to another stage.
+
+    ``b`` is the input-gradient part when a schedule splits W off; a schedule that does not
+    pays ``b + w`` for each full backward. ``f``, ``b`` and ``w`` may be one number for all
+    stages or one per stage (a slow GPU, an unbalanced partition).
+
+    >>> Costs(f=1, b=2).backward(stage=0, full=True)
+    2.0
+    >>> Costs(f=(1, 3)).forward(1)
+    3.0
+    """
+
+    f: PerStage = 1.0
+    b: PerStage = 1.0
+    w: PerStage = 0.0
+    comm: float = 0.0
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            value = getattr(self, field.name)
+            values = tuple(float(x) for x in value) if isinstance(value, Sequence) else (float(value),)
+            if not values or any(not x >= 0 for x in values):  # `not >=` also rejects NaN
+                raise ValueError(f"costs must be non-negative numbers (got {field.name}={value!r})")
+            object.__setattr__(self, field.name, values if isinstance(value, Sequence) else values[0])
+
+    def check(self, p: int) -> None:
+        """Raise ``ValueError`` unless every per-stage cost has exactly ``p`` entries."""
+        for name in ("f", "b", "w"):
+            value = getattr(self, name)
+            if isinstance(value, tuple) and len(value) != p:
+                raise ValueError(f"per-stage cost {name} has {len(value)} values for {p} stages")
+
+    def forward(self, stage: int) -> float:
+        return _at(self.f, stage)
+
+    def backward(self, stage: int, full: bool) -> float:
+        return _at(self.b, stage) + (_at(self.w, stage) if full else 0.0)
+
+    def weight(self, stage: int) -> float:
+        return _at(self.w, stage)
+
+    @property
+    def uniform(self) -> bool:
+        return not any(isinstance(getattr(self, n), tuple) for n in ("f", "b", "w"))
+
+    def as_dict(self) -> dict[str, PerStage]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+def _at(value: PerStage, stage: int) -> float:
+    return value[stage] if isinstance(value, tuple) else value

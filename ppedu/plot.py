@@ -1,0 +1,88 @@
+"""Matplotlib renderings: the spacetime diagram and activation memory over time.
+
+Colours are Okabe and Ito's colour-blind-safe palette; F, B and W also differ by hatching, so
+a diagram reads in greyscale and on a washed-out projector. Idle time is hatched grey.
+"""
+
+from __future__ import annotations
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+
+from ppedu.grid import label
+from ppedu.simulate import Timeline
+
+#: (face colour, hatch) per (kind, direction).
+STYLE = {
+    ("F", 0): ("#0072B2", ""),
+    ("B", 0): ("#E69F00", "//"),
+    ("W", 0): ("#009E73", ".."),
+    ("F", 1): ("#56B4E9", ""),
+    ("B", 1): ("#D55E00", "//"),
+    ("W", 1): ("#CC79A7", ".."),
+}
+IDLE_STYLE = ("#F2F2F2", "xx")
+_NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
+
+
+def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None = None) -> Figure:
+    """Draw ``timeline`` as a spacetime diagram (GPU 0 at the bottom) and return its figure.
+
+    >>> from ppedu import schedules, simulate
+    >>> fig = plot_timeline(simulate(schedules.one_f_one_b(4, 8)))
+    >>> fig.axes[0].get_ylabel()
+    'GPU'
+    """
+    ax = ax or _new_axes(timeline)
+    p, end = timeline.stages, timeline.makespan or 1.0
+    for s in range(p):
+        ax.add_patch(Rectangle((0, s - 0.4), end, 0.8, facecolor=IDLE_STYLE[0], hatch=IDLE_STYLE[1],
+                               edgecolor="#BBBBBB", linewidth=0, zorder=0))
+    labelled = timeline.events if len(timeline.events) <= 600 else ()
+    for e in timeline.events:
+        colour, hatch = STYLE[e.op.kind, e.op.direction]
+        ax.add_patch(Rectangle((e.start, e.stage - 0.4), e.duration, 0.8, facecolor=colour, hatch=hatch,
+                               edgecolor="black", linewidth=0.6, zorder=1))
+    for e in labelled:
+        ax.text(e.start + e.duration / 2, e.stage, label(e.op, timeline).lstrip("FBW"), ha="center",
+                va="center", fontsize=8, color="white" if e.op.kind == "F" else "black", zorder=2, clip_on=True)
+    ax.set_xlim(0, end)
+    ax.set_ylim(-0.6, p - 0.4)
+    ax.set_yticks(range(p), [str(s) for s in range(p)])
+    ax.set_xlabel("time step")
+    ax.set_ylabel("GPU")
+    ax.set_title(title or _title(timeline))
+    kinds = sorted({(e.op.kind, e.op.direction) for e in timeline.events}, key=lambda k: (k[1], "FBW".index(k[0])))
+    handles = [Patch(facecolor=STYLE[k][0], hatch=STYLE[k][1], edgecolor="black",
+                     label=_NAMES[k[0]] + (" (second direction)" if k[1] else "")) for k in kinds]
+    handles.append(Patch(facecolor=IDLE_STYLE[0], hatch=IDLE_STYLE[1], edgecolor="#BBBBBB", label="idle"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    return ax.figure  # type: ignore[return-value]
+
+
+def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
+    """Chunk-activations alive per GPU over time, one step line per GPU."""
+    if ax is None:
+        fig = Figure(figsize=(8, 3), layout="constrained")
+        ax = fig.add_subplot()
+    for s in range(timeline.stages):
+        times, counts = timeline.activations(s)
+        ax.step([0.0, *times], [0, *counts], where="post", label=f"GPU {s}")
+    ax.set_xlim(0, timeline.makespan or 1.0)
+    ax.set_xlabel("time step")
+    ax.set_ylabel("activations alive")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    return ax.figure  # type: ignore[return-value]
+
+
+def _new_axes(timeline: Timeline) -> Axes:
+    width = min(16.0, 4 + 0.25 * timeline.makespan)
+    fig = Figure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
+    return fig.add_subplot()
+
+
+def _title(t: Timeline) -> str:
+    s = t.schedule
+    v = f", v={s.virtual}" if s.virtual > 1 else ""
+    return f"{s.name}: p={t.stages}, m={s.microbatches}{v} — bubble {t.bubble_ratio:.1%} of {t.stages}×{t.makespan:g} slots"

@@ -1,0 +1,76 @@
+"""PyTorch's own schedule orders (``torch.distributed.pipelining``), read without starting processes.
+
+The course checks its schedules against these, and shows where a reference is itself wrong.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from ppedu.ops import Op, Schedule
+
+#: Course name → PyTorch's schedule name, for the schedules both have.
+TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "dualpipe-v": "DualPipeV"}
+
+
+def torch_orders(name: str, p: int, m: int, v: int = 1) -> tuple[tuple[Op, ...], ...]:
+    """Per rank, the compute operations PyTorch's schedule ``name`` runs, in order, as ``Op``\\s.
+
+    ``name`` is a course name (see :data:`TORCH_NAMES`) or PyTorch's own. PyTorch's input-gradient
+    action becomes ``B`` (the schedule then also has the ``W``); an overlapped forward-backward
+    pair becomes its F followed by its B; spacing and communication actions are dropped.
+    """
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+    from torch.distributed.pipelining.schedules import _ComputationType as T
+
+    kinds = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
+
+    def expand(action):
+        if action is None:
+            return
+        if action.computation_type == T.OVERLAP_F_B:
+            for sub in action.sub_actions:
+                yield from expand(sub)
+        elif action.computation_type in kinds:
+            yield Op(kinds[action.computation_type], action.microbatch_index, action.stage_index)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ranks = get_schedule_ops(TORCH_NAMES.get(name, name), p, m, num_stages_per_rank=v)
+    return tuple(tuple(op for a in rank for op in expand(a)) for rank in ranks)
+
+
+def differences(ours: tuple[tuple[Op, ...], ...], theirs: tuple[tuple[Op, ...], ...]) -> list[str]:
+    """One line per rank whose order differs, naming the first position where they part.
+
+    >>> differences(((Op("F", 0, 0),),), ((Op("F", 1, 0),),))
+    ['GPU 0, position 0: ours F0c0, reference F1c0']
+    """
+    lines = []
+    for rank, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        if a != b:
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            mine = repr(a[i]) if i < len(a) else "(end)"
+            ref = repr(b[i]) if i < len(b) else "(end)"
+            lines.append(f"GPU {rank}, position {i}: ours {mine}, reference {ref}")
+    return lines
+
+
+def to_torch_actions(schedule: Schedule) -> dict[int, list]:
+    """A ppedu schedule as PyTorch's per-rank compute actions (F, B or I, W), to feed its tools.
+
+    Only single-direction schedules translate: PyTorch names a chunk by its stage index alone.
+    """
+    from torch.distributed.pipelining.schedules import _Action, _ComputationType as T
+
+    if len(schedule.placement) > 1:
+        raise ValueError(f"{schedule.name} runs two directions, which PyTorch's action format cannot express")
+    split = {(op.microbatch, op.chunk) for ops in schedule.stages for op in ops if op.kind == "W"}
+    kinds = {"F": T.FORWARD, "W": T.BACKWARD_WEIGHT}
+
+    def kind(op: Op):
+        if op.kind == "B":
+            return T.BACKWARD_INPUT if (op.microbatch, op.chunk) in split else T.FULL_BACKWARD
+        return kinds[op.kind]
+
+    return {rank: [_Action(op.chunk, kind(op), op.microbatch) for op in ops] for rank, ops in enumerate(schedule.stages)}

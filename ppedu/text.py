@@ -1,0 +1,52 @@
+"""Plain-text renderings: the ASCII spacetime grid (GPU 0 at the bottom) and a metrics table."""
+
+from __future__ import annotations
+
+from ppedu.grid import Grid, grid
+from ppedu.simulate import Timeline
+
+
+def render_grid(timeline: Timeline | Grid, dt: float | None = None) -> str:
+    """One row per GPU, GPU 0 at the bottom; ``.`` is an idle slot, ``·`` continues an op.
+
+    >>> from ppedu import schedules, simulate
+    >>> print(render_grid(simulate(schedules.gpipe(2, 2))))
+    GPU 1 | .  F0 F1 B0 B1 .
+    GPU 0 | F0 F1 .  .  B0 B1
+            t1 t2 t3 t4 t5 t6
+    """
+    g = timeline if isinstance(timeline, Grid) else grid(timeline, dt)
+    labels, starts = g.labels(), g.starts()
+    steps = g.shape[1]
+    width = max([len(x) for x in labels.flat] + [len(f"t{steps}") if steps < 1000 else 2])
+    rows = []
+    for s in reversed(range(g.shape[0])):
+        cells = [labels[s, t] if starts[s, t] else ("·" if labels[s, t] else ".") for t in range(steps)]
+        rows.append(f"GPU {s:<{len(str(g.shape[0] - 1))}} | " + " ".join(c.ljust(width) for c in cells).rstrip())
+    indent = " " * (rows[0].index("|") + 2)
+    every = 1 if width >= len(f"t{steps}") else -(-len(f"t{steps}") // (width + 1)) + 1
+    axis = " ".join((f"t{t + 1}" if t % every == 0 else "").ljust(width) for t in range(steps)).rstrip()
+    rows.append(indent + axis)
+    return "\n".join(rows)
+
+
+def render_metrics(timeline: Timeline) -> str:
+    """The headline numbers of a simulated schedule as an aligned two-column table."""
+    t = timeline
+    rows = [
+        ("schedule", f"{t.schedule.name} (p={t.stages}, m={t.schedule.microbatches}, v={t.schedule.virtual})"),
+        ("makespan", _num(t.makespan)),
+        ("total slots", _num(t.total_slots)),
+        ("busy slots", _num(t.busy_slots)),
+        ("idle slots", _num(t.idle_slots)),
+        ("bubble ratio (idle/total)", f"{t.bubble_ratio:.4f} ({t.bubble_ratio:.2%})"),
+        ("bubble / ideal time", f"{t.bubble_over_ideal:.4f}"),
+        ("utilization", f"{t.utilization:.2%}"),
+        ("peak activations per GPU", " ".join(map(str, t.peak_activations))),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"

@@ -1,0 +1,71 @@
+"""The ``ppedu`` command line, run as a user runs it."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def ppedu(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ppedu", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_default_output_is_the_grid_and_the_metrics():
+    out = ppedu("simulate", "gpipe", "-p", "4", "-m", "4")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[3].startswith("GPU 0 | F0  F1  F2  F3")
+    assert "idle slots                 24" in out.stdout
+
+
+def test_json_carries_every_key_and_event():
+    out = ppedu("simulate", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--json")
+    data = json.loads(out.stdout)
+    assert set(data) == {"schedule", "stages", "microbatches", "virtual", "costs", "makespan", "total_slots",
+                         "busy_slots", "idle_slots", "bubble_ratio", "utilization", "peak_activations", "events"}
+    assert (data["idle_slots"], data["total_slots"], data["virtual"]) == (24, 152, 2)
+    assert len(data["events"]) == 4 * 8 * 2 * 2
+    assert set(data["events"][0]) == {"stage", "kind", "microbatch", "chunk", "start", "end"}
+
+
+def test_json_events_carry_direction_for_dualpipe():
+    data = json.loads(ppedu("simulate", "dualpipe", "-p", "4", "-m", "8", "--w", "1", "--json").stdout)
+    assert {e["direction"] for e in data["events"]} == {0, 1}
+    assert data["costs"] == {"f": 1.0, "b": 1.0, "w": 1.0, "comm": 0.0}
+
+
+def test_per_stage_costs_from_the_command_line():
+    data = json.loads(ppedu("simulate", "1f1b", "-p", "2", "-m", "4", "--f", "1,3", "--json").stdout)
+    assert data["costs"]["f"] == [1.0, 3.0] and data["makespan"] > 16
+
+
+def test_png_output(tmp_path):
+    path = tmp_path / "x.png"
+    out = ppedu("simulate", "zb-h1", "-p", "4", "-m", "8", "--w", "1", "--png", str(path))
+    assert out.returncode == 0 and path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["gpipe", "-p", "0", "-m", "4"], "p (stages) must be a whole number ≥ 1"),
+        (["1f1b", "-p", "4", "-m", "0"], "m (micro-batches) must be a whole number ≥ 1"),
+        (["interleaved", "-p", "4", "-m", "8", "-v", "0"], "v (chunks per stage) must be a whole number ≥ 1"),
+        (["interleaved", "-p", "4", "-m", "6", "-v", "2"], "m to be a multiple of p"),
+        (["dualpipe", "-p", "3", "-m", "8"], "even number of stages"),
+        (["dualpipe", "-p", "4", "-m", "4"], "m ≥ 2p"),
+        (["gpipe", "-p", "4", "-m", "4", "--b", "-1"], "costs must be non-negative"),
+        (["gpipe", "-p", "4", "-m", "4", "--comm", "-2"], "costs must be non-negative"),
+        (["gpipe", "-p", "4", "-m", "4", "--f", "1,2"], "per-stage cost f has 2 values for 4 stages"),
+        (["ring", "-p", "4", "-m", "4"], "invalid choice: 'ring'"),
+        (["gpipe", "-p", "four", "-m", "4"], "invalid int value: 'four'"),
+        (["gpipe", "-p", "4", "-m", "4", "--f", "fast"], "not a number"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_naming_the_rule(args, words):
+    out = ppedu("simulate", *args)
+    assert out.returncode == 2
+    assert words in out.stderr and "Traceback" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if not line.startswith(" ")]
+    assert len([line for line in lines if "error" in line]) == 1
+    assert out.stdout == ""

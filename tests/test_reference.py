@@ -1,0 +1,49 @@
+"""Cross-check against PyTorch's own schedule orders (torch.distributed.pipelining)."""
+
+import pytest
+
+from ppedu import Op, simulate
+from ppedu.reference import TORCH_NAMES, differences, torch_orders
+from ppedu.schedules import build, one_f_one_b
+
+CASES = [(2, 4), (4, 8), (3, 9), (4, 12), (8, 32)]
+
+
+@pytest.mark.parametrize("name,v", [("gpipe", 1), ("interleaved", 2), ("interleaved", 3), ("dualpipe-v", 2)])
+@pytest.mark.parametrize("p,m", CASES)
+def test_orders_match_pytorch(name, v, p, m):
+    ours = build(name, p, m, v if name == "interleaved" else 1)
+    assert ours.chunks == p * v
+    assert differences(ours.stages, torch_orders(name, p, m, v)) == []
+
+
+@pytest.mark.parametrize("p,m", CASES)
+def test_1f1b_matches_pytorch_except_its_last_rank_bug(p, m):
+    # torch 2.13's Schedule1F1B lists, on the last rank, forwards of micro-batches 1…m and none of 0.
+    ours, theirs = one_f_one_b(p, m).stages, torch_orders("1f1b", p, m)
+    assert differences(ours, theirs) == [f"GPU {p - 1}, position 0: ours F0c{p - 1}, reference F1c{p - 1}"]
+    forwards = [op.microbatch for op in theirs[-1] if op.kind == "F"]
+    assert forwards == list(range(1, m + 1))
+    assert differences(ours[:-1], theirs[:-1]) == []
+
+
+def test_pytorchs_1f1b_order_fails_ppedus_validation():
+    theirs = torch_orders("1f1b", 4, 8)
+    schedule = one_f_one_b(4, 8)
+    broken = type(schedule)(theirs, "torch-1f1b", schedule.placement, 8)
+    with pytest.raises(ValueError, match="operation F0c3 is missing"):
+        simulate(broken)
+
+
+def test_differences_reports_each_rank_that_parts():
+    a = ((Op("F", 0, 0), Op("B", 0, 0)), (Op("F", 0, 1),))
+    b = ((Op("F", 0, 0),), (Op("F", 0, 1),))
+    assert differences(a, b) == ["GPU 0, position 1: ours B0c0, reference (end)"]
+    assert differences(a, a) == []
+
+
+def test_every_torch_schedule_name_is_known_to_pytorch():
+    from torch.distributed.pipelining.schedules import get_schedule_class
+
+    for torch_name in TORCH_NAMES.values():
+        assert get_schedule_class(torch_name) is not None

@@ -1,0 +1,124 @@
+"""The schedules, read like the textbook's worked examples."""
+
+import re
+
+import pytest
+
+from ppedu import Op, schedules
+from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+
+
+def ops(text: str) -> tuple[Op, ...]:
+    """'F0 F1 B0' on chunk c → Op records."""
+    return tuple(Op(t[0], int(t[1:].split("c")[0]), int(t.split("c")[1])) for t in text.split())
+
+
+def test_gpipe_runs_all_forwards_then_all_backwards():
+    assert gpipe(4, 4).stages[2] == ops("F0c2 F1c2 F2c2 F3c2 B0c2 B1c2 B2c2 B3c2")
+
+
+def test_1f1b_warms_up_with_p_minus_j_minus_1_forwards():
+    s = one_f_one_b(4, 8)
+    assert s.stages[0] == ops("F0c0 F1c0 F2c0 F3c0 B0c0 F4c0 B1c0 F5c0 B2c0 F6c0 B3c0 F7c0 B4c0 B5c0 B6c0 B7c0")
+    assert s.stages[3][:4] == ops("F0c3 B0c3 F1c3 B1c3")
+    for j, stage in enumerate(s.stages):
+        first_backward = next(i for i, op in enumerate(stage) if op.kind == "B")
+        assert first_backward == min(4 - j, 8)  # warm-up p-j-1, then one more F before the first B
+
+
+def test_interleaved_places_chunk_c_on_stage_c_mod_p():
+    s = interleaved_1f1b(4, 8, v=2)
+    assert s.placement == ((0, 1, 2, 3, 0, 1, 2, 3),)
+    assert {op.chunk for op in s.stages[0]} == {0, 4}  # the textbook's C1 and C5, counted from 0
+
+
+@pytest.mark.parametrize("p,m,v", [(4, 8, 2), (2, 4, 3), (4, 16, 4), (3, 3, 2)])
+def test_interleaved_warmup_follows_megatron(p, m, v):
+    s = interleaved_1f1b(p, m, v)
+    for j, stage in enumerate(s.stages):
+        first_backward = next(i for i, op in enumerate(stage) if op.kind == "B")
+        assert first_backward == min((p - j - 1) * 2 + (v - 1) * p + 1, m * v)
+
+
+def test_interleaved_takes_micro_batches_in_groups_of_p():
+    forwards = [op for op in interleaved_1f1b(2, 4, v=2).stages[0] if op.kind == "F"]
+    assert [(op.microbatch, op.chunk) for op in forwards] == [(0, 0), (1, 0), (0, 2), (1, 2), (2, 0), (3, 0), (2, 2), (3, 2)]
+
+
+def test_zero_bubble_h1_splits_every_backward_and_keeps_1f1b_warmup():
+    s = zero_bubble_h1(4, 8)
+    base = one_f_one_b(4, 8)
+    for ours, theirs in zip(s.stages, base.stages):
+        assert [op for op in ours if op.kind != "W"] == list(theirs)
+        assert sorted(op.microbatch for op in ours if op.kind == "W") == list(range(8))
+        for op in ours:  # each W after its own B
+            if op.kind == "W":
+                assert ours.index(Op("B", op.microbatch, op.chunk)) < ours.index(op)
+
+
+def test_dualpipe_feeds_both_ends_and_holds_two_stages_per_gpu():
+    s = dualpipe(4, 8)
+    assert s.placement == ((0, 1, 2, 3), (3, 2, 1, 0))
+    assert s.stages[0][0] == Op("F", 0, 0, 0)
+    assert s.stages[3][0] == Op("F", 4, 0, 1)  # direction 1 enters at the last GPU
+    for j, stage in enumerate(s.stages):
+        assert {(op.chunk, op.direction) for op in stage} == {(j, 0), (3 - j, 1)}
+    assert sorted({op.microbatch for op in s.stages[0] if op.direction == 1}) == [4, 5, 6, 7]
+
+
+def test_dualpipe_phase_counts_match_deepseeks_structure():
+    p, m = 8, 20
+    s = dualpipe(p, m)
+    for j, stage in enumerate(s.stages):
+        h = min(j, p - 1 - j)
+        phase0 = 0 if j < p // 2 else 1
+        leading = [op for op in stage[: (p // 2 - h - 1) * 2]]
+        assert all(op.kind == "F" and op.direction == phase0 for op in leading)
+        assert stage[-(h + 1):] == tuple(op for op in stage[-(h + 1):] if op.kind == "W")
+
+
+def test_dualpipe_v_folds_the_model_onto_a_v():
+    s = dualpipe_v(4, 8)
+    assert s.placement == ((0, 1, 2, 3, 3, 2, 1, 0),)
+    assert {op.chunk for op in s.stages[1]} == {1, 6}
+
+
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: gpipe(0, 4), "p (stages) must be a whole number ≥ 1"),
+        (lambda: one_f_one_b(4, 0), "m (micro-batches) must be a whole number ≥ 1"),
+        (lambda: interleaved_1f1b(4, 8, 0), "v (chunks per stage) must be a whole number ≥ 1"),
+        (lambda: interleaved_1f1b(4, 6, 2), "m to be a multiple of p"),
+        (lambda: dualpipe(3, 8), "even number of stages"),
+        (lambda: dualpipe(4, 6), "m ≥ 2p"),
+        (lambda: dualpipe(4, 9), "even m"),
+        (lambda: dualpipe_v(4, 7), "m ≥ 2p"),
+        (lambda: gpipe(2.5, 4), "whole number"),
+        (lambda: build("pipedream", 4, 4), "unknown schedule 'pipedream'"),
+        (lambda: build("gpipe", 4, 4, v=2), "v (chunks per stage) applies only to interleaved"),
+    ],
+)
+def test_bad_input_names_the_rule(call, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        call()
+
+
+def test_registry_builds_every_schedule():
+    for name in schedules.SCHEDULES:
+        s = build(name, 4, 8, v=2 if name == "interleaved" else 1)
+        s.validate()
+        assert s.name == name and s.p == 4 and s.microbatches == 8
+
+
+def test_validate_names_the_faulty_operation():
+    s = one_f_one_b(2, 2)
+    broken = type(s)((s.stages[0][1:], s.stages[1]), s.name, s.placement, s.microbatches)
+    with pytest.raises(ValueError, match=r"F0c0 is missing"):
+        broken.validate()
+    doubled = type(s)((s.stages[0] + s.stages[0][:1], s.stages[1]), s.name, s.placement, s.microbatches)
+    with pytest.raises(ValueError, match=r"F0c0 appears 2 times"):
+        doubled.validate()
+    moved = type(s)((s.stages[0] + (Op("F", 5, 1),), s.stages[1]), s.name, s.placement, s.microbatches)
+    with pytest.raises(ValueError, match=r"F5c1 is on stage 0 but chunk 1 lives on stage 1"):
+        moved.validate()

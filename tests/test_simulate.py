@@ -1,0 +1,224 @@
+"""The simulator: the textbook's worked examples (with the correct numbers) and properties for all inputs."""
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppedu import Costs, Op, Schedule, simulate
+from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+
+
+def dependency(op: Op, last: int) -> tuple | None:
+    """What an op consumes, stated independently of the simulator: F needs the previous chunk's F,
+    B the next chunk's B (the last chunk's B its own F), W its own B."""
+    if op.kind == "F":
+        return ("F", op.microbatch, op.chunk - 1, op.direction) if op.chunk else None
+    if op.kind == "B":
+        nxt = ("F", op.chunk) if op.chunk == last else ("B", op.chunk + 1)
+        return (nxt[0], op.microbatch, nxt[1], op.direction)
+    return ("B", op.microbatch, op.chunk, op.direction)
+
+
+# --- The textbook's cases, with the numbers the simulator gives ---------------------------------
+
+@pytest.mark.parametrize("schedule", [gpipe, one_f_one_b])
+def test_p4_m4_takes_14_steps_with_24_of_56_slots_idle(schedule):
+    # The source text claims 11 steps and 18 (GPipe) vs 16 (1F1B) idle slots; both are wrong.
+    t = simulate(schedule(4, 4), Costs(f=1, b=1))
+    assert (t.makespan, t.total_slots, t.busy_slots, t.idle_slots) == (14, 56, 32, 24)
+    assert Fraction(t.bubble_ratio).limit_denominator(100) == Fraction(3, 7)
+
+
+@pytest.mark.parametrize("schedule", [gpipe, one_f_one_b])
+def test_32_micro_batches_shrink_the_bubble_to_3_in_35(schedule):
+    t = simulate(schedule(4, 32))
+    assert Fraction(t.bubble_ratio).limit_denominator(1000) == Fraction(3, 35)
+
+
+def test_interleaved_p4_m8_v2_leaves_24_of_152_slots_idle():
+    t = simulate(interleaved_1f1b(4, 8, 2))
+    assert (t.idle_slots, t.total_slots) == (24, 152)
+
+
+def test_1f1b_saves_memory_not_time():
+    g, o = simulate(gpipe(4, 8)), simulate(one_f_one_b(4, 8))
+    assert g.makespan == o.makespan
+    assert g.peak_activations == (8, 8, 8, 8)
+    assert o.peak_activations == (4, 3, 2, 1)
+
+
+def test_interleaved_holds_a_little_more_activation_memory():
+    t = simulate(interleaved_1f1b(4, 8, 2))
+    assert t.peak_activations == (11, 9, 7, 5)  # chunk-activations, each half a stage's
+    assert t.peak_activations[0] / 2 > simulate(one_f_one_b(4, 8)).peak_activations[0]
+
+
+def test_megatron_bubble_is_p_minus_1_over_m():
+    t = simulate(one_f_one_b(8, 64))
+    assert t.bubble_over_ideal == pytest.approx(7 / 64)
+    assert t.bubble_ratio == pytest.approx(t.bubble_over_ideal / (1 + t.bubble_over_ideal))
+
+
+def test_comm_latency_is_paid_once_per_hand_over_each_way():
+    p, m, c = 4, 6, 0.5
+    t = simulate(gpipe(p, m), Costs(f=1, b=2, comm=c))
+    assert t.makespan == pytest.approx((m + p - 1) * 3 + 2 * (p - 1) * c)
+
+
+def test_interleaving_pays_v_times_more_hand_overs():
+    cheap = Costs(comm=0)
+    slow_link = Costs(comm=2)
+    plain, inter = one_f_one_b(4, 8), interleaved_1f1b(4, 8, 2)
+    assert simulate(inter, cheap).makespan / 2 < simulate(plain, cheap).makespan  # per-chunk costs halve
+    # Count hand-overs: F and B ops whose input came from another stage.
+    def hand_overs(s: Schedule) -> int:
+        last = s.chunks - 1
+        return sum(1 for ops in s.stages for op in ops
+                   if (dep := dependency(op, last)) and s.placement[dep[3]][dep[2]] != s.placement[op.direction][op.chunk])
+    # Each micro-batch crosses p·v - 1 chunk boundaries each way instead of p - 1.
+    assert (hand_overs(plain), hand_overs(inter)) == (2 * 8 * (4 - 1), 2 * 8 * (4 * 2 - 1))
+    assert simulate(inter, slow_link).makespan > simulate(inter, cheap).makespan
+
+
+def test_zero_bubble_h1_cuts_the_bubble_to_p_minus_1_times_f_plus_b_minus_w():
+    p, m, costs = 4, 8, Costs(f=1, b=1, w=1)
+    zb, base = simulate(zero_bubble_h1(p, m), costs), simulate(one_f_one_b(p, m), costs)
+    assert base.makespan - m * 3 == (p - 1) * 3  # 1F1B: (p-1)(F+B) with B a full backward
+    assert zb.makespan - m * 3 == (p - 1) * 1  # ZB-H1: (p-1)(f+b-w)
+    assert zb.peak_activations == base.peak_activations
+
+
+def test_dualpipe_against_1f1b_on_equal_costs():
+    # Measured with DeepSeek's order, an overlapped pair costed as F then B (no overlap speed-up).
+    costs = Costs(f=1, b=1, w=1)
+    for p, m, dual, single in [(4, 8, 25, 33), (8, 20, 63, 81)]:
+        assert simulate(dualpipe(p, m), costs).makespan == dual
+        assert simulate(one_f_one_b(p, m), costs).makespan == single
+    assert simulate(dualpipe(4, 8), costs).bubble_ratio == pytest.approx(0.04)
+
+
+def test_dualpipe_keeps_both_ends_busy_from_the_first_step():
+    t = simulate(dualpipe(4, 8))
+    first = {e.stage: e for e in t.events if e.start == 0}
+    assert set(first) == {0, 3} and first[3].op.direction == 1
+
+
+def test_dualpipe_holds_at_most_p_plus_1_activations():
+    for p, m in [(4, 8), (8, 16), (8, 40)]:
+        assert max(simulate(dualpipe(p, m), Costs(1, 1, 1)).peak_activations) == p + 1
+
+
+def test_a_slow_stage_bounds_the_steady_state():
+    p, m, k = 4, 64, 3
+    t = simulate(one_f_one_b(p, m), Costs(f=(1, 1, k, 1), b=(1, 1, k, 1)))
+    assert t.makespan >= m * k * 2
+    assert t.makespan / (m * k * 2) < 1.1
+
+
+def test_activation_profile_returns_to_zero():
+    t = simulate(one_f_one_b(4, 8))
+    times, counts = t.activations(0)
+    assert counts[-1] == 0 and counts.max() == 4 and list(times) == sorted(times)
+
+
+def test_deadlock_names_the_waiting_operations():
+    s = one_f_one_b(2, 2)
+    stuck = Schedule((s.stages[0], (Op("B", 0, 1),) + tuple(o for o in s.stages[1] if o != Op("B", 0, 1))),
+                     "bad", s.placement, 2)
+    with pytest.raises(ValueError, match=r"deadlock: .*GPU 1 waits at B0c1 for F0c1"):
+        simulate(stuck)
+
+
+def test_per_stage_costs_must_match_the_stage_count():
+    with pytest.raises(ValueError, match="per-stage cost f has 3 values for 4 stages"):
+        simulate(gpipe(4, 4), Costs(f=(1, 1, 1)))
+
+
+@pytest.mark.parametrize("bad", [dict(f=-1), dict(b=float("nan")), dict(comm=-0.5), dict(w=(1, -1))])
+def test_costs_reject_negative_values(bad):
+    with pytest.raises(ValueError, match="costs must be non-negative"):
+        Costs(**bad)
+
+
+# --- Properties over many inputs ----------------------------------------------------------------
+
+costs_st = st.builds(
+    Costs,
+    f=st.sampled_from([0.5, 1, 2, 3]),
+    b=st.sampled_from([0.5, 1, 2, 3]),
+    w=st.sampled_from([0, 0.5, 1]),
+    comm=st.sampled_from([0, 0.25, 1]),
+)
+
+
+@st.composite
+def any_schedule(draw):
+    name = draw(st.sampled_from(["gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipe-v"]))
+    p = draw(st.integers(1, 8))
+    if name == "interleaved":
+        return interleaved_1f1b(p, p * draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    if name == "dualpipe":
+        p = 2 * draw(st.integers(1, 4))
+        return dualpipe(p, 2 * draw(st.integers(p, 3 * p)))
+    if name == "dualpipe-v":
+        return dualpipe_v(p, draw(st.integers(2 * p, 5 * p)))
+    return build(name, p, draw(st.integers(1, 20)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(any_schedule(), costs_st)
+def test_every_op_runs_once_in_order_after_its_input(schedule, costs):
+    t = simulate(schedule, costs)
+    assert [e.op for e in t.events] == [op for ops in schedule.stages for op in ops]
+    finished = {e.op: e for e in t.events}
+    last = schedule.chunks - 1
+    for e in t.events:
+        dep = dependency(e.op, last)
+        if dep is not None:
+            before = finished[dep]
+            assert e.start >= before.end + (costs.comm if before.stage != e.stage else 0) - 1e-9
+    for s in range(schedule.p):
+        on = t.on_stage(s)
+        assert all(a.end <= b.start + 1e-9 for a, b in zip(on, on[1:]))
+    assert t.busy_slots + t.idle_slots == pytest.approx(t.total_slots)
+    assert 0 <= t.bubble_ratio < 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 40), st.sampled_from([0.5, 1, 2, 3]), st.sampled_from([0.5, 1, 2, 3]),
+       st.sampled_from([0, 1]))
+def test_gpipe_and_1f1b_bubble_is_p_minus_1_over_m_plus_p_minus_1(p, m, f, b, w):
+    for schedule in (gpipe, one_f_one_b):
+        t = simulate(schedule(p, m), Costs(f=f, b=b, w=w))
+        assert t.bubble_ratio == pytest.approx((p - 1) / (m + p - 1))
+        assert t.makespan == pytest.approx((m + p - 1) * (f + b + w))
+    assert simulate(one_f_one_b(p, m)).peak_activations == tuple(min(p - j, m) for j in range(p))
+    assert simulate(gpipe(p, m)).peak_activations == (m,) * p
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 5), st.integers(1, 4), st.sampled_from([0.5, 1, 2]), st.sampled_from([0.5, 1, 2]))
+def test_interleaved_bubble_is_p_minus_1_over_vm_plus_p_minus_1(p, groups, v, f, b):
+    m = p * groups
+    t = simulate(interleaved_1f1b(p, m, v), Costs(f=f, b=b))
+    assert t.bubble_ratio == pytest.approx((p - 1) / (v * m + p - 1))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 20), st.sampled_from([1, 2, 3]), st.sampled_from([1, 2, 3]),
+       st.sampled_from([0.5, 1, 2]))
+def test_zero_bubble_h1_bubble_is_p_minus_1_times_f_plus_b_minus_w(p, extra, f, b, w):
+    m = p + extra
+    w = min(w, f, b)  # the handcrafted schedule assumes W is not the longest pass
+    t = simulate(zero_bubble_h1(p, m), Costs(f=f, b=b, w=w))
+    assert t.makespan - m * (f + b + w) == pytest.approx((p - 1) * (f + b - w))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(0, 12))
+def test_dualpipe_beats_1f1b_on_equal_costs(half, extra):
+    p, m = 2 * half, 4 * half + 2 * extra
+    costs = Costs(f=1, b=1, w=1)
+    assert simulate(dualpipe(p, m), costs).makespan <= simulate(one_f_one_b(p, m), costs).makespan
