@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     schedule = build(args.schedule, args.p, args.m, args.v)
-    timeline = simulate(schedule, Costs(f=args.f, b=args.b, w=args.w, comm=args.comm))
+    timeline = simulate(schedule, Costs(f=args.f, b=args.b, w=args.w, comm=args.comm, fb=args.fb))
     if args.json:
         bidirectional = len(schedule.placement) > 1
         print(json.dumps({
@@ -74,6 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
     sim.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
     sim.add_argument("--comm", type=float, default=0.0, help="latency of a hand-over between GPUs")
+    sim.add_argument("--fb", type=_cost, default=None,
+                     help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
     out = sim.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")

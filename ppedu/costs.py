@@ -14,8 +14,10 @@ class Costs:
     and ``comm``, the latency of handing an activation or gradient to another stage.
 
     ``b`` is the input-gradient part when a schedule splits W off; a schedule that does not
-    pays ``b + w`` for each full backward. ``f``, ``b`` and ``w`` may be one number for all
-    stages or one per stage (a slow GPU, an unbalanced partition).
+    pays ``b + w`` for each full backward. ``fb`` is the time of a forward and a backward run
+    overlapped (DualPipe's F&B pair); left unset, a pair costs its F plus its B. ``f``, ``b``,
+    ``w`` and ``fb`` may be one number for all stages or one per stage (a slow GPU, an
+    unbalanced partition).
 
     >>> Costs(f=1, b=2).backward(stage=0, full=True)
     2.0
@@ -27,10 +29,13 @@ class Costs:
     b: PerStage = 1.0
     w: PerStage = 0.0
     comm: float = 0.0
+    fb: PerStage | None = None
 
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)
+            if value is None:
+                continue
             values = tuple(float(x) for x in value) if isinstance(value, Sequence) else (float(value),)
             if not values or any(not x >= 0 for x in values):  # `not >=` also rejects NaN
                 raise ValueError(f"costs must be non-negative numbers (got {field.name}={value!r})")
@@ -38,7 +43,7 @@ class Costs:
 
     def check(self, p: int) -> None:
         """Raise ``ValueError`` unless every per-stage cost has exactly ``p`` entries."""
-        for name in ("f", "b", "w"):
+        for name in ("f", "b", "w", "fb"):
             value = getattr(self, name)
             if isinstance(value, tuple) and len(value) != p:
                 raise ValueError(f"per-stage cost {name} has {len(value)} values for {p} stages")
@@ -52,9 +57,13 @@ class Costs:
     def weight(self, stage: int) -> float:
         return _at(self.w, stage)
 
+    def pair(self, stage: int) -> float | None:
+        """Duration of an overlapped F&B pair on ``stage``, or ``None`` for "F plus B"."""
+        return None if self.fb is None else _at(self.fb, stage)
+
     @property
     def uniform(self) -> bool:
-        return not any(isinstance(getattr(self, n), tuple) for n in ("f", "b", "w"))
+        return not any(isinstance(getattr(self, n), tuple) for n in ("f", "b", "w", "fb"))
 
     def as_dict(self) -> dict[str, PerStage]:
         return {field.name: getattr(self, field.name) for field in fields(self)}

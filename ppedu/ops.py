@@ -36,7 +36,8 @@ class Schedule:
     """Per stage (GPU), the ordered operations it runs, plus where each model chunk lives.
 
     ``placement[d][c]`` is the stage that holds chunk ``c`` for direction ``d``; micro-batches
-    of direction ``d`` pass through chunks ``0, 1, …`` in order, then back.
+    of direction ``d`` pass through chunks ``0, 1, …`` in order, then back. ``overlapped`` holds
+    the backwards that run overlapped with the forward just before them on their stage.
 
     >>> from ppedu.schedules import gpipe
     >>> gpipe(2, 2).stages[0]
@@ -48,6 +49,7 @@ class Schedule:
     placement: tuple[tuple[int, ...], ...]
     microbatches: int
     virtual: int = 1
+    overlapped: frozenset[Op] = frozenset()
 
     @property
     def p(self) -> int:
@@ -90,6 +92,10 @@ class Schedule:
             missing = next(Op(k, mb, c, d) for mb, d in sorted(batches) for c in range(self.chunks)
                            for k in ("F", "B") if Op(k, mb, c, d) not in counts)
             raise ValueError(f"operation {missing!r} is missing")
+        for s, stage in enumerate(self.stages):
+            for before, op in zip((None, *stage), stage):
+                if op in self.overlapped and (op.kind != "B" or before is None or before.kind != "F"):
+                    raise ValueError(f"operation {op!r} is marked overlapped but does not follow an F on stage {s}")
         for op in ops:
             if op.kind == "W" and Op("B", op.microbatch, op.chunk, op.direction) not in counts:
                 raise ValueError(f"operation {op!r} has no matching B")

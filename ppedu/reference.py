@@ -20,24 +20,35 @@ def torch_orders(name: str, p: int, m: int, v: int = 1) -> tuple[tuple[Op, ...],
     action becomes ``B`` (the schedule then also has the ``W``); an overlapped forward-backward
     pair becomes its F followed by its B; spacing and communication actions are dropped.
     """
+    return tuple(tuple(op for action in rank for op, _ in _expand(action)) for rank in _torch_ranks(name, p, m, v))
+
+
+def torch_overlapped(name: str, p: int, m: int, v: int = 1) -> frozenset[Op]:
+    """The backwards that PyTorch's schedule runs overlapped with a forward (``OVERLAP_F_B``)."""
+    return frozenset(op for rank in _torch_ranks(name, p, m, v) for a in rank for op, paired in _expand(a) if paired)
+
+
+def _torch_ranks(name: str, p: int, m: int, v: int) -> list[list]:
     from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
-    from torch.distributed.pipelining.schedules import _ComputationType as T
-
-    kinds = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
-
-    def expand(action):
-        if action is None:
-            return
-        if action.computation_type == T.OVERLAP_F_B:
-            for sub in action.sub_actions:
-                yield from expand(sub)
-        elif action.computation_type in kinds:
-            yield Op(kinds[action.computation_type], action.microbatch_index, action.stage_index)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ranks = get_schedule_ops(TORCH_NAMES.get(name, name), p, m, num_stages_per_rank=v)
-    return tuple(tuple(op for a in rank for op in expand(a)) for rank in ranks)
+        return get_schedule_ops(TORCH_NAMES.get(name, name), p, m, num_stages_per_rank=v)
+
+
+def _expand(action, paired: bool = False):
+    """(op, runs overlapped?) for each compute op in one PyTorch action."""
+    from torch.distributed.pipelining.schedules import _ComputationType as T
+
+    kinds = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
+    if action is None:
+        return
+    if action.computation_type == T.OVERLAP_F_B:
+        for sub in action.sub_actions:
+            yield from _expand(sub, paired=True)
+    elif action.computation_type in kinds:
+        kind = kinds[action.computation_type]
+        yield Op(kind, action.microbatch_index, action.stage_index), paired and kind == "B"
 
 
 def differences(ours: tuple[tuple[Op, ...], ...], theirs: tuple[tuple[Op, ...], ...]) -> list[str]:

@@ -149,11 +149,16 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     costs.check(schedule.p)
     p, placement, last, comm = schedule.p, schedule.placement, schedule.chunks - 1, costs.comm
     split = {(mb, c, d) for ops in schedule.stages for kind, mb, c, d in ops if kind == "W"}
-    # Per stage: F, full B, input-gradient B and W durations, looked up once.
+    # Per stage: F, full B, input-gradient B, W and overlapped F&B durations, looked up once.
     durations = [
         {"F": costs.forward(s), "B": costs.backward(s, full=True), "I": costs.backward(s, full=False),
-         "W": costs.weight(s)}
+         "W": costs.weight(s), "FB": costs.pair(s)}
         for s in range(p)
+    ]
+    # Without an F&B time the pair's two ops simply run one after the other.
+    pair_heads = [
+        {i for i, op in enumerate(ops[1:]) if op in schedule.overlapped} if costs.fb is not None else set()
+        for ops in schedule.stages
     ]
     finished: dict[tuple, float] = {}
     waiting: defaultdict[tuple, list[int]] = defaultdict(list)
@@ -163,35 +168,45 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     ready = list(range(p))
     while ready:
         s = ready.pop()
-        ops, stage_events, cost = schedule.stages[s], events[s], durations[s]
+        ops, stage_events, cost, heads = schedule.stages[s], events[s], durations[s], pair_heads[s]
         i, start = pos[s], free[s]
         while i < len(ops):
-            op = ops[i]
-            kind, mb, c, d = op
-            # The input an op consumes: the previous chunk's F, the next chunk's B (the last
-            # chunk's B starts from its own F's output), or, for W, its own B.
-            if kind == "F":
-                dep = ("F", mb, c - 1, d) if c else None
-            elif kind == "B":
-                dep = ("F", mb, c, d) if c == last else ("B", mb, c + 1, d)
-            else:
-                dep = ("B", mb, c, d)
-            if dep is not None:
-                arrived = finished.get(dep)
-                if arrived is None:
-                    waiting[dep].append(s)
-                    break
-                if placement[d][dep[2]] != s:
-                    arrived += comm
-                if arrived > start:
-                    start = arrived
-            end = start + cost["I" if kind == "B" and (mb, c, d) in split else kind]
-            finished[op] = end
-            stage_events.append(Event(s, op, start, end))
-            if op in waiting:
-                ready.extend(waiting.pop(op))
-            start = end
-            i += 1
+            # A unit is one op, or an F with the B it runs overlapped with (DualPipe's F&B pair),
+            # which starts once both inputs are in.
+            unit = ops[i : i + 2] if i in heads else ops[i : i + 1]
+            blocked = False
+            for kind, mb, c, d in unit:
+                # The input an op consumes: the previous chunk's F, the next chunk's B (the last
+                # chunk's B starts from its own F's output), or, for W, its own B.
+                if kind == "F":
+                    dep = ("F", mb, c - 1, d) if c else None
+                elif kind == "B":
+                    dep = ("F", mb, c, d) if c == last else ("B", mb, c + 1, d)
+                else:
+                    dep = ("B", mb, c, d)
+                if dep is not None:
+                    arrived = finished.get(dep)
+                    if arrived is None:
+                        waiting[dep].append(s)
+                        blocked = True
+                        break
+                    if placement[d][dep[2]] != s:
+                        arrived += comm
+                    if arrived > start:
+                        start = arrived
+            if blocked:
+                break
+            lengths = [cost["I" if op.kind == "B" and op[1:] in split else op.kind] for op in unit]
+            if len(unit) == 2:
+                lengths = [x * cost["FB"] / sum(lengths) if sum(lengths) else 0.0 for x in lengths]
+            for op, length in zip(unit, lengths):
+                end = start + length
+                finished[op] = end
+                stage_events.append(Event(s, op, start, end))
+                if op in waiting:
+                    ready.extend(waiting.pop(op))
+                start = end
+            i += len(unit)
         pos[s], free[s] = i, start
     if any(pos[s] < len(schedule.stages[s]) for s in range(p)):
         waits = "; ".join(

@@ -31,7 +31,9 @@ def test_json_carries_every_key_and_event():
 def test_json_events_carry_direction_for_dualpipe():
     data = json.loads(ppedu("simulate", "dualpipe", "-p", "4", "-m", "8", "--w", "1", "--json").stdout)
     assert {e["direction"] for e in data["events"]} == {0, 1}
-    assert data["costs"] == {"f": 1.0, "b": 1.0, "w": 1.0, "comm": 0.0}
+    assert data["costs"] == {"f": 1.0, "b": 1.0, "w": 1.0, "comm": 0.0, "fb": None}
+    faster = json.loads(ppedu("simulate", "dualpipe", "-p", "4", "-m", "8", "--w", "1", "--fb", "2", "--json").stdout)
+    assert faster["makespan"] < data["makespan"]
 
 
 def test_per_stage_costs_from_the_command_line():

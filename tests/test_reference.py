@@ -3,8 +3,8 @@
 import pytest
 
 from ppedu import Op, simulate
-from ppedu.reference import TORCH_NAMES, differences, torch_orders
-from ppedu.schedules import build, one_f_one_b
+from ppedu.reference import TORCH_NAMES, differences, torch_orders, torch_overlapped
+from ppedu.schedules import build, dualpipe_v, one_f_one_b
 
 CASES = [(2, 4), (4, 8), (3, 9), (4, 12), (8, 32)]
 
@@ -15,6 +15,12 @@ def test_orders_match_pytorch(name, v, p, m):
     ours = build(name, p, m, v if name == "interleaved" else 1)
     assert ours.chunks == p * v
     assert differences(ours.stages, torch_orders(name, p, m, v)) == []
+
+
+@pytest.mark.parametrize("p,m", CASES)
+def test_dualpipe_v_overlaps_the_same_pairs_as_pytorch(p, m):
+    ours = dualpipe_v(p, m).overlapped
+    assert ours and ours == torch_overlapped("dualpipe-v", p, m, 2)
 
 
 @pytest.mark.parametrize("p,m", CASES)

@@ -99,6 +99,36 @@ def test_dualpipe_against_1f1b_on_equal_costs():
     assert simulate(dualpipe(4, 8), costs).bubble_ratio == pytest.approx(0.04)
 
 
+def test_an_overlapped_pair_starts_when_both_inputs_are_in_and_lasts_fb():
+    s = dualpipe(4, 8)
+    slow = simulate(s, Costs(f=1, b=1, w=1))
+    fast = simulate(s, Costs(f=1, b=1, w=1, fb=2))  # F (1) and full B (2) overlapped into 2
+    assert fast.makespan < slow.makespan
+    last = s.chunks - 1
+    ends = {e.op: e.end for e in fast.events}
+    for s_, ops in enumerate(s.stages):
+        for f, b in zip(ops, ops[1:]):
+            if b in s.overlapped:
+                ef, eb = next(e for e in fast.events if e.op == f), next(e for e in fast.events if e.op == b)
+                assert eb.end - ef.start == pytest.approx(2) and ef.end == eb.start
+                dep = dependency(b, last)
+                assert ef.start >= ends[dep]  # the pair waited for the backward's input too
+
+
+def test_without_an_fb_time_a_pair_is_just_f_then_b():
+    s = dualpipe(4, 8)
+    plain = Schedule(s.stages, s.name, s.placement, s.microbatches)
+    costs = Costs(f=1, b=1, w=1)
+    assert simulate(s, costs).events == simulate(plain, costs).events
+
+
+def test_overlapped_must_follow_a_forward():
+    s = one_f_one_b(2, 2)
+    bad = Schedule(s.stages, s.name, s.placement, 2, overlapped=frozenset({Op("B", 1, 0)}))
+    with pytest.raises(ValueError, match="B1c0 is marked overlapped but does not follow an F on stage 0"):
+        simulate(bad)
+
+
 def test_dualpipe_keeps_both_ends_busy_from_the_first_step():
     t = simulate(dualpipe(4, 8))
     first = {e.stage: e for e in t.events if e.start == 0}
@@ -150,6 +180,7 @@ costs_st = st.builds(
     b=st.sampled_from([0.5, 1, 2, 3]),
     w=st.sampled_from([0, 0.5, 1]),
     comm=st.sampled_from([0, 0.25, 1]),
+    fb=st.sampled_from([None, 1, 2.5]),
 )
 
 
