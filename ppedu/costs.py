@@ -61,10 +61,6 @@ class Costs:
         """Duration of an overlapped F&B pair on ``stage``, or ``None`` for "F plus B"."""
         return None if self.fb is None else _at(self.fb, stage)
 
-    @property
-    def uniform(self) -> bool:
-        return not any(isinstance(getattr(self, n), tuple) for n in ("f", "b", "w", "fb"))
-
     def as_dict(self) -> dict[str, PerStage]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
 

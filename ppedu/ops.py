@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 Kind = Literal["F", "B", "W"]
-KINDS: tuple[Kind, ...] = ("F", "B", "W")
 
 
 class Op(NamedTuple):
@@ -59,18 +58,6 @@ class Schedule:
     def chunks(self) -> int:
         return len(self.placement[0])
 
-    @property
-    def splits_w(self) -> bool:
-        return any(op.kind == "W" for ops in self.stages for op in ops)
-
-    def direction_of(self, microbatch: int) -> int:
-        """Which end a micro-batch enters at (0 = GPU 0) — read off its ops."""
-        for ops in self.stages:
-            for op in ops:
-                if op.microbatch == microbatch:
-                    return op.direction
-        raise KeyError(microbatch)
-
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced."""
         ops = [op for stage in self.stages for op in stage]
@@ -87,6 +74,9 @@ class Schedule:
                     raise ValueError(f"operation {op!r} is on stage {s} but chunk {c} lives on stage {self.placement[d][c]}")
         batches = {(op.microbatch, op.direction) for op in ops}
         kinds = Counter(op.kind for op in ops)
+        if unknown := set(kinds) - {"F", "B", "W"}:
+            op = next(op for op in ops if op.kind in unknown)
+            raise ValueError(f"operation {op!r} has kind {op.kind!r}; the kinds are F, B and W")
         # With no repeats and every chunk real, full counts mean nothing is missing.
         if kinds["F"] != len(batches) * self.chunks or kinds["B"] != len(batches) * self.chunks:
             missing = next(Op(k, mb, c, d) for mb, d in sorted(batches) for c in range(self.chunks)

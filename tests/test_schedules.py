@@ -119,6 +119,9 @@ def test_validate_names_the_faulty_operation():
     doubled = type(s)((s.stages[0] + s.stages[0][:1], s.stages[1]), s.name, s.placement, s.microbatches)
     with pytest.raises(ValueError, match=r"F0c0 appears 2 times"):
         doubled.validate()
+    odd = type(s)((s.stages[0] + (Op("X", 0, 0),), s.stages[1]), s.name, s.placement, s.microbatches)
+    with pytest.raises(ValueError, match=r"X0c0 has kind 'X'; the kinds are F, B and W"):
+        odd.validate()
     moved = type(s)((s.stages[0] + (Op("F", 5, 1),), s.stages[1]), s.name, s.placement, s.microbatches)
     with pytest.raises(ValueError, match=r"F5c1 is on stage 0 but chunk 1 lives on stage 1"):
         moved.validate()
