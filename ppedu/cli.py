@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ppedu.costs import Costs
 from ppedu.schedules import SCHEDULES, build
@@ -62,8 +63,15 @@ def _cost(text: str) -> float | tuple[float, ...]:
     return values[0] if len(values) == 1 else values
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (with a pointer to ``--help``), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ppedu", description="Pipeline-parallel schedules, simulated.")
+    parser = _Parser(prog="ppedu", description="Pipeline-parallel schedules, simulated.")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     sim = commands.add_parser("simulate", help="simulate a schedule and show its spacetime grid and metrics")
     sim.add_argument("schedule", choices=list(SCHEDULES), metavar="SCHEDULE", help=", ".join(SCHEDULES))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import warnings
 
-from ppedu.ops import Op, Schedule
+from ppedu.ops import Kind, Op, Schedule
 
 #: Course name → PyTorch's schedule name, for the schedules both have.
 TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "dualpipe-v": "DualPipeV"}
@@ -40,7 +40,7 @@ def _expand(action, paired: bool = False):
     """(op, runs overlapped?) for each compute op in one PyTorch action."""
     from torch.distributed.pipelining.schedules import _ComputationType as T
 
-    kinds = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
+    kinds: dict[object, Kind] = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
     if action is None:
         return
     if action.computation_type == T.OVERLAP_F_B:

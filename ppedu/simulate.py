@@ -149,12 +149,13 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     costs.check(schedule.p)
     p, placement, last, comm = schedule.p, schedule.placement, schedule.chunks - 1, costs.comm
     split = {(mb, c, d) for ops in schedule.stages for kind, mb, c, d in ops if kind == "W"}
-    # Per stage: F, full B, input-gradient B, W and overlapped F&B durations, looked up once.
+    # Per stage: F, full B, input-gradient B and W durations, looked up once.
     durations = [
         {"F": costs.forward(s), "B": costs.backward(s, full=True), "I": costs.backward(s, full=False),
-         "W": costs.weight(s), "FB": costs.pair(s)}
+         "W": costs.weight(s)}
         for s in range(p)
     ]
+    pair_times = [costs.pair(s) or 0.0 for s in range(p)]
     # Without an F&B time the pair's two ops simply run one after the other.
     pair_heads = [
         {i for i, op in enumerate(ops[1:]) if op in schedule.overlapped} if costs.fb is not None else set()
@@ -197,8 +198,9 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
             if blocked:
                 break
             lengths = [cost["I" if op.kind == "B" and op[1:] in split else op.kind] for op in unit]
-            if len(unit) == 2:
-                lengths = [x * cost["FB"] / sum(lengths) if sum(lengths) else 0.0 for x in lengths]
+            if len(unit) == 2:  # the pair's F and B share its F&B time in proportion
+                total = sum(lengths)
+                lengths = [x * pair_times[s] / total if total else 0.0 for x in lengths]
             for op, length in zip(unit, lengths):
                 end = start + length
                 finished[op] = end

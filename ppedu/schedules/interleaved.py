@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ppedu.ops import Op, Schedule
+from ppedu.ops import Kind, Op, Schedule
 from ppedu.schedules._rules import require_counts
 
 
@@ -23,12 +23,12 @@ def interleaved_1f1b(p: int, m: int, v: int = 2) -> Schedule:
         raise ValueError(f"interleaved 1F1B needs m to be a multiple of p (got p={p}, m={m})")
     total = m * v
 
-    def op(kind: str, k: int, j: int) -> Op:
+    def op(kind: Kind, k: int, j: int) -> Op:
         group, rest = divmod(k, p * v)
         local = rest // p
         if kind == "B":
             local = v - 1 - local
-        return Op(kind, group * p + rest % p, local * p + j)  # type: ignore[arg-type]
+        return Op(kind, group * p + rest % p, local * p + j)
 
     stages = []
     for j in range(p):
