@@ -32,7 +32,7 @@ class Grid:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.cells.shape  # type: ignore[return-value]
+        return self.cells.shape
 
     @property
     def total_slots(self) -> int:
