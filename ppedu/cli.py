@@ -48,10 +48,40 @@ def _simulate(args: argparse.Namespace) -> int:
     else:
         from ppedu.text import render_grid, render_metrics
 
-        print(render_grid(timeline))
+        if timeline.makespan <= _MAX_TEXT_STEPS:
+            print(render_grid(timeline))
+        else:
+            print(f"(grid of {timeline.makespan:g} time steps not drawn; use --png or --json)")
         print()
         print(render_metrics(timeline))
     return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from ppedu.text import render_comparison
+
+    costs = Costs(f=args.f, b=args.b, w=args.w, comm=args.comm, fb=args.fb)
+    names = args.schedules or [n for n in SCHEDULES if _fits(n, args.p, args.m, args.v)]
+    schedules = [build(n, args.p, args.m, args.v if n == "interleaved" else 1) for n in names]
+    # Costs are given per stage; a schedule that cuts the model v times finer pays 1/v per chunk.
+    timelines = [simulate(s, costs.per_chunk(s.virtual)) for s in schedules]
+    if args.json:
+        print(json.dumps([{"schedule": t.schedule.name, "virtual": t.schedule.virtual, **t.metrics()} for t in timelines]))
+    else:
+        print(render_comparison(timelines))
+    return 0
+
+
+def _fits(name: str, p: int, m: int, v: int) -> bool:
+    """Whether ``name`` accepts (p, m, v), so ``compare`` can leave out what does not apply."""
+    try:
+        build(name, p, m, v if name == "interleaved" else 1)
+    except ValueError:
+        return False
+    return True
+
+
+_MAX_TEXT_STEPS = 240
 
 
 def _cost(text: str) -> float | tuple[float, ...]:
@@ -61,6 +91,18 @@ def _cost(text: str) -> float | tuple[float, ...]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number or comma-separated numbers: {text!r}") from None
     return values[0] if len(values) == 1 else values
+
+
+def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
+    parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
+    parser.add_argument("-v", type=int, default=1, help="model chunks per stage (interleaved only)")
+    parser.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
+    parser.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
+    parser.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
+    parser.add_argument("--comm", type=float, default=0.0, help="latency of a hand-over between GPUs")
+    parser.add_argument("--fb", type=_cost, default=None,
+                        help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,19 +117,21 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
     sim = commands.add_parser("simulate", help="simulate a schedule and show its spacetime grid and metrics")
     sim.add_argument("schedule", choices=list(SCHEDULES), metavar="SCHEDULE", help=", ".join(SCHEDULES))
-    sim.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
-    sim.add_argument("-m", type=int, required=True, help="micro-batches per step")
-    sim.add_argument("-v", type=int, default=1, help="model chunks per stage (interleaved only)")
-    sim.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
-    sim.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
-    sim.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
-    sim.add_argument("--comm", type=float, default=0.0, help="latency of a hand-over between GPUs")
-    sim.add_argument("--fb", type=_cost, default=None,
-                     help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
+    _add_shape_and_costs(sim)
     out = sim.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
     sim.set_defaults(run=_simulate)
+
+    cmp = commands.add_parser(
+        "compare", help="simulate several schedules of the same model on the same GPUs, side by side",
+        description="Costs here are per stage (a 1/p slice of the model); schedules with v chunks per stage "
+        "pay 1/v of them per chunk, so every schedule runs the same model.")
+    cmp.add_argument("schedules", nargs="*", metavar="SCHEDULE",
+                     help="which to compare (default: every schedule that accepts p, m and v)")
+    _add_shape_and_costs(cmp)
+    cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
+    cmp.set_defaults(run=_compare)
     return parser
 
 

@@ -61,8 +61,21 @@ class Costs:
         """Duration of an overlapped F&B pair on ``stage``, or ``None`` for "F plus B"."""
         return None if self.fb is None else _at(self.fb, stage)
 
+    def per_chunk(self, v: int) -> Costs:
+        """These costs, given for a whole stage, split over ``v`` chunks per stage (comm unchanged).
+
+        >>> Costs(f=2, b=4).per_chunk(2)
+        Costs(f=1.0, b=2.0, w=0.0, comm=0.0, fb=None)
+        """
+        fb = None if self.fb is None else _scaled(self.fb, 1 / v)
+        return Costs(f=_scaled(self.f, 1 / v), b=_scaled(self.b, 1 / v), w=_scaled(self.w, 1 / v), comm=self.comm, fb=fb)
+
     def as_dict(self) -> dict[str, PerStage]:
         return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+def _scaled(value: PerStage, k: float) -> PerStage:
+    return tuple(x * k for x in value) if isinstance(value, tuple) else value * k
 
 
 def _at(value: PerStage, stage: int) -> float:

@@ -117,6 +117,12 @@ class Timeline:
         """Per stage, the most chunk-activations alive at once (one chunk's worth each)."""
         return tuple(int(c.max(initial=0)) for _, c in self._memory)
 
+    @property
+    def peak_stage_activations(self) -> tuple[float, ...]:
+        """Per stage, the peak in units of one whole stage's activations (a chunk holds 1/v of
+        them), so schedules that cut the model differently compare fairly."""
+        return tuple(n / self.schedule.virtual for n in self.peak_activations)
+
     def on_stage(self, stage: int) -> tuple[Event, ...]:
         return tuple(e for e in self.events if e.stage == stage)
 

@@ -48,5 +48,17 @@ def render_metrics(timeline: Timeline) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def render_comparison(timelines: list[Timeline]) -> str:
+    """Several schedules' headline numbers as one table, a row per schedule."""
+    header = ("schedule", "makespan", "idle/total", "bubble/ideal", "peak activations, in stages (GPU 0…)")
+    rows = [header] + [
+        (f"{t.schedule.name}" + (f" v={t.schedule.virtual}" if t.schedule.virtual > 1 else ""), _num(t.makespan),
+         f"{t.bubble_ratio:.2%}", f"{t.bubble_over_ideal:.2%}", " ".join(f"{x:g}" for x in t.peak_stage_activations))
+        for t in timelines
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.3f}"

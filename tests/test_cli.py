@@ -70,3 +70,26 @@ def test_bad_input_exits_2_with_one_line_naming_the_rule(args, words):
     assert words in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.splitlines()) == 1 and out.stderr.startswith("ppedu")
     assert out.stdout == ""
+
+
+def test_compare_runs_the_same_model_through_every_schedule_that_fits():
+    data = json.loads(ppedu("compare", "-p", "4", "-m", "8", "-v", "2", "--w", "1", "--json").stdout)
+    by_name = {row["schedule"]: row for row in data}
+    assert set(by_name) == {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipe-v"}
+    # Interleaving halves each chunk's cost, so the whole model costs the same: the bubble shrinks.
+    assert by_name["interleaved"]["makespan"] < by_name["1f1b"]["makespan"]
+    assert by_name["zb-h1"]["makespan"] < by_name["1f1b"]["makespan"]
+    odd = json.loads(ppedu("compare", "-p", "3", "-m", "5", "--json").stdout)
+    assert [row["schedule"] for row in odd] == ["gpipe", "1f1b", "zb-h1"]  # the rest refuse p=3, m=5
+
+
+def test_compare_table_and_unknown_names():
+    out = ppedu("compare", "gpipe", "1f1b", "-p", "4", "-m", "8")
+    assert out.stdout.splitlines()[2].split()[:2] == ["1f1b", "22"]
+    bad = ppedu("compare", "ring", "-p", "4", "-m", "8")
+    assert bad.returncode == 2 and "unknown schedule 'ring'" in bad.stderr
+
+
+def test_a_grid_too_wide_for_a_terminal_is_not_drawn():
+    out = ppedu("simulate", "1f1b", "-p", "8", "-m", "300")
+    assert out.returncode == 0 and "not drawn" in out.stdout and "idle slots" in out.stdout

@@ -253,3 +253,12 @@ def test_dualpipe_beats_1f1b_on_equal_costs(half, extra):
     p, m = 2 * half, 4 * half + 2 * extra
     costs = Costs(f=1, b=1, w=1)
     assert simulate(dualpipe(p, m), costs).makespan <= simulate(one_f_one_b(p, m), costs).makespan
+
+
+def test_costs_per_chunk_split_a_stage_v_ways():
+    assert Costs(f=(2, 4), b=2, w=1, comm=3, fb=6).per_chunk(2) == Costs(f=(1, 2), b=1, w=0.5, comm=3, fb=3)
+
+
+def test_peak_activations_in_whole_stages():
+    t = simulate(interleaved_1f1b(4, 8, 2))
+    assert t.peak_stage_activations == (5.5, 4.5, 3.5, 2.5)
