@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ppedu.costs import Costs
+from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import simulate
 
@@ -23,7 +24,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except ValueError as error:
         parser.exit(2, f"ppedu: error: {error}\n")
-    return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -61,8 +61,10 @@ def _compare(args: argparse.Namespace) -> int:
     from ppedu.text import render_comparison
 
     costs = Costs(f=args.f, b=args.b, w=args.w, comm=args.comm, fb=args.fb)
-    names = args.schedules or [n for n in SCHEDULES if _fits(n, args.p, args.m, args.v)]
-    schedules = [build(n, args.p, args.m, args.v if n == "interleaved" else 1) for n in names]
+    if args.schedules:
+        schedules = [_build_shared(n, args) for n in args.schedules]
+    else:  # every schedule that accepts this p, m and v
+        schedules = [s for n in SCHEDULES if (s := _build_or_none(n, args))]
     # Costs are given per stage; a schedule that cuts the model v times finer pays 1/v per chunk.
     timelines = [simulate(s, costs.per_chunk(s.virtual)) for s in schedules]
     if args.json:
@@ -72,13 +74,16 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fits(name: str, p: int, m: int, v: int) -> bool:
-    """Whether ``name`` accepts (p, m, v), so ``compare`` can leave out what does not apply."""
+def _build_shared(name: str, args: argparse.Namespace) -> Schedule:
+    """``name`` on the shared p and m; ``v`` goes to interleaved, the others keep their own cut."""
+    return build(name, args.p, args.m, args.v if name == "interleaved" else 1)
+
+
+def _build_or_none(name: str, args: argparse.Namespace) -> Schedule | None:
     try:
-        build(name, p, m, v if name == "interleaved" else 1)
+        return _build_shared(name, args)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 _MAX_TEXT_STEPS = 240

@@ -18,14 +18,13 @@ def render_grid(timeline: Timeline | Grid, dt: float | None = None) -> str:
     g = timeline if isinstance(timeline, Grid) else grid(timeline, dt)
     labels, starts = g.labels(), g.starts()
     steps = g.shape[1]
-    width = max([len(x) for x in labels.flat] + [len(f"t{steps}") if steps < 1000 else 2])
+    width = max([len(x) for x in labels.flat] + [len(f"t{steps}")])
     rows = []
     for s in reversed(range(g.shape[0])):
         cells = [labels[s, t] if starts[s, t] else ("·" if labels[s, t] else ".") for t in range(steps)]
         rows.append(f"GPU {s:<{len(str(g.shape[0] - 1))}} | " + " ".join(c.ljust(width) for c in cells).rstrip())
     indent = " " * (rows[0].index("|") + 2)
-    every = 1 if width >= len(f"t{steps}") else -(-len(f"t{steps}") // (width + 1)) + 1
-    axis = " ".join((f"t{t + 1}" if t % every == 0 else "").ljust(width) for t in range(steps)).rstrip()
+    axis = " ".join(f"t{t + 1}".ljust(width) for t in range(steps)).rstrip()
     rows.append(indent + axis)
     return "\n".join(rows)
 
