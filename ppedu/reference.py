@@ -6,6 +6,7 @@ The course checks its schedules against these, and shows where a reference is it
 from __future__ import annotations
 
 import warnings
+from functools import cache
 
 from ppedu.ops import Kind, Op, Schedule
 
@@ -36,18 +37,25 @@ def _torch_ranks(name: str, p: int, m: int, v: int) -> list[list]:
         return get_schedule_ops(TORCH_NAMES.get(name, name), p, m, num_stages_per_rank=v)
 
 
+@cache
+def _kinds() -> dict[object, Kind]:
+    """PyTorch's compute action types → ppedu's kinds (built once, after torch is imported)."""
+    from torch.distributed.pipelining.schedules import _ComputationType as T
+
+    return {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
+
+
 def _expand(action, paired: bool = False):
     """(op, runs overlapped?) for each compute op in one PyTorch action."""
     from torch.distributed.pipelining.schedules import _ComputationType as T
 
-    kinds: dict[object, Kind] = {T.FORWARD: "F", T.FULL_BACKWARD: "B", T.BACKWARD_INPUT: "B", T.BACKWARD_WEIGHT: "W"}
     if action is None:
         return
     if action.computation_type == T.OVERLAP_F_B:
         for sub in action.sub_actions:
             yield from _expand(sub, paired=True)
-    elif action.computation_type in kinds:
-        kind = kinds[action.computation_type]
+    elif action.computation_type in _kinds():
+        kind = _kinds()[action.computation_type]
         yield Op(kind, action.microbatch_index, action.stage_index), paired and kind == "B"
 
 

@@ -15,7 +15,7 @@ from ppedu.schedules._rules import require_counts
 
 # An abstract action of the eight-phase order: (kind, phase, split W off?, overlapped with the F before?).
 _Action = tuple[str, int, bool, bool]
-_F0, _F1, _B0, _B1, _W = ("F", 0, False, False), ("F", 1, False, False), ("B", 0, False, False), ("B", 1, False, False), ("W", 0, False, False)
+_F0, _F1, _B1, _W = ("F", 0, False, False), ("F", 1, False, False), ("B", 1, False, False), ("W", 0, False, False)
 _B0_PAIRED, _B1_PAIRED = ("B", 0, False, True), ("B", 1, False, True)
 
 
