@@ -34,9 +34,12 @@ class Costs:
     def __post_init__(self) -> None:
         for field in fields(self):
             value = getattr(self, field.name)
-            if value is None:
+            if value is None and field.name == "fb":  # unset: a pair costs F plus B
                 continue
-            values = tuple(float(x) for x in value) if isinstance(value, Sequence) else (float(value),)
+            try:
+                values = tuple(float(x) for x in value) if isinstance(value, Sequence) else (float(value),)
+            except (TypeError, ValueError):
+                values = ()
             if not values or any(not x >= 0 for x in values):  # `not >=` also rejects NaN
                 raise ValueError(f"costs must be non-negative numbers (got {field.name}={value!r})")
             object.__setattr__(self, field.name, values if isinstance(value, Sequence) else values[0])

@@ -166,10 +166,17 @@ def test_per_stage_costs_must_match_the_stage_count():
         simulate(gpipe(4, 4), Costs(f=(1, 1, 1)))
 
 
-@pytest.mark.parametrize("bad", [dict(f=-1), dict(b=float("nan")), dict(comm=-0.5), dict(w=(1, -1))])
+@pytest.mark.parametrize("bad", [dict(f=-1), dict(b=float("nan")), dict(comm=-0.5), dict(w=(1, -1)), dict(fb=-2)])
 def test_costs_reject_negative_values(bad):
     with pytest.raises(ValueError, match="costs must be non-negative"):
         Costs(**bad)
+
+
+def test_only_the_pair_time_may_be_left_unset():
+    assert Costs(fb=None).pair(0) is None
+    for bad in (dict(comm=None), dict(f="fast")):
+        with pytest.raises(ValueError, match="costs must be non-negative numbers"):
+            Costs(**bad)  # type: ignore[arg-type]
 
 
 # --- Properties over many inputs ----------------------------------------------------------------
