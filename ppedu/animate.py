@@ -46,7 +46,7 @@ def frames(timeline: Timeline, dt: float | None = None) -> tuple[Frame, ...]:
     return tuple(out)
 
 
-def save_animation(timeline: Timeline, path: str | Path, fps: float = 2.0, dpi: int = 80) -> Path:
+def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int = 80) -> Path:
     """Write the diagram revealed step by step to ``path``: a ``.gif`` (Pillow, always available)
     or an ``.mp4`` (only where an ``ffmpeg`` is installed). Returns the path written."""
     path = Path(path)
@@ -55,15 +55,15 @@ def save_animation(timeline: Timeline, path: str | Path, fps: float = 2.0, dpi: 
         raise ValueError(f"an animation is saved as .gif or .mp4 (got {path.name!r})")
     if suffix == ".mp4" and shutil.which("ffmpeg") is None:
         raise ValueError("writing .mp4 needs ffmpeg, which is not installed here; save a .gif instead")
-    if not fps > 0:
-        raise ValueError(f"fps must be a positive number (got {fps!r})")
+    if isinstance(fps, bool) or not isinstance(fps, int) or fps < 1:
+        raise ValueError(f"fps (frames per second) must be a whole number ≥ 1 (got {fps!r})")
     steps = frames(timeline)
     fig = plot_timeline(timeline)
     ax = fig.axes[0]
     end = timeline.makespan or 1.0
     # The future is covered, and a line marks "now", so the diagram fills in as time passes.
-    cover = ax.add_patch(Rectangle((0, -0.6), end, timeline.stages + 0.2, facecolor="white", edgecolor="none",
-                                   alpha=0.92, zorder=3))
+    cover = Rectangle((0, -0.6), end, timeline.stages + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
+    ax.add_patch(cover)
     now = ax.axvline(0, color="#D55E00", linewidth=2, zorder=4)
     caption = fig.text(0.01, 0.01, "", fontsize=9)
 

@@ -36,7 +36,7 @@ def test_unsupported_outputs_are_refused_with_a_reason(tmp_path):
     t = simulate(schedules.gpipe(2, 2))
     with pytest.raises(ValueError, match=r"\.gif or \.mp4"):
         save_animation(t, tmp_path / "x.avi")
-    with pytest.raises(ValueError, match="fps must be a positive"):
+    with pytest.raises(ValueError, match="fps"):
         save_animation(t, tmp_path / "x.gif", fps=0)
     if shutil.which("ffmpeg") is None:
         with pytest.raises(ValueError, match="needs ffmpeg"):
