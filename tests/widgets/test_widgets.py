@@ -33,6 +33,17 @@ def test_moving_a_slider_redraws_the_diagram_and_the_metrics():
     assert x.timeline.schedule.name == "1f1b"
 
 
+def test_interleaving_pays_until_hand_overs_cost_too_much():
+    x = ScheduleExplorer("1f1b", p=4, m=8)
+    plain = x.metrics()
+    x.set(schedule="interleaved", v=2)
+    assert x.metrics()["handovers"] == plain["handovers"] * (4 * 2 - 1) // (4 - 1)  # p·v-1 crossings, not p-1
+    assert x.timeline.costs.f == 0.5  # the same model: each of the two chunks is half a stage
+    assert x.metrics()["makespan"] < plain["makespan"]
+    x.set(comm=1.0)
+    assert x.metrics()["makespan"] >= x.set(schedule="1f1b").metrics()["makespan"]
+
+
 def test_every_schedule_in_the_picker_draws():
     x = ScheduleExplorer(p=4, m=8)
     assert list(x.picker.options) == list(SCHEDULES)
@@ -75,7 +86,7 @@ def test_set_rejects_unknown_controls_and_values_no_slider_takes():
        f=st.sampled_from([0.5, 1.0, 2.0]), b=st.sampled_from([1.0, 2.0]))
 def test_the_explorer_agrees_with_the_simulator_everywhere(name, p, m, f, b):
     x = ScheduleExplorer(name, p=p, m=m, f=f, b=b, w=1.0)
-    t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))
+    t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))  # one chunk per GPU: costs as given
     assert x.metrics()["idle_slots"] == t.idle_slots and x.metrics()["bubble_ratio"] == t.bubble_ratio
 
 
