@@ -64,6 +64,11 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     if execute:
         ExecutePreprocessor(timeout=600, store_widget_state=False).preprocess(nb, {"metadata": {"path": str(notebook.parent)}})
     nb.metadata.pop("widgets", None)  # widget state would make the deck fetch a widget renderer from a CDN
+    for cell in nb.cells:  # so a widget shows its still picture (ppedu's widgets add one), not a blank
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if len(data) > 1:
+                data.pop("application/vnd.jupyter.widget-view+json", None)
     exporter = SlidesExporter(config=Config({"SlidesExporter": dict(_URLS)}))
     exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7, so set it on the exporter
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})

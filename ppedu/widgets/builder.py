@@ -12,11 +12,12 @@ from ppedu.ops import Op, Schedule
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._cells import CellGrid
+from ppedu.widgets._static import StaticFallback
 
 _ERASE = "(remove)"
 
 
-class ScheduleBuilder(widgets.VBox):
+class ScheduleBuilder(StaticFallback, widgets.VBox):
     """An empty ``p`` × ``steps`` grid; pick an operation, click a cell to place it there (click
     a filled cell to take its operation off). Every op takes one time step.
 
@@ -104,6 +105,10 @@ class ScheduleBuilder(widgets.VBox):
 
     def _name(self, op: Op) -> str:
         return f"{op.kind}{op.microbatch}" + (f"c{op.chunk}" if self.model.v > 1 else "")
+
+    def _static_html(self) -> str:
+        return (f"<p>Schedule builder: place {len(self.model.ops())} operations on {self.model.p} GPUs × "
+                f"{self.steps} time steps ({len(self.placed)} placed). Run the notebook to build.</p>")
 
     def _clicked(self, stage: int, step: int) -> None:
         if (stage, step) in self.placed or self.picker.value == _ERASE:

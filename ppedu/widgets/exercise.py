@@ -16,11 +16,12 @@ from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
 from ppedu.widgets._cells import CellGrid
+from ppedu.widgets._static import StaticFallback
 
 Mode = Literal["count", "mark"]
 
 
-class SlotCountingExercise(widgets.VBox):
+class SlotCountingExercise(StaticFallback, widgets.VBox):
     """The grid of a schedule and three questions: total slots, idle slots, bubble ratio.
 
     ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
@@ -90,6 +91,11 @@ class SlotCountingExercise(widgets.VBox):
     def check_marking(self) -> Feedback:
         """Check the cells marked so far."""
         return self._show(check_marking(self.grid, self.marked, self.hidden))
+
+    def _static_html(self) -> str:
+        marked = self.marked if self.mode == "mark" else None
+        ask = "Mark every idle cell." if self.mode == "mark" else "Count the total slots, the idle slots and the bubble ratio."
+        return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
 
     def _check_from_ui(self) -> None:
         if self.mode == "count":

@@ -12,12 +12,13 @@ from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
+from ppedu.widgets._static import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
 
 
-class ScheduleExplorer(widgets.VBox):
+class ScheduleExplorer(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``p``, ``m``, ``v`` and the costs ``f``, ``b``, ``w``,
     ``comm``; every change re-simulates and redraws the spacetime diagram and the metrics.
 
@@ -109,6 +110,9 @@ class ScheduleExplorer(widgets.VBox):
         }
 
     # -- drawing -------------------------------------------------------------------------------
+    def _static_html(self) -> str:
+        return self.message.value + self.diagram.value + self.table.value
+
     def _changed(self, _change: object) -> None:
         if not self._holding:
             self._redraw()

@@ -44,6 +44,20 @@ def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
     assert "The bubble" in html and "A detail" in html
 
 
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+def test_a_widget_in_a_deck_shows_its_still_picture(tmp_path):
+    from ppedu.widgets import ScheduleExplorer
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("ScheduleExplorer()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=ScheduleExplorer("gpipe", p=2, m=2)._repr_mimebundle_())]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "widget.ipynb")
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    html = slides.build_deck(tmp_path / "widget.ipynb", out).read_text()
+    assert "ppedu-static" in html and "<svg" in html and "widget-view+json" not in html
+
+
 def test_the_check_for_remote_references_can_fail():
     page = '<script src="https://unpkg.com/reveal.js@4.0.2/dist/reveal.js"></script>\n  "https://x.org/notes.js",\n'
     assert slides.remote_references(page) == ["https://unpkg.com/reveal.js@4.0.2/dist/reveal.js", "https://x.org/notes.js"]

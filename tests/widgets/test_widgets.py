@@ -194,3 +194,12 @@ def test_the_player_steps_through_time():
     with pytest.raises(ValueError, match="between 0 and 14"):
         player.seek(15)
     assert "ppedu-player" in player._dom_classes and player.play.max == 14
+
+
+# -- still pictures for places without a widget renderer -------------------------------------------
+def test_each_widget_carries_a_still_picture_beside_its_live_view():
+    t = simulate(schedules.gpipe(2, 2))
+    for widget in (ScheduleExplorer("gpipe", p=2, m=2), SlotCountingExercise(t), TimelinePlayer(t)):
+        bundle = widget._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in bundle and "<svg" in bundle["text/html"]
+    assert "place 4 operations" in ScheduleBuilder(p=2, m=1)._repr_mimebundle_()["text/html"]
