@@ -53,7 +53,8 @@ def install_assets(folder: str | Path, packages: Sequence[str] = tuple(PACKAGES)
 
 def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> Path:
     """Write ``out/<name>.slides.html``, a reveal.js deck of ``notebook`` that uses the assets
-    :func:`install_assets` put into ``out``. ``execute`` runs the notebook first (not saved back)."""
+    :func:`install_assets` put into ``out``. ``execute`` runs the notebook first, in ``out`` (the
+    notebook file itself is never written)."""
     import nbformat
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import ExecutePreprocessor
@@ -61,8 +62,10 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
 
     notebook, out = Path(notebook), Path(out)
     nb = nbformat.read(notebook, as_version=4)
+    out.mkdir(parents=True, exist_ok=True)
     if execute:
-        ExecutePreprocessor(timeout=600, store_widget_state=False).preprocess(nb, {"metadata": {"path": str(notebook.parent)}})
+        # Run in the deck's folder: files a notebook writes (a GIF it then shows) land beside the deck.
+        ExecutePreprocessor(timeout=600, store_widget_state=False).preprocess(nb, {"metadata": {"path": str(out)}})
     nb.metadata.pop("widgets", None)  # widget state would make the deck fetch a widget renderer from a CDN
     for cell in nb.cells:  # so a widget shows its still picture (ppedu's widgets add one), not a blank
         for output in cell.get("outputs", []):
@@ -72,7 +75,6 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     exporter = SlidesExporter(config=Config({"SlidesExporter": dict(_URLS)}))
     exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7, so set it on the exporter
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
-    out.mkdir(parents=True, exist_ok=True)
     path = out / f"{notebook.stem}.slides.html"
     path.write_text(html, encoding="utf-8")
     return path
