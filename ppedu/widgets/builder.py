@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 
 import ipywidgets as widgets
 
@@ -11,8 +10,7 @@ from ppedu.grading.slots import Feedback
 from ppedu.ops import Op, Schedule
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
-from ppedu.widgets._cells import CellGrid
-from ppedu.widgets._static import StaticFallback
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 _ERASE = "(remove)"
 
@@ -131,6 +129,4 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
                    Feedback(True, (f"{len(self.placed)} of {len(self.model.ops())} operations placed; no rule broken.",)))
 
     def _show(self, feedback: Feedback) -> None:
-        colour = "#1B7F3B" if feedback.correct else "#B00020"
-        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        self.feedback.value = feedback_html(feedback)

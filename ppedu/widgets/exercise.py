@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Literal
 
 import ipywidgets as widgets
@@ -15,8 +14,7 @@ from ppedu.plot import STYLE
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._cells import CellGrid
-from ppedu.widgets._static import StaticFallback
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 Mode = Literal["count", "mark"]
 
@@ -104,9 +102,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             self.check_marking()
 
     def _show(self, feedback: Feedback) -> Feedback:
-        colour = "#1B7F3B" if feedback.correct else "#B00020"
-        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        self.feedback.value = feedback_html(feedback)
         return feedback
 
     def _paint(self, *only: int) -> None:

@@ -12,7 +12,7 @@ from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
-from ppedu.widgets._static import StaticFallback
+from ppedu.widgets._parts import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}

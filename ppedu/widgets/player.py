@@ -7,7 +7,7 @@ import ipywidgets as widgets
 from ppedu.grid import grid
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
-from ppedu.widgets._static import StaticFallback
+from ppedu.widgets._parts import StaticFallback
 
 
 class TimelinePlayer(StaticFallback, widgets.VBox):
