@@ -142,6 +142,8 @@ def test_the_exercise_rejects_nonsense_settings():
         SlotCountingExercise("gpipe", mode="paint")
     with pytest.raises(ValueError, match="fraction"):
         SlotCountingExercise("gpipe", hide=2)
+    with pytest.raises(ValueError, match="at most 64 time steps"):
+        SlotCountingExercise(simulate(schedules.gpipe(4, 8), Costs(comm=0.1)), mode="mark")
 
 
 # -- ScheduleBuilder -----------------------------------------------------------------------------
