@@ -93,7 +93,9 @@ _MAX_TEXT_STEPS = 240
 def _costs(args: argparse.Namespace) -> Costs:
     """The cost model the flags describe; with ``--per-chunk`` a list gives one value per chunk."""
     f, b, w = ((PerChunk(x) if args.per_chunk and isinstance(x, tuple) else x) for x in (args.f, args.b, args.w))
-    comm = PerChunk(args.comm) if args.per_chunk and isinstance(args.comm, tuple) else args.comm
+    comm = args.comm
+    if args.per_chunk and isinstance(comm, tuple) and not isinstance(comm[0], tuple):
+        comm = PerChunk(comm)
     return Costs(f=f, b=b, w=w, comm=comm, fb=args.fb)
 
 

@@ -20,7 +20,10 @@ class PerChunk(tuple[float, ...]):
     """
 
     def __new__(cls, values: Sequence[float]) -> PerChunk:
-        return super().__new__(cls, (float(x) for x in values))
+        try:
+            return super().__new__(cls, tuple(float(x) for x in values))
+        except (TypeError, ValueError):
+            raise ValueError(f"per-chunk costs are numbers, one per chunk (got {values!r})") from None
 
     def __repr__(self) -> str:
         return f"PerChunk({', '.join(map(repr, self))})"
