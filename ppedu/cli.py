@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu.cluster import add_parser as add_plan
 from ppedu.costs import Comm, Costs, PerChunk
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
@@ -164,6 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
     add_partition(commands)
+    add_plan(commands)
     return parser
 
 

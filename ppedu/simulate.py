@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -94,18 +95,22 @@ class Timeline:
 
     @cached_property
     def _memory(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        # +1 when a forward starts, -1 when its backward (input-gradient part) ends; at equal
+        return self._profile(None)
+
+    def _profile(self, weights: Sequence[float] | None) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        # +w when a forward starts, -w when its backward (input-gradient part) ends; at equal
         # times the free comes first, as a framework frees before it allocates the next one.
         ends = {(e.op.microbatch, e.op.chunk, e.op.direction): e.end for e in self.events if e.op.kind == "B"}
-        deltas: list[list[tuple[float, int]]] = [[] for _ in range(self.stages)]
+        deltas: list[list[tuple[float, float]]] = [[] for _ in range(self.stages)]
         for e in self.events:
             if e.op.kind == "F":
-                deltas[e.stage] += [(e.start, 1), (ends[e.op.microbatch, e.op.chunk, e.op.direction], -1)]
+                w = 1 if weights is None else weights[e.op.chunk]
+                deltas[e.stage] += [(e.start, w), (ends[e.op.microbatch, e.op.chunk, e.op.direction], -w)]
         out = []
         for d in deltas:
             d.sort()
             times = np.array([t for t, _ in d], dtype=float)
-            out.append((times, np.cumsum([x for _, x in d], dtype=int)))
+            out.append((times, np.cumsum([x for _, x in d], dtype=int if weights is None else float)))
         return tuple(out)
 
     def activations(self, stage: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +127,18 @@ class Timeline:
         """Per stage, the peak in units of one whole stage's activations (a chunk holds 1/v of
         them), so schedules that cut the model differently compare fairly."""
         return tuple(n / self.schedule.virtual for n in self.peak_activations)
+
+    def peak_activation_memory(self, per_chunk: Sequence[float]) -> tuple[float, ...]:
+        """Per stage, the most activation memory alive at once when one micro-batch's activations
+        of chunk ``c`` take ``per_chunk[c]`` (in bytes, say): unbalanced chunks weigh differently.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> simulate(one_f_one_b(2, 4)).peak_activation_memory([10.0, 3.0])
+        (20.0, 3.0)
+        """
+        if len(per_chunk) != self.schedule.chunks:
+            raise ValueError(f"{len(per_chunk)} activation sizes for {self.schedule.chunks} chunks")
+        return tuple(float(v.max(initial=0)) for _, v in self._profile(per_chunk))
 
     def on_stage(self, stage: int) -> tuple[Event, ...]:
         return tuple(e for e in self.events if e.stage == stage)
