@@ -365,7 +365,8 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
     ``costs`` are per stage; interleaving pays ``chunk_costs`` per chunk (default
     ``costs.per_chunk(v)``); both get the same latency for every hand-over. Interleaving shrinks
     the bubble ``v``-fold but hands over ``v`` times as often, so past this latency it loses.
-    0 if it never wins, ``inf`` if it always does (one GPU: no hand-overs). Found by bisection.
+    0 if it never wins (one GPU has no bubble to shrink), ``inf`` if it always does. Found by
+    bisection.
 
     >>> round(interleaving_break_even(4, 8, Costs(f=1, b=2)), 3)
     1.375
@@ -379,11 +380,13 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
 
     if gap(0.0) >= 0:
         return 0.0
-    if p == 1:
-        return math.inf
     low, high = 0.0, max(costs.forward(s) + costs.backward(s, True) for s in range(p)) or 1.0
-    while gap(high) < 0:
+    for _ in range(64):
+        if gap(high) >= 0:
+            break
         low, high = high, 2 * high
+    else:
+        return math.inf
     for _ in range(60):
         mid = (low + high) / 2
         low, high = (mid, high) if gap(mid) < 0 else (low, mid)
@@ -392,7 +395,8 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
 
 def break_even_bandwidth(model: Model, cluster: Cluster, m: int, v: int = 2, recompute: str = "selective") -> float:
     """The link bandwidth (bytes/s, at ``cluster.link``'s latency) below which interleaving ``v``
-    ways no longer pays for ``model`` on ``cluster``: 0 if interleaving always pays."""
+    ways no longer pays for ``model`` on ``cluster``: 0 if interleaving always pays, ``inf`` if
+    it never does."""
     p = cluster.gpus
     costs, _ = costs_for(model, cluster, one_f_one_b(p, m), recompute)
     chunked, _ = costs_for(model, cluster, interleaved_1f1b(p, m, v), recompute)
@@ -400,7 +404,7 @@ def break_even_bandwidth(model: Model, cluster: Cluster, m: int, v: int = 2, rec
     extra = latency - cluster.link.latency
     if math.isinf(latency):
         return 0.0
-    return model.hand_over_bytes / extra if extra > 0 else math.inf
+    return model.hand_over_bytes / extra if extra > 0 else math.inf  # inf: no bandwidth is enough
 
 
 def _by_stage(costs: Costs, p: int) -> Costs:
@@ -466,9 +470,9 @@ def _run(args: argparse.Namespace) -> int:
     between = LINKS[args.between_nodes] if args.between_nodes else None
     cluster = Cluster(gpu, args.gpus, LINKS[args.link], args.node_size, between)
     p = cluster.gpus
-    ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
     if any(x != int(x) or x < 1 for x in (args.m or ())):
         raise ValueError(f"m (micro-batches) must be whole numbers ≥ 1 (got {args.m})")
+    ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
     rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute)
     winner = best(rows)
     m_even = next((x for x in sorted(ms, reverse=True) if x % p == 0), None)
@@ -491,8 +495,10 @@ def _run(args: argparse.Namespace) -> int:
              "yes" if b < a else "no") for link, a, b in links]
         print(_table(table))
         bw = break_even_bandwidth(model, cluster, m_even, args.v, args.recompute)
-        print(f"it stops paying below {bw / GB:.3g} GB/s at {cluster.link.name}'s latency" if bw
-              else "it pays at any bandwidth")
+        if bw == 0 or math.isinf(bw):
+            print("it pays at any bandwidth" if bw == 0 else "it does not pay at any bandwidth")
+        else:
+            print(f"it stops paying below {bw / GB:.3g} GB/s at {cluster.link.name}'s latency")
     if args.png:
         from ppedu.plot import plot_timeline
 
