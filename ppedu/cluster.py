@@ -179,7 +179,8 @@ GPUS: dict[str, GPU] = {
 #: directions together (NVIDIA's data sheets); PCIe x16 at 16 and 32 GT/s with 128b/130b
 #: coding; InfiniBand HDR and NDR at 200 and 400 Gb/s per port. Latencies are round
 #: order-of-magnitude figures for one small point-to-point message through NCCL, not
-#: measurements: measure your own and ``replace`` them.
+#: measurements: measure your own and ``replace`` them. Ethernet at 10 and 1 Gb/s (nominal IEEE
+#: 802.3 rates, TCP-class latencies) is there to show where interleaving stops paying.
 LINKS: dict[str, Link] = {
     "nvlink": Link("NVLink 4", 450 * GB, 3e-6),
     "nvlink3": Link("NVLink 3", 300 * GB, 3e-6),
@@ -187,6 +188,8 @@ LINKS: dict[str, Link] = {
     "pcie-gen4": Link("PCIe Gen4 x16", 31.5 * GB, 5e-6),
     "ib-400": Link("InfiniBand NDR 400 Gb/s", 50 * GB, 10e-6),
     "ib-200": Link("InfiniBand HDR 200 Gb/s", 25 * GB, 10e-6),
+    "eth-10g": Link("Ethernet 10 Gb/s", 1.25 * GB, 50e-6),
+    "eth-1g": Link("Ethernet 1 Gb/s", 0.125 * GB, 50e-6),
 }
 
 #: Published shapes: Llama 2 7B, 13B and 70B (Touvron et al., "Llama 2", 2023; 4,096-token
