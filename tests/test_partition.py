@@ -83,3 +83,12 @@ def test_cli_prints_the_stages_and_json():
     assert data["bounds"] == [0, 3, 4] and data["stage_costs"] == [4.0, 4.0]
     bad = ppedu("partition", "--layers", "1,2", "-p", "3")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "cannot cut 2 layers" in bad.stderr
+
+
+def test_cli_partitions_a_preset_model():
+    data = json.loads(ppedu("partition", "--model", "70b", "-p", "8", "--json").stdout)
+    # 82 units: the embedding (no FLOPs) rides with the first 10 blocks, the output layer with the last 10.
+    assert data["sizes"] == [11, 10, 10, 10, 10, 10, 10, 11]
+    assert data["bottleneck"] == data["stage_costs"][-1] > data["stage_costs"][0]
+    bad = ppedu("partition", "--model", "9b", "-p", "8")
+    assert bad.returncode == 2 and "unknown preset '9b'" in bad.stderr
