@@ -247,6 +247,8 @@ def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str
     """
     if schedule.p != cluster.gpus:
         raise ValueError(f"the schedule has {schedule.p} stages for {cluster.gpus} GPUs")
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute is one of {', '.join(RECOMPUTE)} (got {recompute!r})")
     flops = model.layer_flops()
     if len(flops) < schedule.chunks:
         raise ValueError(f"{model.name} has {len(flops)} units to cut, fewer than {schedule.chunks} chunks")

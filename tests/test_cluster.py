@@ -139,6 +139,8 @@ def test_best_is_the_fastest_schedule_that_fits():
     (lambda: Cluster(GPUS["l4"], 2, LINKS["nvlink"], node_size=2), "node_size and between_nodes go together"),
     (lambda: costs_for(TOY, SLOW, one_f_one_b(3, 3)), "the schedule has 3 stages for 2 GPUs"),
     (lambda: costs_for(TOY, SLOW, interleaved_1f1b(2, 2, 3)), "toy has 4 units to cut, fewer than 6 chunks"),
+    (lambda: costs_for(TOY, SLOW, one_f_one_b(2, 2), recompute="half"), "recompute is one of none, selective, full"),
+    (lambda: plan(TOY, SLOW, [3], schedules=["dualpipe"]), "dualpipe needs an even m with m ≥ 2p"),
 ])
 def test_bad_input_names_the_rule(make, words):
     with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
