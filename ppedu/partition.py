@@ -48,10 +48,14 @@ class Partition:
     def apply(self, layer_values: Sequence[float]) -> tuple[float, ...]:
         """Per stage, the sum of ``layer_values`` over its layers divided by its GPU's speed (for
         instance the forward times when the cut was made on whole-layer times)."""
+        return tuple(x / speed for x, speed in zip(self.totals(layer_values), self.speeds))
+
+    def totals(self, layer_values: Sequence[float]) -> tuple[float, ...]:
+        """Per stage, the plain sum of ``layer_values`` over its layers (parameters, bytes: what
+        a GPU's speed does not change)."""
         if len(layer_values) != self.bounds[-1]:
             raise ValueError(f"{len(layer_values)} layer values for a partition of {self.bounds[-1]} layers")
-        return tuple(sum(float(x) for x in layer_values[a:b]) / speed
-                     for a, b, speed in zip(self.bounds, self.bounds[1:], self.speeds))
+        return tuple(sum(float(x) for x in layer_values[a:b]) for a, b in zip(self.bounds, self.bounds[1:]))
 
 
 def partition(layer_costs: Sequence[float], p: int, speeds: Sequence[float] | None = None) -> Partition:

@@ -168,3 +168,37 @@ def test_plan_cli_table_json_and_png(tmp_path):
 def test_plan_cli_bad_input_exits_2_with_one_line(args, words):
     out = ppedu("plan", *args)
     assert out.returncode == 2 and words in out.stderr and len(out.stderr.splitlines()) == 1
+
+
+def test_a_mixed_cluster_gives_the_faster_gpus_more_layers():
+    h100, a100 = GPUS["h100-80gb"], GPUS["a100-80gb"]
+    mixed = Cluster((h100, h100, a100, a100), 4, LINKS["nvlink"])
+    schedule = one_f_one_b(4, 8)
+    costs, cut = costs_for(MODELS["7b"], mixed, schedule)
+    assert cut.sizes[0] > cut.sizes[3]
+    # Each chunk costs its FLOPs at its own GPU's rate, and the cut beats the even one on this hardware.
+    flops = cut.totals(MODELS["7b"].layer_flops())
+    assert costs.forward(3, 3) == pytest.approx(a100.seconds(flops[3]))
+    uniform_cut = costs_for(MODELS["7b"], Cluster(h100, 4, LINKS["nvlink"]), schedule)[1]
+    even = [x / mixed.device(s).flops_per_second for s, x in enumerate(uniform_cut.totals(MODELS["7b"].layer_flops()))]
+    assert cut.bottleneck < max(even)
+    with pytest.raises(ValueError, match="dualpipe runs each chunk on two GPUs"):
+        costs_for(MODELS["7b"], mixed, dualpipe(4, 8))
+    names = {r.schedule for r in plan(MODELS["7b"], mixed, [8])}
+    assert "dualpipe" not in names and "1f1b" in names
+
+
+def test_each_gpu_is_checked_against_its_own_memory():
+    small = replace(GPUS["l4"], memory=1e9)
+    rows = plan(MODELS["7b"], Cluster((GPUS["h100-80gb"],) * 3 + (small,), 4, LINKS["nvlink"]), [8], ["1f1b"])
+    assert not rows[0].fits and rows[0].memory.total[0] <= GPUS["h100-80gb"].memory
+    with pytest.raises(ValueError, match="3 GPUs named for a pipeline of 4"):
+        Cluster((small,) * 3, 4, LINKS["nvlink"])
+
+
+def test_plan_cli_takes_one_gpu_preset_per_gpu():
+    out = ppedu("plan", "--model", "7b", "--gpus", "2", "--gpu", "h100-80gb,a100-80gb", "-m", "4")
+    assert out.returncode == 0, out.stderr
+    assert "1 × H100 80GB SXM" in out.stdout and "1 × A100 80GB SXM" in out.stdout and "dualpipe " not in out.stdout
+    bad = ppedu("plan", "--model", "7b", "--gpus", "2", "--gpu", "h100-80gb,b200")
+    assert bad.returncode == 2 and "unknown GPU preset 'b200'" in bad.stderr

@@ -45,6 +45,7 @@ def test_balanced_layers_give_equal_stages(p, per_stage, cost):
 def test_a_twice_as_fast_gpu_gets_twice_the_layers():
     part = partition([1.0] * 9, 2, speeds=[2, 1])
     assert part.sizes == (6, 3) and part.stage_costs == (3.0, 3.0)
+    assert part.totals([1.0] * 9) == (6.0, 3.0)  # what speed does not change: parameters, bytes
 
 
 def test_the_partition_drives_a_heterogeneous_pipeline():
