@@ -520,7 +520,7 @@ def _run(args: argparse.Namespace) -> int:
                              for link, a, b in links],
         }))
         return 0
-    print(_render(model, cluster, rows, winner, args.recompute))
+    print(render_plan(model, cluster, rows, args.recompute))
     if links and m_even:
         print(f"\ninterleaving (v={args.v}) against 1F1B at m={m_even}, every hand-over over one link:")
         table = [("link", "hand-over ms", "1f1b s", "interleaved s", "pays?")] + [
@@ -542,7 +542,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(model: Model, cluster: Cluster, rows: Sequence[PlanRow], winner: PlanRow | None, recompute: str) -> str:
+def render_plan(model: Model, cluster: Cluster, rows: Sequence[PlanRow], recompute: str = "selective") -> str:
+    """:func:`plan`'s rows as the CLI prints them: a header, one line per schedule and m, the best.
+
+    >>> c = Cluster(GPUS["h100-80gb"], 2, LINKS["nvlink"])
+    >>> print(render_plan(MODELS["7b"], c, plan(MODELS["7b"], c, [4], ["1f1b"])).splitlines()[-1])
+    best: 1f1b at m=4, 15776 tokens/s
+    """
+    winner = best(rows)
     links = cluster.link.name + (f", {cluster.between_nodes.name} between nodes of {cluster.node_size}"
                                  if cluster.between_nodes else "")
     hand_over = cluster.link.seconds(model.hand_over_bytes)
