@@ -20,7 +20,8 @@ The arithmetic is the usual back-of-the-envelope one, stated so that a student c
   recomputed, as flash attention does), ``2·s·b·h`` (the block's input) with full recomputation,
   which costs one more forward inside every backward.
 
-Data parallelism, tensor parallelism, ZeRO sharding and the CUDA context are not modelled.
+Tensor parallelism, the data-parallel all-reduce and the CUDA context are not modelled; sharding
+Adam's state over data-parallel replicas (ZeRO stage 1) is a smaller ``optimizer_bytes``.
 
 >>> m = MODELS["70b"]
 >>> round(m.params / 1e9, 1), m.layers
