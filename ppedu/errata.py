@@ -10,54 +10,18 @@ recomputed (the simulator is the authority), so a notebook can show the errata o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import astuple, dataclass, fields
-from typing import Generic, Literal, TypeVar
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
 
 from ppedu.costs import Costs
 from ppedu.formulas import bubble_over_ideal, bubble_ratio, to_idle_total
 from ppedu.grid import grid
-from ppedu.lesson import hand_overs
+from ppedu.lesson import Table, hand_overs, parameter_copies
 from ppedu.schedules import dualpipe, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
 from ppedu.simulate import Timeline, simulate
 
-Row = TypeVar("Row")
 Definition = Literal["idle/total", "bubble/ideal"]
-
-
-@dataclass(frozen=True)
-class Table(Generic[Row]):
-    """Records shown as a table: Markdown in a notebook, aligned plain text when printed."""
-
-    rows: tuple[Row, ...]
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def __iter__(self) -> Iterator[Row]:
-        return iter(self.rows)
-
-    def __getitem__(self, i: int) -> Row:
-        return self.rows[i]
-
-    def _cells(self) -> list[tuple[str, ...]]:
-        if not self.rows:
-            return []
-        header = tuple(f.name.replace("_", " ") for f in fields(self.rows[0]))  # type: ignore[arg-type]
-        return [header] + [tuple(_show(x) for x in astuple(r)) for r in self.rows]  # type: ignore[call-overload]
-
-    def _repr_markdown_(self) -> str:
-        cells = self._cells()
-        if not cells:
-            return "*(no rows)*"
-        lines = ["| " + " | ".join(row) + " |" for row in cells]
-        lines.insert(1, "|" + "---|" * len(cells[0]))
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        cells = self._cells()
-        widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))] if cells else []
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
 
 
 @dataclass(frozen=True)
@@ -71,11 +35,14 @@ class Claim:
     holds: bool
 
 
-def textbook_claims() -> Table[Claim]:
-    """The figures of the textbook chapter, each recomputed under its own unit-cost model.
+def textbook_claims(*sections: str) -> Table[Claim]:
+    """The figures of the textbook chapter, each recomputed under its own unit-cost model; with
+    ``sections``, only the claims of sections that start with one of them.
 
-    >>> [c.section for c in textbook_claims().rows if not c.holds][:3]
+    >>> [c.section for c in textbook_claims() if not c.holds][:3]
     ['4.6.1', '4.6.1', '4.6.1']
+    >>> [c.statement for c in textbook_claims("4.2.3")]
+    ["GPipe's backward wave runs in"]
     """
     unit = Costs(f=1, b=1)
     g, o = simulate(gpipe(4, 4), unit), simulate(one_f_one_b(4, 4), unit)
@@ -101,7 +68,7 @@ def textbook_claims() -> Table[Claim]:
               _tuple(big.peak_activations), max(big.peak_activations) <= 4),
         Claim("4.3.1", "1F1B's GPU 0 runs p forwards before its first backward", "4",
               f"{before_b}", before_b == 4),
-        Claim("4.6.1", "v = 2 halves the bubble (p = 4, m = 8)", "-50%",
+        Claim("4.4, 4.6.1", "v = 2 halves the bubble (p = 4, m = 8)", "-50%",
               f"idle time {o8.idle_slots:g} → {i8.idle_slots:g} ({i8.idle_slots / o8.idle_slots - 1:+.0%}); "
               f"idle/total {o8.bubble_ratio:.2%} → {i8.bubble_ratio:.2%} ({i8.bubble_ratio / o8.bubble_ratio - 1:+.1%})",
               i8.idle_slots * 2 == o8.idle_slots),
@@ -112,7 +79,7 @@ def textbook_claims() -> Table[Claim]:
               "GPUs " + ", ".join(str(s) for s in sorted({e.stage for e in d.events if e.start == 0})),
               {e.stage for e in d.events if e.start == 0} == {0, 3}),
     )
-    return Table(rows)
+    return Table(tuple(c for c in rows if not sections or any(c.section.startswith(x) for x in sections)))
 
 
 def forward_wave(timeline: Timeline) -> tuple[int, int]:
@@ -232,9 +199,8 @@ def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
         ("DualPipe", "(p/2-1)(F&B+B-3W)", (p / 2 - 1) * (pair + b - 3 * w), dualpipe(p, m)),
     ):
         t = simulate(schedule, costs)
-        copies = sum(stage == 0 for row in schedule.placement for stage in row) / schedule.virtual
         rows.append(TableRow(name, formula, value, max(t.makespan - busy for busy in t.busy_per_stage),
-                             f"{copies:g}×", max(t.peak_activations)))
+                             f"{parameter_copies(schedule):g}×", max(t.peak_activations)))
     return Table(tuple(rows))
 
 
@@ -246,11 +212,3 @@ def _steps_of(timeline: Timeline, kind: str) -> tuple[int, int]:
 
 def _tuple(values: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, values)) + ")"
-
-
-def _show(x: object) -> str:
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:g}"
-    return str(x)
