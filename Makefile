@@ -26,6 +26,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_simulate.py
+	$(BIN)/python benchmarks/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
