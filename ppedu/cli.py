@@ -11,8 +11,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu import PerChunk
 from ppedu.cluster import add_parser as add_plan
-from ppedu.costs import Comm, Costs, PerChunk
+from ppedu.costs import Costs
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
 from ppedu.schedules import SCHEDULES, build
@@ -114,7 +115,7 @@ def _cost(text: str) -> float | tuple[float, ...]:
     return values[0] if len(values) == 1 else values
 
 
-def _comm(text: str) -> Comm:
+def _comm(text: str) -> float | tuple:
     """A hand-over cost: one number, one per link (``1,1,5``), or matrix rows split by ``;``."""
     if ";" in text:
         return tuple(numbers(row) for row in text.split(";"))
@@ -154,6 +155,8 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
     sim.set_defaults(run=_simulate)
+    add_partition(commands)
+    add_plan(commands)
 
     cmp = commands.add_parser(
         "compare", help="simulate several schedules of the same model on the same GPUs, side by side",
@@ -164,8 +167,6 @@ def _parser() -> argparse.ArgumentParser:
     _add_shape_and_costs(cmp)
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
-    add_partition(commands)
-    add_plan(commands)
     return parser
 
 

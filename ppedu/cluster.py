@@ -144,8 +144,13 @@ class GPU:
     memory: float
     efficiency: float = 0.4
 
+    @property
+    def flops_per_second(self) -> float:
+        """What it achieves: peak × efficiency."""
+        return self.tflops * 1e12 * self.efficiency
+
     def seconds(self, flops: float) -> float:
-        return flops / (self.tflops * 1e12 * self.efficiency)
+        return flops / self.flops_per_second
 
 
 @dataclass(frozen=True)
@@ -179,7 +184,8 @@ GPUS: dict[str, GPU] = {
 #: directions together (NVIDIA's data sheets); PCIe x16 at 16 and 32 GT/s with 128b/130b
 #: coding; InfiniBand HDR and NDR at 200 and 400 Gb/s per port. Latencies are round
 #: order-of-magnitude figures for one small point-to-point message through NCCL, not
-#: measurements: measure your own and ``replace`` them.
+#: measurements: measure your own and ``replace`` them. Ethernet at 10 and 1 Gb/s (nominal IEEE
+#: 802.3 rates, TCP-class latencies) is there to show where interleaving stops paying.
 LINKS: dict[str, Link] = {
     "nvlink": Link("NVLink 4", 450 * GB, 3e-6),
     "nvlink3": Link("NVLink 3", 300 * GB, 3e-6),
@@ -187,6 +193,8 @@ LINKS: dict[str, Link] = {
     "pcie-gen4": Link("PCIe Gen4 x16", 31.5 * GB, 5e-6),
     "ib-400": Link("InfiniBand NDR 400 Gb/s", 50 * GB, 10e-6),
     "ib-200": Link("InfiniBand HDR 200 Gb/s", 25 * GB, 10e-6),
+    "eth-10g": Link("Ethernet 10 Gb/s", 1.25 * GB, 50e-6),
+    "eth-1g": Link("Ethernet 1 Gb/s", 0.125 * GB, 50e-6),
 }
 
 #: Published shapes: Llama 2 7B, 13B and 70B (Touvron et al., "Llama 2", 2023; 4,096-token
@@ -202,8 +210,11 @@ MODELS: dict[str, Model] = {
 
 @dataclass(frozen=True)
 class Cluster:
-    """``gpus`` GPUs of one kind in a pipeline, neighbours joined by ``link``; with ``node_size``
-    and ``between_nodes``, GPUs in different nodes of that size talk over ``between_nodes``.
+    """``gpus`` GPUs in a pipeline, neighbours joined by ``link``; with ``node_size`` and
+    ``between_nodes``, GPUs in different nodes of that size talk over ``between_nodes``.
+
+    ``gpu`` is one kind for all, or a tuple with one per GPU (a mixed cluster: the partition then
+    gives faster GPUs more layers, and each GPU's memory is checked against its own size).
 
     >>> c = Cluster(GPUS["h100-80gb"], 4, LINKS["nvlink"], node_size=2, between_nodes=LINKS["ib-400"])
     >>> comm = c.comm(50e9)  # 50 GB from GPU 1 to 2 over InfiniBand, from 0 to 1 over NVLink
@@ -211,7 +222,7 @@ class Cluster:
     (1.0, 0.1111)
     """
 
-    gpu: GPU
+    gpu: GPU | tuple[GPU, ...]
     gpus: int
     link: Link
     node_size: int | None = None
@@ -219,10 +230,20 @@ class Cluster:
 
     def __post_init__(self) -> None:
         _positive_int("gpus", self.gpus)
+        if isinstance(self.gpu, tuple) and len(self.gpu) != self.gpus:
+            raise ValueError(f"{len(self.gpu)} GPUs named for a pipeline of {self.gpus}")
         if (self.node_size is None) != (self.between_nodes is None):
             raise ValueError("node_size and between_nodes go together")
         if self.node_size is not None:
             _positive_int("node_size", self.node_size)
+
+    def device(self, stage: int) -> GPU:
+        """The GPU that runs pipeline stage ``stage``."""
+        return self.gpu[stage] if isinstance(self.gpu, tuple) else self.gpu
+
+    @property
+    def mixed(self) -> bool:
+        return len({self.device(s) for s in range(self.gpus)}) > 1
 
     def comm(self, nbytes: float) -> Comm:
         """Hand-over time of ``nbytes``: one number on a uniform cluster, else a GPU × GPU matrix."""
@@ -236,7 +257,8 @@ class Cluster:
 def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str = "selective") -> tuple[Costs, Partition]:
     """The cost model of ``schedule`` running ``model`` on ``cluster``: the model's units cut into
     the schedule's chunks (balanced on forward FLOPs, :func:`ppedu.partition`), each chunk's
-    F, B and W times, and the hand-over times.
+    F, B and W times, and the hand-over times. On a mixed cluster the cut is balanced on each
+    chunk's time on its own GPU (one-direction schedules only: DualPipe runs a chunk on two GPUs).
 
     >>> costs, cut = costs_for(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink3"]), one_f_one_b(4, 8))
     >>> cut.sizes, round(costs.forward(0, 0) * 1e3, 1)  # units per stage, ms per forward
@@ -244,11 +266,17 @@ def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str
     """
     if schedule.p != cluster.gpus:
         raise ValueError(f"the schedule has {schedule.p} stages for {cluster.gpus} GPUs")
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute is one of {', '.join(RECOMPUTE)} (got {recompute!r})")
     flops = model.layer_flops()
     if len(flops) < schedule.chunks:
         raise ValueError(f"{model.name} has {len(flops)} units to cut, fewer than {schedule.chunks} chunks")
-    cut = partition(flops, schedule.chunks)
-    f = [cluster.gpu.seconds(x) for x in cut.apply(flops)]
+    if cluster.mixed and len(schedule.placement) > 1:
+        raise ValueError(f"{schedule.name} runs each chunk on two GPUs; mixed GPUs are modelled for "
+                         "one-direction schedules only")
+    # Speeds in FLOP/s, so that the cut's stage costs are each chunk's seconds on its own GPU.
+    cut = partition(flops, schedule.chunks, [cluster.device(s).flops_per_second for s in schedule.placement[0]])
+    f = list(cut.stage_costs)
     b = [2 * x for x in f] if recompute == "full" else f  # full recomputation reruns the forward
     comm = cluster.comm(model.hand_over_bytes)
     return Costs(f=PerChunk(f), b=PerChunk(b), w=PerChunk(f), comm=comm), cut
@@ -277,12 +305,12 @@ def memory_for(model: Model, timeline: Timeline, cut: Partition, recompute: str 
     chunk a GPU holds (both copies in DualPipe) brings its parameters, and the activations are
     the simulator's peak, each chunk weighted by its own size."""
     schedule = timeline.schedule
-    chunk_params = cut.apply(model.layer_params())
+    chunk_params = cut.totals(model.layer_params())
     params = [0.0] * schedule.p
     for row in schedule.placement:
         for c, s in enumerate(row):
             params[s] += chunk_params[c]
-    activations = timeline.peak_activation_memory(cut.apply(model.layer_activation_bytes(recompute)))
+    activations = timeline.peak_activation_memory(cut.totals(model.layer_activation_bytes(recompute)))
     weights = tuple(x * model.dtype_bytes for x in params)
     return Memory(weights, weights, tuple(x * optimizer_bytes for x in params), activations)
 
@@ -293,7 +321,7 @@ class PlanRow:
 
     timeline: Timeline
     memory: Memory
-    capacity: float
+    capacity: tuple[float, ...]
     tokens: int
 
     @property
@@ -319,7 +347,7 @@ class PlanRow:
 
     @property
     def fits(self) -> bool:
-        return max(self.memory.total) <= self.capacity
+        return all(need <= have for need, have in zip(self.memory.total, self.capacity))
 
     def as_dict(self) -> dict[str, object]:
         t = self.timeline
@@ -332,19 +360,21 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
          v: int = 2, recompute: str = "selective", optimizer_bytes: float = ADAM_BYTES) -> list[PlanRow]:
     """Every schedule (default: all the course has; ``interleaved`` with ``v`` chunks per GPU) at
     every ``m`` it accepts, simulated on ``model`` and ``cluster``; rows by ``m``, then schedule."""
+    model.layer_activation_bytes(recompute)  # names a bad recompute mode before any schedule is skipped
+    capacity = tuple(cluster.device(s).memory for s in range(cluster.gpus))
     rows = []
     for m in microbatches:
         for name in schedules or SCHEDULES:
             try:
                 schedule = build(name, cluster.gpus, m, v if name == "interleaved" else 1)
+                costs, cut = costs_for(model, cluster, schedule, recompute)
             except ValueError:
                 if schedules:  # asked for by name: say why it cannot run
                     raise
                 continue
-            costs, cut = costs_for(model, cluster, schedule, recompute)
             timeline = simulate(schedule, costs)
             memory = memory_for(model, timeline, cut, recompute, optimizer_bytes)
-            rows.append(PlanRow(timeline, memory, cluster.gpu.memory, model.tokens))
+            rows.append(PlanRow(timeline, memory, capacity, model.tokens))
     if not rows:
         raise ValueError(f"no schedule accepts p={cluster.gpus} with m in {list(microbatches)}")
     return rows
@@ -365,7 +395,8 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
     ``costs`` are per stage; interleaving pays ``chunk_costs`` per chunk (default
     ``costs.per_chunk(v)``); both get the same latency for every hand-over. Interleaving shrinks
     the bubble ``v``-fold but hands over ``v`` times as often, so past this latency it loses.
-    0 if it never wins, ``inf`` if it always does (one GPU: no hand-overs). Found by bisection.
+    0 if it never wins (one GPU has no bubble to shrink), ``inf`` if it always does. Found by
+    bisection.
 
     >>> round(interleaving_break_even(4, 8, Costs(f=1, b=2)), 3)
     1.375
@@ -379,11 +410,13 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
 
     if gap(0.0) >= 0:
         return 0.0
-    if p == 1:
-        return math.inf
     low, high = 0.0, max(costs.forward(s) + costs.backward(s, True) for s in range(p)) or 1.0
-    while gap(high) < 0:
+    for _ in range(64):
+        if gap(high) >= 0:
+            break
         low, high = high, 2 * high
+    else:
+        return math.inf
     for _ in range(60):
         mid = (low + high) / 2
         low, high = (mid, high) if gap(mid) < 0 else (low, mid)
@@ -392,7 +425,8 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
 
 def break_even_bandwidth(model: Model, cluster: Cluster, m: int, v: int = 2, recompute: str = "selective") -> float:
     """The link bandwidth (bytes/s, at ``cluster.link``'s latency) below which interleaving ``v``
-    ways no longer pays for ``model`` on ``cluster``: 0 if interleaving always pays."""
+    ways no longer pays for ``model`` on ``cluster``: 0 if interleaving always pays, ``inf`` if
+    it never does."""
     p = cluster.gpus
     costs, _ = costs_for(model, cluster, one_f_one_b(p, m), recompute)
     chunked, _ = costs_for(model, cluster, interleaved_1f1b(p, m, v), recompute)
@@ -400,7 +434,7 @@ def break_even_bandwidth(model: Model, cluster: Cluster, m: int, v: int = 2, rec
     extra = latency - cluster.link.latency
     if math.isinf(latency):
         return 0.0
-    return model.hand_over_bytes / extra if extra > 0 else math.inf
+    return model.hand_over_bytes / extra if extra > 0 else math.inf  # inf: no bandwidth is enough
 
 
 def _by_stage(costs: Costs, p: int) -> Costs:
@@ -438,7 +472,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "simulated peak activations.")
     cmd.add_argument("--model", choices=list(MODELS), required=True, help="model preset: " + ", ".join(MODELS))
     cmd.add_argument("--gpus", type=int, required=True, help="GPUs in the pipeline (stages)")
-    cmd.add_argument("--gpu", choices=list(GPUS), default="h100-80gb", help="GPU preset: " + ", ".join(GPUS))
+    cmd.add_argument("--gpu", default="h100-80gb",
+                     help="GPU preset, or one per GPU comma-separated for a mixed cluster: " + ", ".join(GPUS))
     cmd.add_argument("--link", choices=list(LINKS), default="nvlink", help="link preset: " + ", ".join(LINKS))
     cmd.add_argument("--node-size", type=int, default=None, help="GPUs per node (with --between-nodes)")
     cmd.add_argument("--between-nodes", choices=list(LINKS), default=None, help="link between nodes")
@@ -458,25 +493,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     model = MODELS[args.model]
     model = replace(model, seq=args.seq or model.seq, microbatch=args.microbatch or model.microbatch)
-    gpu = GPUS[args.gpu]
-    if args.efficiency is not None:
-        if not 0 < args.efficiency <= 1:
-            raise ValueError(f"efficiency lies in (0, 1] (got {args.efficiency})")
-        gpu = replace(gpu, efficiency=args.efficiency)
+    names = args.gpu.split(",")
+    if unknown := [n for n in names if n not in GPUS]:
+        raise ValueError(f"unknown GPU preset {unknown[0]!r} (choose from {', '.join(GPUS)})")
+    if args.efficiency is not None and not 0 < args.efficiency <= 1:
+        raise ValueError(f"efficiency lies in (0, 1] (got {args.efficiency})")
+    kinds = tuple(replace(GPUS[n], efficiency=args.efficiency or GPUS[n].efficiency) for n in names)
     between = LINKS[args.between_nodes] if args.between_nodes else None
-    cluster = Cluster(gpu, args.gpus, LINKS[args.link], args.node_size, between)
+    cluster = Cluster(kinds[0] if len(kinds) == 1 else kinds, args.gpus, LINKS[args.link], args.node_size, between)
     p = cluster.gpus
-    ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
     if any(x != int(x) or x < 1 for x in (args.m or ())):
         raise ValueError(f"m (micro-batches) must be whole numbers ≥ 1 (got {args.m})")
+    ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
     rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute)
     winner = best(rows)
     m_even = next((x for x in sorted(ms, reverse=True) if x % p == 0), None)
     links = interleaving_by_link(model, cluster, m_even, args.v, recompute=args.recompute) if m_even and p > 1 else []
     if args.json:
         print(json.dumps({
-            "model": model.name, "params": model.params, "gpus": p, "gpu": gpu.name, "link": cluster.link.name,
-            "hand_over_bytes": model.hand_over_bytes, "recompute": args.recompute, "memory_per_gpu": gpu.memory,
+            "model": model.name, "params": model.params, "gpus": [cluster.device(s).name for s in range(p)],
+            "link": cluster.link.name, "hand_over_bytes": model.hand_over_bytes, "recompute": args.recompute,
+            "memory_per_gpu": [cluster.device(s).memory for s in range(p)],
             "rows": [r.as_dict() for r in rows],
             "best": None if winner is None else {"schedule": winner.schedule, "v": winner.v, "m": winner.m},
             "interleaving": [{"link": link.name, "m": m_even, "v": args.v, "1f1b": a, "interleaved": b}
@@ -491,27 +528,28 @@ def _run(args: argparse.Namespace) -> int:
              "yes" if b < a else "no") for link, a, b in links]
         print(_table(table))
         bw = break_even_bandwidth(model, cluster, m_even, args.v, args.recompute)
-        print(f"it stops paying below {bw / GB:.3g} GB/s at {cluster.link.name}'s latency" if bw
-              else "it pays at any bandwidth")
+        if bw == 0 or math.isinf(bw):
+            print("it pays at any bandwidth" if bw == 0 else "it does not pay at any bandwidth")
+        else:
+            print(f"it stops paying below {bw / GB:.3g} GB/s at {cluster.link.name}'s latency")
     if args.png:
         from ppedu.plot import plot_timeline
 
         shown = winner or min(rows, key=lambda r: max(r.memory.total))
-        title = f"{shown.schedule} (m={shown.m}) — {model.name} on {p} × {gpu.name}" + ("" if winner else " (does not fit)")
+        title = f"{shown.schedule} (m={shown.m}) — {model.name} on {_gpus(cluster)}" + ("" if winner else " (does not fit)")
         plot_timeline(shown.timeline, title=title).savefig(args.png, dpi=150)
         print(f"wrote {args.png}")
     return 0
 
 
 def _render(model: Model, cluster: Cluster, rows: Sequence[PlanRow], winner: PlanRow | None, recompute: str) -> str:
-    gpu, p = cluster.gpu, cluster.gpus
     links = cluster.link.name + (f", {cluster.between_nodes.name} between nodes of {cluster.node_size}"
                                  if cluster.between_nodes else "")
     hand_over = cluster.link.seconds(model.hand_over_bytes)
     lines = [
         f"{model.name}: {model.params / 1e9:.1f} B parameters, {model.layers} blocks, {model.microbatch} × "
         f"{model.seq} tokens per micro-batch, recompute {recompute}",
-        f"on {p} × {gpu.name} ({gpu.tflops:g} TFLOP/s at {gpu.efficiency:.0%}, {gpu.memory / GB:g} GB each), {links}; "
+        f"on {_gpus(cluster, detail=True)}, {links}; "
         f"a hand-over of {model.hand_over_bytes / 1e6:.3g} MB takes {hand_over * 1e3:.3g} ms",
         "",
     ]
@@ -529,9 +567,22 @@ def _render(model: Model, cluster: Cluster, rows: Sequence[PlanRow], winner: Pla
     else:
         least = min(rows, key=lambda r: max(r.memory.total))
         need = max(least.memory.total)
-        lines.append(f"\nnothing fits in {gpu.memory / GB:g} GB per GPU (the leanest, {least.schedule} at m={least.m}, "
-                     f"needs {need / GB:.1f} GB): use more GPUs, --recompute full, or shard the optimizer state")
+        lines.append(f"\nnothing fits (the leanest, {least.schedule} at m={least.m}, needs {need / GB:.1f} GB on one GPU): "
+                     "use more GPUs, --recompute full, or shard the optimizer state")
     return "\n".join(lines)
+
+
+def _gpus(cluster: Cluster, detail: bool = False) -> str:
+    """``8 × H100 80GB SXM``, or the runs of a mixed cluster (``2 × H100 …, 2 × A100 …``)."""
+    runs: list[list] = []
+    for s in range(cluster.gpus):
+        gpu = cluster.device(s)
+        if runs and runs[-1][0] == gpu:
+            runs[-1][1] += 1
+        else:
+            runs.append([gpu, 1])
+    return ", ".join(f"{n} × {g.name}" + (f" ({g.tflops:g} TFLOP/s at {g.efficiency:.0%}, {g.memory / GB:g} GB)"
+                                          if detail else "") for g, n in runs)
 
 
 def _table(rows: Sequence[Sequence[str]]) -> str:

@@ -28,6 +28,15 @@ class PerChunk(tuple[float, ...]):
     def __repr__(self) -> str:
         return f"PerChunk({', '.join(map(repr, self))})"
 
+    # Per chunk is not per stage, even with the same numbers.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PerChunk) and tuple(self) == tuple(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
 
 #: A compute cost: one number, one per stage (a plain tuple), or one per chunk (:class:`PerChunk`).
 PerStage = Union[float, tuple[float, ...]]

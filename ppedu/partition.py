@@ -48,10 +48,14 @@ class Partition:
     def apply(self, layer_values: Sequence[float]) -> tuple[float, ...]:
         """Per stage, the sum of ``layer_values`` over its layers divided by its GPU's speed (for
         instance the forward times when the cut was made on whole-layer times)."""
+        return tuple(x / speed for x, speed in zip(self.totals(layer_values), self.speeds))
+
+    def totals(self, layer_values: Sequence[float]) -> tuple[float, ...]:
+        """Per stage, the plain sum of ``layer_values`` over its layers (parameters, bytes: what
+        a GPU's speed does not change)."""
         if len(layer_values) != self.bounds[-1]:
             raise ValueError(f"{len(layer_values)} layer values for a partition of {self.bounds[-1]} layers")
-        return tuple(sum(float(x) for x in layer_values[a:b]) / speed
-                     for a, b, speed in zip(self.bounds, self.bounds[1:], self.speeds))
+        return tuple(sum(float(x) for x in layer_values[a:b]) for a, b in zip(self.bounds, self.bounds[1:]))
 
 
 def partition(layer_costs: Sequence[float], p: int, speeds: Sequence[float] | None = None) -> Partition:
@@ -119,7 +123,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
     cmd = commands.add_parser("partition", help="cut a model's layers into p balanced pipeline stages",
                               description="Exact contiguous partition minimising the slowest stage.")
-    cmd.add_argument("--layers", type=numbers, required=True, help="per-layer costs, comma-separated: 1,2,2,1")
+    what = cmd.add_mutually_exclusive_group(required=True)
+    what.add_argument("--layers", type=numbers, help="per-layer costs, comma-separated: 1,2,2,1")
+    what.add_argument("--model", help="a model preset of ppedu.cluster (7b, 13b, 70b, 405b): its embedding, "
+                      "blocks and output layer, costed in ms of F+B+W on --gpu")
+    cmd.add_argument("--gpu", default="h100-80gb", help="GPU preset that costs --model's layers (default h100-80gb)")
     cmd.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
     cmd.add_argument("--speeds", type=numbers, default=None, help="per-GPU relative speeds, comma-separated")
     cmd.add_argument("--json", action="store_true", help="print one JSON object")
@@ -127,7 +135,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    part = partition(args.layers, args.p, args.speeds)
+    layers = args.layers or _model_layers(args.model, args.gpu)
+    part = partition(layers, args.p, args.speeds)
     if args.json:
         print(json.dumps({"bounds": list(part.bounds), "sizes": list(part.sizes), "stage_costs": list(part.stage_costs),
                           "speeds": list(part.speeds), "bottleneck": part.bottleneck}))
@@ -138,7 +147,20 @@ def _run(args: argparse.Namespace) -> int:
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows))
-    ideal = sum(args.layers) / sum(part.speeds)
+    ideal = sum(layers) / sum(part.speeds)
     print(f"\nbottleneck {part.bottleneck:g} (stage {part.stage_costs.index(part.bottleneck)}); "
           f"a perfect split would give {ideal:g}")
+    if args.model:
+        print(f"(layer 0 is the embedding, 1–{len(layers) - 2} the blocks, {len(layers) - 1} the output layer; "
+              f"costs in ms of F+B+W on {args.gpu})")
     return 0
+
+
+def _model_layers(name: str, gpu: str) -> list[float]:
+    """A preset model's units, each costed as its forward, backward and weight-gradient ms on ``gpu``."""
+    from ppedu.cluster import GPUS, MODELS  # the cluster module builds on this one
+
+    for preset, table in ((name, MODELS), (gpu, GPUS)):
+        if preset not in table:
+            raise ValueError(f"unknown preset {preset!r} (choose from {', '.join(table)})")
+    return [3 * GPUS[gpu].seconds(x) * 1e3 for x in MODELS[name].layer_flops()]

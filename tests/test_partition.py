@@ -45,6 +45,7 @@ def test_balanced_layers_give_equal_stages(p, per_stage, cost):
 def test_a_twice_as_fast_gpu_gets_twice_the_layers():
     part = partition([1.0] * 9, 2, speeds=[2, 1])
     assert part.sizes == (6, 3) and part.stage_costs == (3.0, 3.0)
+    assert part.totals([1.0] * 9) == (6.0, 3.0)  # what speed does not change: parameters, bytes
 
 
 def test_the_partition_drives_a_heterogeneous_pipeline():
@@ -83,3 +84,12 @@ def test_cli_prints_the_stages_and_json():
     assert data["bounds"] == [0, 3, 4] and data["stage_costs"] == [4.0, 4.0]
     bad = ppedu("partition", "--layers", "1,2", "-p", "3")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "cannot cut 2 layers" in bad.stderr
+
+
+def test_cli_partitions_a_preset_model():
+    data = json.loads(ppedu("partition", "--model", "70b", "-p", "8", "--json").stdout)
+    # 82 units: the embedding (no FLOPs) rides with the first 10 blocks, the output layer with the last 10.
+    assert data["sizes"] == [11, 10, 10, 10, 10, 10, 10, 11]
+    assert data["bottleneck"] == data["stage_costs"][-1] > data["stage_costs"][0]
+    bad = ppedu("partition", "--model", "9b", "-p", "8")
+    assert bad.returncode == 2 and "unknown preset '9b'" in bad.stderr

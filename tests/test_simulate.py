@@ -374,3 +374,9 @@ def test_every_hand_over_waits_for_its_own_links_latency(schedule, data):
             before = finished[dep]
             boundary = min(dep[2], e.op.chunk)
             assert e.start >= before.end + costs.hand_over(before.stage, e.stage, boundary) - 1e-9
+
+
+def test_per_chunk_and_per_stage_costs_never_compare_equal():
+    assert Costs(f=PerChunk([1, 2])) != Costs(f=(1, 2))
+    assert Costs(f=PerChunk([1, 2])) == Costs(f=PerChunk((1.0, 2.0)))
+    assert len({PerChunk([1]), PerChunk([1])}) == 1
