@@ -97,3 +97,18 @@ def test_prose_types_no_computed_percentages(name):
         if cell.cell_type == "markdown":
             typed = {m.replace("\u00a0", " ") for m in re.findall(r"\d+(?:\.\d+)?\s?%", cell.source)}
             assert typed <= QUOTED, f"{name}, cell {i}: {sorted(typed - QUOTED)} typed in; compute it in a code cell"
+
+
+# Where the source texts go wrong, the chapter that teaches the topic shows the claim beside ppedu's value.
+ERRATA = {
+    "01-bubble-problem": "errata.textbook_claims()",
+    "02-gpipe": "errata.backward_wave",
+    "03-1f1b": 'errata.textbook_claims("4.3")',
+    "04-interleaved": "errata.vendor_claims()",
+    "05-dualpipe": "errata.deepseek_table",
+}
+
+
+@pytest.mark.parametrize("name, call", ERRATA.items())
+def test_each_erratum_is_shown_where_its_topic_is_taught(name, call):
+    assert any(c.cell_type == "code" and call in c.source for c in load(name).cells)
