@@ -145,8 +145,8 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
                     grads[mb, c - 1, d] = torch.autograd.grad(out, x, g, retain_graph=True)[0]
                 deferred[key] = (out, g)
             elif c or ps:  # autograd accumulates into .grad itself: x.grad and the parameters'
-                torch.autograd.backward(out, g, inputs=([x] if c else []) + ps)
-                if c:
+                torch.autograd.backward(out, g, inputs=[x, *ps] if c else ps)
+                if c and x.grad is not None:
                     grads[mb, c - 1, d] = x.grad
             del x, out
         else:
@@ -216,10 +216,7 @@ class _SavedBytes:
 def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
     for p, g in zip(params, grads):
         if g is not None:
-            if p.grad is None:
-                p.grad = g.detach().clone()
-            else:
-                p.grad.add_(g)
+            p.grad = g.detach().clone() if p.grad is None else p.grad.add_(g)
 
 
 def _fresh_copy(modules: Sequence[nn.Module]) -> list[nn.Module]:
