@@ -7,7 +7,6 @@ gradients); a micro-batch's saved activations are dropped as soon as the schedul
 them. Every op is timed, the bytes of saved activations are counted per simulated GPU, and the
 measured durations are replayed as if the GPUs ran side by side, next to the simulator's
 prediction from the same measured costs.
-
 """
 
 from __future__ import annotations
