@@ -7,6 +7,9 @@ both alike), the median step time of
 - ``plain``: the unpipelined model, one forward and backward over the whole mini-batch;
 - ``accumulate``: the unpipelined model over the same m micro-batches, gradients accumulated
   (the same arithmetic as the pipeline: the physical limit for one process);
+- ``chunked``: the same chunks and micro-batches with no schedule, no timing and no counting:
+  a forward through the chunks, then one backward call per chunk (the autograd calls every
+  pipeline makes; the gap to ``accumulate`` is the price of cutting the model at all);
 - ``executor``: ppedu's ``run_schedule`` (1F1B, p = 4, m = 8 on the MLP), which also times
   every op, counts saved bytes and replays the timeline through the simulator;
 
@@ -55,11 +58,28 @@ def overhead(model_name: str, p: int, m: int, repeats: int, batch_size: int = 12
             (cross_entropy(model(xs), ys) * (len(xs) / len(x))).backward()
         optimizer.step()
 
+    def chunked() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        for xs, ys in zip(torch.tensor_split(x, m), torch.tensor_split(y, m)):
+            inputs, outputs, out = [], [], xs
+            for c, chunk in enumerate(chunks):
+                out = out.detach().requires_grad_(c > 0)
+                inputs.append(out)
+                out = chunk(out)
+                outputs.append(out)
+            outputs[-1] = cross_entropy(outputs[-1], ys) * (len(xs) / len(x))
+            grad = None
+            for c in reversed(range(len(chunks))):
+                params = list(chunks[c].parameters())
+                torch.autograd.backward(outputs[c], grad, inputs=[inputs[c], *params] if c else params)
+                grad = inputs[c].grad
+        optimizer.step()
+
     def executor() -> None:
         run_schedule(schedule, chunks, (x, y), cross_entropy)
         optimizer.step()
 
-    runs = {"plain": plain, "accumulate": accumulate, "executor": executor}
+    runs = {"plain": plain, "accumulate": accumulate, "chunked": chunked, "executor": executor}
     for fn in runs.values():  # warm up
         fn()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -69,6 +89,8 @@ def overhead(model_name: str, p: int, m: int, repeats: int, batch_size: int = 12
     median = {name: statistics.median(t) for name, t in times.items()}
     print(f"{model_name} p={p} m={m} batch={batch_size}: " + ", ".join(f"{n} {t * 1e3:.1f} ms" for n, t in median.items()))
     print(f"  executor / accumulate = {median['executor'] / median['accumulate']:.2f}×  (target < 1.3×)")
+    print(f"  executor / chunked    = {median['executor'] / median['chunked']:.2f}×  (the executor's own bookkeeping)")
+    print(f"  chunked / accumulate  = {median['chunked'] / median['accumulate']:.2f}×  (one backward call per chunk)")
     print(f"  executor / plain      = {median['executor'] / median['plain']:.2f}×")
 
 

@@ -12,9 +12,10 @@ KEYS = {"loss_first", "loss_last", "test_accuracy", "max_grad_diff_vs_reference"
         "measured_bubble_ratio", "peak_activation_bytes", "seconds"}
 
 
-def test_json_reports_the_lab_metrics(capsys):
+def test_json_reports_the_lab_metrics(capsys, tmp_path):
     assert main(["mnist", "--schedule", "zb-h1", "-p", "2", "-m", "4", "--steps", "3", "--batch-size", "32",
-                 "--json"]) == 0
+                 "--json", "--png", str(tmp_path / "step.png")]) == 0
+    assert (tmp_path / "step.png").read_bytes()[:4] == b"\x89PNG"
     out = json.loads(capsys.readouterr().out)
     assert KEYS <= set(out)
     assert out["max_grad_diff_vs_reference"] <= 1e-6

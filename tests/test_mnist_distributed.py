@@ -48,3 +48,12 @@ def test_chunks_are_placed_as_pytorch_places_its_stages():
         assert all(loop[i] == r for r in range(p) for i in stage_indices("interleaved", r, p, v))
     v_shape = generate_stage_to_rank_mapping(4, 8, style="v")
     assert all(v_shape[i] == r for r in range(4) for i in stage_indices("zbv", r, 4))
+
+
+def test_outside_torchrun_it_says_how_to_start_it(monkeypatch, capsys):
+    from ppedu.mnist.distributed import main
+
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--schedule", "1f1b", "-m", "2"])
+    assert exit_.value.code == 2 and "torch.distributed.run" in capsys.readouterr().err

@@ -33,6 +33,7 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("--seed", type=int, default=0, help="initialisation and shuffling seed")
     cmd.add_argument("--threads", type=int, default=1,
                      help="torch CPU threads (default 1: the lab's tensors are small, more threads mostly wait)")
+    cmd.add_argument("--png", metavar="FILE", help="also draw the last step, predicted against measured, into FILE")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of a progress bar and table")
     cmd.set_defaults(run=run)
 
@@ -51,7 +52,9 @@ def run(args: argparse.Namespace) -> int:
     options = dict(schedule=args.schedule, p=args.p, m=args.m, v=args.v, steps=args.steps, model=args.model,
                    batch_size=args.batch_size, seed=args.seed)
     if args.json:
-        print(json.dumps(train(**options).as_dict()))
+        result = train(**options)
+        print(json.dumps(result.as_dict()))
+        _save_png(result, args.png)
         return 0
     prepare(args.schedule, args.p, args.m, args.v, args.model, args.batch_size)  # bad input fails before the bar
     from tqdm import tqdm
@@ -63,7 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
         result = train(**options, on_step=advance)
     print(render_result(result))
+    if args.png:
+        _save_png(result, args.png)
+        print(f"wrote {args.png}")
     return 0
+
+
+def _save_png(result: TrainResult, path: str | None) -> None:
+    if path:
+        from ppedu.mnist.plot import plot_step
+
+        plot_step(result.last_step).savefig(path, dpi=120)
 
 
 def render_result(result: TrainResult) -> str:
