@@ -105,6 +105,8 @@ def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping
             call = f"{name}({', '.join(map(str, args))})"
             try:
                 result = f(*args)
+            except NotImplementedError:
+                raise Wrong(f"`{name}` is still the stub: write its body in place of `raise NotImplementedError()`.") from None
             except Exception as error:  # the student's code raised: say so, in one line
                 raise Wrong(f"{call} raised {type(error).__name__}: {error}") from None
             got = Number(call).read({call: result})
