@@ -1,5 +1,5 @@
-"""Graded assignments: each student's own values, answer checks whose messages teach, and the
-hidden tests' referee (see docs/instructor.md).
+"""Checks of a student's work against what ppedu computes, with messages that teach; each
+student's own values for the graded assignments; the hidden tests' referee (docs/instructor.md).
 
 >>> from ppedu.grading import my_values
 >>> my_values("ps1", student="alice").p in range(3, 7)
