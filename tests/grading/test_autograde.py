@@ -50,6 +50,26 @@ def bubble_interleaved(p, m, v):
 }
 
 
+# ps3: student -> (cells to replace, {graded cell: points lost}); a schedule loses points per property
+PS3 = {
+    "solved": ({}, {}),
+    "breaks_a_dependency": ({"q2_answer": """
+def one_f_one_b(p, m):  # backward before forward in the steady phase: the last GPU waits for itself
+    stages = []
+    for j in range(p):
+        warmup = min(p - j - 1, m)
+        ops = [Op("F", i, j) for i in range(warmup)]
+        for i in range(m - warmup):
+            ops += [Op("B", i, j), Op("F", warmup + i, j)]
+        ops += [Op("B", i, j) for i in range(m - warmup, m)]
+        stages.append(ops)
+    return stages
+"""}, {"one_f_one_b": 3}),  # only "every operation once" holds
+    "gpipe_for_1f1b": ({"q2_answer": "def one_f_one_b(p, m):\n    return gpipe(p, m)"}, {"one_f_one_b": 1}),  # memory
+    "wrong_type": ({"q3_answer": "def interleaved_1f1b(p, m, v):\n    return 'F0 F1 B0 B1'"}, {"interleaved_1f1b": 4}),
+}
+
+
 def _submit(course, assignment, student, replace):
     nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     for cell in nb.cells:
@@ -93,6 +113,24 @@ def test_each_submission_gets_the_score_its_mistakes_leave(graded, student):
 
 def test_the_unmodified_release_scores_zero(graded):
     assert graded[1]["blank"] == 0
+
+
+@pytest.fixture(scope="module")
+def graded_ps3(course):
+    from ppedu.grading import runner
+
+    for student, (replace, _) in PS3.items():
+        _submit(course, "ps3", student, replace)
+    results = list(runner.autograde(course, "ps3", list(PS3), jobs=2, timeout=TIMEOUT))
+    return {r.student: r for r in results}
+
+
+@pytest.mark.parametrize("student", PS3)
+def test_a_schedule_earns_partial_credit_per_property(graded_ps3, student):
+    result = graded_ps3[student]
+    assert result.ok, result.log
+    lost = PS3[student][1]
+    assert result.score == result.max_score - sum(lost.values())
 
 
 def test_feedback_says_what_is_wrong_without_the_answer(course, graded):
