@@ -10,7 +10,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import ROOT, graded_cells
+from conftest import ROOT, assignments, graded_cells
 
 TIMEOUT = 8  # seconds per cell: the infinite loop below costs this much, once
 
@@ -131,6 +131,38 @@ def test_a_schedule_earns_partial_credit_per_property(graded_ps3, student):
     assert result.ok, result.log
     lost = PS3[student][1]
     assert result.score == result.max_score - sum(lost.values())
+
+
+OTHERS = [a for a in assignments() if a not in ("ps1", "ps3")]
+
+
+@pytest.fixture(scope="module")
+def graded_others(course):
+    """Every other assignment: its solution and its unmodified release, autograded."""
+    from ppedu.grading import runner
+
+    scores = {}
+    for name in [*OTHERS, "ps3"]:
+        if name != "ps3":
+            _submit(course, name, "solved", {})
+        blank = course / "submitted" / "blank" / name
+        blank.mkdir(parents=True)
+        shutil.copy(ROOT / "exercises" / name / f"{name}.ipynb", blank)
+        for r in runner.autograde(course, name, ["solved", "blank"] if name != "ps3" else ["blank"], jobs=2):
+            assert r.ok, r.log
+            scores[name, r.student] = (r.score, r.max_score)
+    return scores
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_the_solution_scores_full_marks(graded_others, name):
+    score, max_score = graded_others[name, "solved"]
+    assert score == max_score > 0
+
+
+@pytest.mark.parametrize("name", [*OTHERS, "ps3"])
+def test_the_release_scores_zero_without_crashing(graded_others, name):
+    assert graded_others[name, "blank"][0] == 0
 
 
 def test_feedback_says_what_is_wrong_without_the_answer(course, graded):
