@@ -15,7 +15,8 @@ from ppedu.grading.answers import Wrong
 
 
 class Answer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def read(self, namespace: Mapping[str, object]) -> Any: ...
 

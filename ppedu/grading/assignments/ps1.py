@@ -86,7 +86,7 @@ def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[
     return None
 
 
-def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping[str, object]], str]:
+def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping[str, object], Mapping[str, Any], bool], str]:
     """A question about the student's function ``name``, tested on ``cases`` and their own values."""
 
     def grade(namespace: Mapping[str, object], v: Mapping[str, Any], hidden: bool) -> str:
