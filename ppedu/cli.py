@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from ppedu.costs import Costs
 from ppedu.grading import cli as grading_cli
+from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import simulate
@@ -139,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
     grading_cli.add_parser(commands)
+    mnist_cli.add_parser(commands)
     return parser
 
 
