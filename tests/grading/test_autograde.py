@@ -91,8 +91,9 @@ def graded(course):
     blank = course / "submitted" / "blank" / "ps1"
     blank.mkdir(parents=True)
     shutil.copy(ROOT / "exercises" / "ps1" / "ps1.ipynb", blank)
-    run = subprocess.run([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", "2", "--timeout", str(TIMEOUT)],
-                         cwd=course, capture_output=True, text=True, timeout=600)
+    students = [arg for s in [*PS1, "blank"] for arg in ("--student", s)]  # not whatever else submitted/ holds
+    command = [sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", "2", "--timeout", str(TIMEOUT), *students]
+    run = subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=600)
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
@@ -113,6 +114,12 @@ def test_each_submission_gets_the_score_its_mistakes_leave(graded, student):
     points = dict(graded_cells(ROOT / "solutions" / "ps1" / "ps1.ipynb"))
     broken = PS1[student][1]
     assert scores[student] == sum(points.values()) - sum(points[c] for c in broken)
+
+
+def test_the_practice_widget_autogrades_headless(course, graded):
+    nb = nbformat.read(course / "autograded" / "solved" / "ps1" / "ps1.ipynb", as_version=4)
+    widget = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q1_widget")
+    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in widget.outputs)
 
 
 def test_the_unmodified_release_scores_zero(graded):
