@@ -19,14 +19,22 @@ from ppedu.grid import Grid, grid, label
 from ppedu.plot import IDLE_STYLE, STYLE
 from ppedu.simulate import Timeline
 
+_NAMES = {"F": "forward", "B": "backward", "W": "weight grad"}
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 44, 22, 6
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>'}
+# One pattern per hatched style, its colour baked in, so each block is a single element.
+_PATTERNS = {(colour, hatch): f"ppedu-p{i}" for i, (colour, hatch) in enumerate(
+    sorted({style for style in (*STYLE.values(), IDLE_STYLE, ("#9E9E9E", "")) if style[1]}))}
 _DEFS = "<defs>" + "".join(
-    f'<pattern id="ppedu-h{i}" width="6" height="6" patternUnits="userSpaceOnUse">{body}</pattern>'
-    for i, body in enumerate(_HATCH.values())) + "</defs>"
-_HATCH_ID = {hatch: f"ppedu-h{i}" for i, hatch in enumerate(_HATCH)}
+    f'<pattern id="{pid}" width="6" height="6" patternUnits="userSpaceOnUse">'
+    f'<rect width="6" height="6" fill="{colour}"/>{_HATCH[hatch]}</pattern>'
+    for (colour, hatch), pid in _PATTERNS.items()) + "</defs>"
+
+
+def _fill(colour: str, hatch: str) -> str:
+    return f"url(#{_PATTERNS[colour, hatch]})" if hatch else colour
 
 
 def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880.0, title: str | None = None) -> str:
@@ -35,7 +43,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
     p, end = timeline.stages, timeline.makespan or 1.0
     unit = max(2.0, min(36.0, (width - _LEFT - 8) / end))
     inner_w, inner_h = unit * end, p * _ROW
-    out = [_header(_LEFT + inner_w + 8, inner_h + _BOTTOM + _TOP + (18 if title else 0), title)]
+    out = [_header(max(_LEFT + inner_w + 8, 420), inner_h + _BOTTOM + _TOP + 20 + (18 if title else 0), title)]
     y0 = _TOP + (18 if title else 0)
     shown = end if upto is None else max(0.0, min(upto, end))
     for s in range(p):
@@ -49,18 +57,22 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         stop = min(e.end, shown)
         x, w = _LEFT + e.start * unit, (stop - e.start) * unit
         y = y0 + (p - 1 - e.stage) * _ROW
-        colour, hatch = STYLE[e.op.kind, e.op.direction]
         text = label(e.op, timeline)
-        out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, colour, hatch, f"ppedu-op ppedu-{e.op.kind}", tip=text))
-        if w >= 7 * len(text.lstrip("FBW")) + 2:
+        out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, *STYLE[e.op.kind, e.op.direction], f"ppedu-op ppedu-{e.op.kind}",
+                         tip=text))
+        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
+        short = text.lstrip("FBW")
+        fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if w >= 6.5 * len(t) + 3]
+        if fits:
             fill = "#fff" if e.op.kind == "F" else "#000"
             out.append(f'<text x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" font-size="10" '
-                       f'fill="{fill}" pointer-events="none">{escape(text.lstrip("FBW"))}</text>')
+                       f'fill="{fill}" pointer-events="none">{escape(fits[0])}</text>')
     if upto is not None:
         x = _LEFT + shown * unit
         out.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                    'stroke="#D55E00" stroke-width="2"/>')
     out.append(_axis(end, unit, y0 + inner_h))
+    out.append(_legend(timeline, y0 + inner_h + 22))
     out.append("</svg>")
     return "".join(out)
 
@@ -102,6 +114,18 @@ def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked
     return "".join(out)
 
 
+def _legend(timeline: Timeline, y: float) -> str:
+    kinds = sorted({(e.op.kind, e.op.direction) for e in timeline.events}, key=lambda k: (k[1], "FBW".index(k[0])))
+    entries = [(STYLE[k][0], STYLE[k][1], _NAMES[k[0]] + ("'" if k[1] else "")) for k in kinds]
+    entries.append((IDLE_STYLE[0], IDLE_STYLE[1], "idle"))
+    out, x = [], float(_LEFT)
+    for fill, hatch, name in entries:
+        out.append(_rect(x, y, 12, 12, fill, hatch, "ppedu-key", stroke="#666"))
+        out.append(f'<text x="{x + 16}" y="{y + 10}" font-size="10">{escape(name)}</text>')
+        x += 24 + 6 * len(name)
+    return "".join(out)
+
+
 def _header(w: float, h: float, title: str | None = None) -> str:
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" '
             f'viewBox="0 0 {w:.0f} {h:.0f}" font-family="sans-serif" role="img">{_DEFS}')
@@ -112,12 +136,9 @@ def _header(w: float, h: float, title: str | None = None) -> str:
 
 def _rect(x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str, stroke: str = "#000",
           tip: str | None = None) -> str:
-    rect = (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width=".6">' + (f"<title>{escape(tip)}</title>" if tip else "") + "</rect>")
-    if hatch:
-        rect += (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
-                 f'fill="url(#{_HATCH_ID[hatch]})" pointer-events="none"/>')
-    return rect
+    body = f"><title>{escape(tip)}</title></rect>" if tip else "/>"
+    return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
+            f'fill="{_fill(fill, hatch)}" stroke="{stroke}" stroke-width=".6"{body}')
 
 
 def _centred(x: float, y: float, w: float, text: str, fill: str) -> str:

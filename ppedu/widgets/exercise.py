@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Literal
 
 import ipywidgets as widgets
@@ -15,12 +14,13 @@ from ppedu.plot import STYLE
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._cells import CellGrid
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 Mode = Literal["count", "mark"]
+_MARK_STEPS = 64
 
 
-class SlotCountingExercise(widgets.VBox):
+class SlotCountingExercise(StaticFallback, widgets.VBox):
     """The grid of a schedule and three questions: total slots, idle slots, bubble ratio.
 
     ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
@@ -51,6 +51,9 @@ class SlotCountingExercise(widgets.VBox):
         self.grid: Grid = grid(self.timeline)
         self.mode: Mode = mode
         steps = self.grid.shape[1]
+        if mode == "mark" and steps > _MARK_STEPS:
+            raise ValueError(f"mark mode clicks cell by cell, so it takes at most {_MARK_STEPS} time steps (this grid has "
+                             f"{steps}); use mode='count', or costs on a coarser grid")
         self.hidden = np.zeros(self.grid.shape, dtype=bool)
         self.hidden[:, steps - round(hide * steps):] = True
         self.marked: set[tuple[int, int]] = set()
@@ -58,7 +61,7 @@ class SlotCountingExercise(widgets.VBox):
         self.button = widgets.Button(description="Check", button_style="primary")
         self.button.on_click(lambda _b: self._check_from_ui())
         self.fields = {name: widgets.Text(description=name, placeholder="your answer",
-                                          style={"description_width": "initial"})
+                                          style={"description_width": "7em"})
                        for name in ("total slots", "idle slots", "bubble ratio")}
         if mode == "count":
             self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
@@ -91,6 +94,11 @@ class SlotCountingExercise(widgets.VBox):
         """Check the cells marked so far."""
         return self._show(check_marking(self.grid, self.marked, self.hidden))
 
+    def _static_html(self) -> str:
+        marked = self.marked if self.mode == "mark" else None
+        ask = "Mark every idle cell." if self.mode == "mark" else "Count the total slots, the idle slots and the bubble ratio."
+        return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
+
     def _check_from_ui(self) -> None:
         if self.mode == "count":
             self.check()
@@ -98,9 +106,7 @@ class SlotCountingExercise(widgets.VBox):
             self.check_marking()
 
     def _show(self, feedback: Feedback) -> Feedback:
-        colour = "#1B7F3B" if feedback.correct else "#B00020"
-        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        self.feedback.value = feedback_html(feedback)
         return feedback
 
     def _paint(self, *only: int) -> None:
@@ -110,11 +116,12 @@ class SlotCountingExercise(widgets.VBox):
         cells = [tuple(only)] if only else list(np.ndindex(*self.grid.shape))
         for s, t in cells:
             marked = (s, t) in self.marked
+            flag = "ppedu-marked" if marked else None
             if self.hidden[s, t]:
-                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", marked)
+                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", flag)
             elif kinds[s, t]:
                 op = events[self.grid.cells[s, t]].op
                 self.picture.show(s, t, "✗" if marked else (labels[s, t] if starts[s, t] else "·"),
-                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", marked)
+                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", flag)
             else:
-                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, marked)
+                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag)

@@ -8,17 +8,23 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
+from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
+from ppedu.widgets._parts import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
 
 
-class ScheduleExplorer(widgets.VBox):
+class ScheduleExplorer(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``p``, ``m``, ``v`` and the costs ``f``, ``b``, ``w``,
     ``comm``; every change re-simulates and redraws the spacetime diagram and the metrics.
+
+    The costs are per chunk, as :func:`~ppedu.simulate.simulate` takes them: to compare
+    interleaving on the same model, give each of its ``v`` chunks 1/v of a stage (``f = b = 1/v``
+    against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
 
     ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
     interleaved with ``m`` not a multiple of ``p``) shows its one-line reason instead of a
@@ -100,9 +106,14 @@ class ScheduleExplorer(widgets.VBox):
             "bubble_ratio": t.bubble_ratio,
             "bubble_over_ideal": t.bubble_over_ideal,
             "peak_activations": t.peak_activations,
+            "peak_stage_activations": t.peak_stage_activations,
+            "handovers": handovers(t.schedule),
         }
 
     # -- drawing -------------------------------------------------------------------------------
+    def _static_html(self) -> str:
+        return self.message.value + self.diagram.value + self.table.value
+
     def _changed(self, _change: object) -> None:
         if not self._holding:
             self._redraw()
@@ -126,6 +137,26 @@ class ScheduleExplorer(widgets.VBox):
         self.table.value = _table(self.timeline)
 
 
+def handovers(schedule: Schedule) -> int:
+    """How many activations and gradients cross from one GPU to another (each pays ``comm``).
+
+    >>> from ppedu.schedules import interleaved_1f1b, one_f_one_b
+    >>> handovers(one_f_one_b(4, 8)), handovers(interleaved_1f1b(4, 8, v=2))
+    (48, 112)
+    """
+    last = schedule.chunks - 1
+    count = 0
+    for d, homes in enumerate(schedule.placement):
+        # Per micro-batch: chunk c-1 → c on the way forward, c+1 → c on the way back.
+        steps = sum(homes[c - 1] != homes[c] for c in range(1, last + 1))
+        count += 2 * steps * len(_microbatches(schedule, d))
+    return count
+
+
+def _microbatches(schedule: Schedule, direction: int) -> set[int]:
+    return {op.microbatch for ops in schedule.stages for op in ops if op.direction == direction}
+
+
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
     if values["schedule"] not in SCHEDULES:
         raise ValueError(f"unknown schedule {values['schedule']!r} (choose from {', '.join(SCHEDULES)})")
@@ -147,7 +178,8 @@ def _table(t: Timeline) -> str:
         ("idle slots", f"{t.idle_slots:g} of {t.total_slots:g}"),
         ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
-        ("peak activations per GPU (0…)", " ".join(map(str, t.peak_activations))),
+        ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
+        ("hand-overs between GPUs", str(handovers(t.schedule))),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
