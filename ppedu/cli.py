@@ -14,6 +14,7 @@ from typing import NoReturn
 from ppedu import PerChunk
 from ppedu.cluster import add_parser as add_plan
 from ppedu.costs import Costs
+from ppedu.grading import cli as grading_cli
 from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
@@ -178,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_shape_and_costs(cmp)
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
+    grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
     return parser
 
