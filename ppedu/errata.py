@@ -1,0 +1,214 @@
+"""The course's source texts beside ppedu's simulation: each claim, the computed value, a verdict.
+
+The textbook chapter and the vendor brief the course reads quote figures; here every one is
+recomputed (the simulator is the authority), so a notebook can show the errata openly.
+
+>>> c = textbook_claims()[0]
+>>> c.claimed, c.computed, c.holds
+('11', '14 (GPipe), 14 (1F1B)', False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from ppedu.costs import Costs
+from ppedu.formulas import bubble_over_ideal, bubble_ratio, to_idle_total
+from ppedu.grid import grid
+from ppedu.lesson import Table, hand_overs, parameter_copies
+from ppedu.schedules import dualpipe, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.simulate import Timeline, simulate
+
+Definition = Literal["idle/total", "bubble/ideal"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of a source text: where it stands, what it says, its figure, ppedu's figure."""
+
+    section: str
+    statement: str
+    claimed: str
+    computed: str
+    holds: bool
+
+
+def textbook_claims(*sections: str) -> Table[Claim]:
+    """The figures of the textbook chapter, each recomputed under its own unit-cost model; with
+    ``sections``, only the claims of sections that start with one of them.
+
+    >>> [c.section for c in textbook_claims() if not c.holds][:3]
+    ['4.6.1', '4.6.1', '4.6.1']
+    >>> [c.statement for c in textbook_claims("4.2.3")]
+    ["GPipe's backward wave runs in"]
+    """
+    unit = Costs(f=1, b=1)
+    g, o = simulate(gpipe(4, 4), unit), simulate(one_f_one_b(4, 4), unit)
+    g8, o8 = simulate(gpipe(4, 8), unit), simulate(one_f_one_b(4, 8), unit)
+    i8 = simulate(interleaved_1f1b(4, 8, 2), unit.per_chunk(2))
+    big = simulate(one_f_one_b(4, 32), unit)
+    first, last = backward_wave(g)
+    before_b = next(i for i, op in enumerate(o8.schedule.stages[0]) if op.kind == "B")
+    d = simulate(dualpipe(4, 8), unit)
+    rows = (
+        Claim("4.6.1", "p = 4, m = 4 takes this many time steps", "11",
+              f"{g.makespan:g} (GPipe), {o.makespan:g} (1F1B)", g.makespan == o.makespan == 11),
+        Claim("4.6.1", "total slots S_total", "44", f"{g.total_slots:g}", g.total_slots == 44),
+        Claim("4.6.1", "idle slots of GPipe", "18", f"{g.idle_slots:g}", g.idle_slots == 18),
+        Claim("4.6.1", "idle slots of 1F1B", "16", f"{o.idle_slots:g}", o.idle_slots == 16),
+        Claim("4.6.1", "bubble ratio of GPipe", "40.91%", f"{g.bubble_ratio:.2%}", round(g.bubble_ratio, 4) == 0.4091),
+        Claim("4.6.1", "bubble ratio of 1F1B", "36.36%", f"{o.bubble_ratio:.2%}", round(o.bubble_ratio, 4) == 0.3636),
+        Claim("4.2.3", "GPipe's backward wave runs in", "t8 … t11", f"t{first} … t{last}", (first, last) == (8, 11)),
+        Claim("4.2.1", "GPipe's forward wave ends at", "t7", f"t{forward_wave(g)[1]}", forward_wave(g)[1] == 7),
+        Claim("4.3, 4.6.1", "1F1B has a smaller bubble than GPipe (p = 4, m = 8)", "16 < 18 idle slots",
+              f"{o8.idle_slots:g} = {g8.idle_slots:g} idle slots", o8.idle_slots < g8.idle_slots),
+        Claim("4.6.1", "1F1B caps peak activations at O(p) (p = 4, m = 32)", "≤ p per GPU",
+              _tuple(big.peak_activations), max(big.peak_activations) <= 4),
+        Claim("4.3.1", "1F1B's GPU 0 runs p forwards before its first backward", "4",
+              f"{before_b}", before_b == 4),
+        Claim("4.4, 4.6.1", "v = 2 halves the bubble (p = 4, m = 8)", "-50%",
+              f"idle time {o8.idle_slots:g} → {i8.idle_slots:g} ({i8.idle_slots / o8.idle_slots - 1:+.0%}); "
+              f"idle/total {o8.bubble_ratio:.2%} → {i8.bubble_ratio:.2%} ({i8.bubble_ratio / o8.bubble_ratio - 1:+.1%})",
+              i8.idle_slots * 2 == o8.idle_slots),
+        Claim("4.4.5", "v = 2 doubles the hand-overs between GPUs (p = 4)", "×2",
+              f"×{hand_overs(interleaved_1f1b(4, 8, 2)) / hand_overs(one_f_one_b(4, 8)):.2f}",
+              hand_overs(interleaved_1f1b(4, 8, 2)) == 2 * hand_overs(one_f_one_b(4, 8))),
+        Claim("4.5.1", "DualPipe keeps GPU 0 and GPU p-1 busy from t1 (p = 4)", "both",
+              "GPUs " + ", ".join(str(s) for s in sorted({e.stage for e in d.events if e.start == 0})),
+              {e.stage for e in d.events if e.start == 0} == {0, 3}),
+    )
+    return Table(tuple(c for c in rows if not sections or any(c.section.startswith(x) for x in sections)))
+
+
+def forward_wave(timeline: Timeline) -> tuple[int, int]:
+    """The first and last time step (1-based, as the textbook counts) in which some forward runs."""
+    return _steps_of(timeline, "F")
+
+
+def backward_wave(timeline: Timeline) -> tuple[int, int]:
+    """The first and last time step (1-based) in which some backward runs.
+
+    >>> backward_wave(simulate(gpipe(4, 4)))
+    (8, 14)
+    """
+    return _steps_of(timeline, "B")
+
+
+@dataclass(frozen=True)
+class Match:
+    """A configuration of interleaved 1F1B and its bubble under one definition."""
+
+    p: int
+    m: int
+    v: int
+    definition: str
+    bubble: str
+    utilization: str
+    interleaving_allows_it: bool
+
+
+def matching_configurations(
+    bubble: float, v: int, definition: Definition, p_values: Iterable[int] = range(2, 65), m_max: int = 1024,
+    only_valid: bool = False,
+) -> Table[Match]:
+    """Every (p, m) whose bubble, under ``definition``, rounds to ``bubble`` at 0.1 %; utilization
+    is what the same run reports as busy time ÷ total time.
+
+    Megatron-LM's interleaving needs m to be a multiple of p; ``only_valid`` keeps only those.
+
+    >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "bubble/ideal", (2, 4, 8))]
+    [(4, 26), (8, 60)]
+    >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "idle/total", range(2, 9), only_valid=True)]
+    [(7, 49)]
+    """
+    if definition not in ("idle/total", "bubble/ideal"):
+        raise ValueError(f"a bubble definition is 'idle/total' or 'bubble/ideal' (got {definition!r})")
+    formula = bubble_ratio if definition == "idle/total" else bubble_over_ideal
+    rows = []
+    for p in p_values:
+        for m in range(1, m_max + 1):
+            x = formula(p, m, v)
+            if round(x * 100, 1) == round(bubble * 100, 1) and (m % p == 0 or not only_valid):
+                idle = x if definition == "idle/total" else to_idle_total(x)
+                rows.append(Match(p, m, v, definition, f"{x:.2%}", f"{1 - idle:.2%}", m % p == 0))
+    return Table(tuple(rows))
+
+
+def vendor_claims() -> Table[Claim]:
+    """The vendor brief's figures for interleaved 1F1B (v = 2), recomputed.
+
+    >>> [c.holds for c in vendor_claims()]
+    [True, False, True, True]
+    """
+    bubble, utilization = 0.058, 0.942
+    as_idle_total = 1 - bubble
+    as_bubble_ideal = 1 - to_idle_total(bubble)
+    powers = (2, 4, 8, 16, 32, 64)
+    valid = [r for r in matching_configurations(bubble, 2, "idle/total", powers) if r.interleaving_allows_it]
+    unit = Costs(f=1, b=1)
+    o, i = simulate(one_f_one_b(4, 8), unit), simulate(interleaved_1f1b(4, 8, 2), unit.per_chunk(2))
+    ideal = [r for r in matching_configurations(bubble, 2, "bubble/ideal", powers) if r.interleaving_allows_it]
+    rows = (
+        Claim("brief", "5.8 % bubble with 94.2 % utilization, if bubble is idle/total", "94.2%",
+              f"{as_idle_total:.2%}", round(as_idle_total, 3) == utilization),
+        Claim("brief", "the same, if bubble is bubble/ideal (Megatron-LM)", "94.2%",
+              f"{as_bubble_ideal:.2%}", round(as_bubble_ideal, 3) == utilization),
+        Claim("brief", "v = 2 shrinks idle bubble time by 2× (p = 4, m = 8)", "2×",
+              f"{o.idle_slots / i.idle_slots:g}×", o.idle_slots == 2 * i.idle_slots),
+        Claim("brief", "interleaved v = 2 reaches 5.8 % (p a power of two, m a multiple of p)", "5.8%",
+              "idle/total: " + (", ".join(f"p={r.p}, m={r.m}" for r in valid) or "none")
+              + "; bubble/ideal: " + (", ".join(f"p={r.p}, m={r.m}" for r in ideal) or "none"), bool(valid or ideal)),
+    )
+    return Table(rows)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One line of DeepSeek-V3's comparison table, beside the simulation on the same costs."""
+
+    schedule: str
+    formula: str
+    formula_bubble: float
+    simulated_bubble: float
+    parameters: str
+    peak_activations: int
+
+
+def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
+    """DeepSeek-V3's table of per-rank bubble time (F, B a full backward, W, F&B an overlapped
+    pair), set beside the simulated worst idle time of any rank under the same ``costs``.
+
+    The table books each overlapped pair as one F&B unit; the simulator does the same when
+    ``costs.fb`` is set, and then agrees with it whenever forward and input-gradient take
+    equal time. Left unset, a pair's F may run ahead of its B, and the idle time is smaller.
+
+    >>> [(r.formula_bubble, r.simulated_bubble) for r in deepseek_table(8, 20, Costs(1, 1, 1, fb=2)).rows]
+    [(21.0, 21.0), (7.0, 7.0), (3.0, 3.0)]
+    """
+    if costs.fb is not None and isinstance(costs.fb, tuple):
+        raise ValueError("deepseek_table takes one F&B time for all stages (the table's formula has one)")
+    f, b, w = costs.forward(0), costs.backward(0, full=True), costs.weight(0)
+    fb = costs.pair(0)
+    pair = f + b if fb is None else fb
+    rows = []
+    for name, formula, value, schedule in (
+        ("1F1B", "(p-1)(F+B)", (p - 1) * (f + b), one_f_one_b(p, m)),
+        ("ZB1P (zb-h1)", "(p-1)(F+B-2W)", (p - 1) * (f + b - 2 * w), zero_bubble_h1(p, m)),
+        ("DualPipe", "(p/2-1)(F&B+B-3W)", (p / 2 - 1) * (pair + b - 3 * w), dualpipe(p, m)),
+    ):
+        t = simulate(schedule, costs)
+        rows.append(TableRow(name, formula, value, max(t.makespan - busy for busy in t.busy_per_stage),
+                             f"{parameter_copies(schedule):g}×", max(t.peak_activations)))
+    return Table(tuple(rows))
+
+
+def _steps_of(timeline: Timeline, kind: str) -> tuple[int, int]:
+    running = (grid(timeline).kinds() == kind).any(axis=0)
+    steps = [t + 1 for t, yes in enumerate(running) if yes]
+    return steps[0], steps[-1]
+
+
+def _tuple(values: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, values)) + ")"

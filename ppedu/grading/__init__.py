@@ -1,0 +1,1 @@
+"""Checks of a student's work against what ppedu computes, with messages that teach."""

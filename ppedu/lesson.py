@@ -1,0 +1,191 @@
+"""Small computations the chapters ask of a schedule beyond the simulator's own metrics, and
+the tables and self-check verdicts the notebooks show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import astuple, dataclass, fields, replace
+from math import isclose
+from typing import Generic, TypeVar, overload
+
+from ppedu.costs import Costs
+from ppedu.grading.slots import Feedback
+from ppedu.ops import Schedule
+from ppedu.schedules import interleaved_1f1b, one_f_one_b
+from ppedu.simulate import Timeline, simulate
+
+Row = TypeVar("Row")
+
+
+@dataclass(frozen=True)
+class Table(Generic[Row]):
+    """Records shown as a table: Markdown in a notebook, aligned plain text when printed."""
+
+    rows: tuple[Row, ...]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self.rows)
+
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> Table[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | Table[Row]:
+        return Table(self.rows[i]) if isinstance(i, slice) else self.rows[i]
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        if not self.rows:
+            return []
+        header = tuple(f.name.replace("_", " ") for f in fields(self.rows[0]))  # type: ignore[arg-type]
+        return [header] + [tuple(_show(x) for x in astuple(r)) for r in self.rows]  # type: ignore[call-overload]
+
+    def _repr_markdown_(self) -> str:
+        cells = self._cells()
+        if not cells:
+            return "*(no rows)*"
+        lines = ["| " + " | ".join(row) + " |" for row in cells]
+        lines.insert(1, "|" + "---|" * len(cells[0]))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        cells = self._cells()
+        widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))] if cells else []
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+
+
+def hand_overs(schedule: Schedule) -> int:
+    """How many operations take their input from another GPU (each one an activation or a
+    gradient sent over a link): ``2·m·(p·v - 1)`` for interleaved 1F1B, ``2·m·(p - 1)`` for 1F1B.
+
+    >>> hand_overs(one_f_one_b(4, 8)), hand_overs(interleaved_1f1b(4, 8, 2))
+    (48, 112)
+    """
+    last = schedule.chunks - 1
+    count = 0
+    for ops in schedule.stages:
+        for kind, _, c, d in ops:
+            if kind == "F" and c > 0:
+                source = c - 1
+            elif kind == "B" and c < last:
+                source = c + 1
+            else:
+                continue
+            count += schedule.placement[d][source] != schedule.placement[d][c]
+    return count
+
+
+def parameter_copies(schedule: Schedule) -> float:
+    """How many whole model stages' parameters each GPU holds: 1 for a one-directional pipeline
+    (a v-way cut holds v chunks of 1/v each), 2 for DualPipe.
+
+    >>> parameter_copies(interleaved_1f1b(4, 8, 2))
+    1.0
+    """
+    return sum(row.count(0) for row in schedule.placement) / schedule.virtual
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one schedule costs and saves, on a model shared with the other schedules."""
+
+    schedule: str
+    makespan: float
+    idle_total: str
+    bubble_ideal: str
+    peak_activations: str
+    hand_overs: int
+    parameter_copies: float
+
+
+def limits(schedules: list[Schedule], costs: Costs) -> Table[Limits]:
+    """Each schedule on the same model: ``costs`` are per whole stage, and a schedule that cuts
+    the model ``v`` times finer pays ``1/v`` of them per chunk.
+
+    >>> [row.makespan for row in limits([one_f_one_b(4, 8), interleaved_1f1b(4, 8, 2)], Costs())]
+    [22.0, 19.0]
+    """
+    rows = []
+    for s in schedules:
+        t = simulate(s, costs.per_chunk(s.virtual))
+        name = s.name + (f" v={s.virtual}" if s.virtual > 1 else "")
+        rows.append(Limits(name, t.makespan, f"{t.bubble_ratio:.2%}", f"{t.bubble_over_ideal:.2%}",
+                           " ".join(f"{x:g}" for x in t.peak_stage_activations), hand_overs(s), parameter_copies(s)))
+    return Table(tuple(rows))
+
+
+def spans(timeline: Timeline) -> tuple[float, ...]:
+    """Per micro-batch, the time from its first forward to its last backward (or W): how long it
+    is in flight, its activations with it.
+
+    >>> spans(simulate(one_f_one_b(2, 3)))
+    (4.0, 5.0, 4.0)
+    """
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for e in timeline.events:
+        k = e.op.microbatch
+        first[k] = min(first.get(k, e.start), e.start)
+        last[k] = max(last.get(k, e.end), e.end)
+    return tuple(last[k] - first[k] for k in sorted(first))
+
+
+def break_even_comm(p: int, m: int, v: int, costs: Costs, tolerance: float = 1e-6) -> float:
+    """The hand-over latency from which interleaved 1F1B (``v`` chunks per GPU, each ``1/v`` of
+    ``costs``) is no faster than plain 1F1B on the same model: below it interleaving pays.
+
+    >>> round(break_even_comm(4, 8, 2, Costs(f=1, b=1)), 3)
+    1.0
+    """
+    if v < 2:
+        raise ValueError(f"interleaving needs v ≥ 2 chunks per GPU (got v={v})")
+    plain, inter = one_f_one_b(p, m), interleaved_1f1b(p, m, v)
+    per_chunk = costs.per_chunk(v)
+
+    def gain(comm: float) -> float:
+        return simulate(plain, replace(costs, comm=comm)).makespan - simulate(inter, replace(per_chunk, comm=comm)).makespan
+
+    if gain(0.0) <= 0:
+        return 0.0
+    low, high = 0.0, max(tolerance, costs.forward(0) + costs.backward(0, full=True))
+    while gain(high) > 0:
+        low, high = high, high * 2
+        if high > 1e9:
+            raise ValueError("interleaving stays faster at every latency tried (up to 1e9)")
+    while high - low > tolerance:
+        mid = (low + high) / 2
+        low, high = (mid, high) if gain(mid) > 0 else (low, mid)
+    return high
+
+
+def check(answer: object, expected: object, hint: str) -> Feedback:
+    """Judge a student's ``answer`` against ``expected`` (computed by ppedu): right, not yet (with
+    ``hint``), or not answered (``None``). Numbers match to 0.5 %; words ignore case and spaces.
+
+    >>> print(check(None, 24, "count the dots"))
+    Write your answer in place of None, then run the cell again.
+    >>> print(check(18, 24, "count every dot, in every row"))
+    Not yet: count every dot, in every row
+    >>> check(0.4286, 3 / 7, "").correct, check(" Memory", "memory", "").correct
+    (True, True)
+    """
+    if answer is None:
+        return Feedback(False, ("Write your answer in place of None, then run the cell again.",))
+    numbers = (int, float)
+    if isinstance(expected, numbers) and isinstance(answer, numbers) and not isinstance(answer, bool):
+        right = isclose(answer, expected, rel_tol=5e-3, abs_tol=1e-9)
+    elif isinstance(expected, str) and isinstance(answer, str):
+        right = answer.strip().casefold() == expected.strip().casefold()
+    else:
+        right = answer == expected
+    return Feedback(True, ("Right.",)) if right else Feedback(False, (f"Not yet: {hint}",))
+
+
+def _show(x: object) -> str:
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:g}"
+    return str(x)

@@ -1,0 +1,140 @@
+"""SVG renderings of the spacetime diagram: light enough to redraw on every slider move.
+
+The same picture as :func:`ppedu.plot.plot_timeline` (GPU 0 at the bottom, the same
+colour-blind-safe colours and hatching), as a string an HTML widget or a notebook shows.
+
+>>> from ppedu import schedules, simulate
+>>> svg = render_svg(simulate(schedules.gpipe(2, 2)))
+>>> svg.startswith("<svg") and svg.count('class="ppedu-op') == 8
+True
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+
+from ppedu.grid import Grid, grid, label
+from ppedu.plot import IDLE_STYLE, STYLE
+from ppedu.simulate import Timeline
+
+_ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 44, 22, 6
+_HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
+          "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
+          "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>'}
+_DEFS = "<defs>" + "".join(
+    f'<pattern id="ppedu-h{i}" width="6" height="6" patternUnits="userSpaceOnUse">{body}</pattern>'
+    for i, body in enumerate(_HATCH.values())) + "</defs>"
+_HATCH_ID = {hatch: f"ppedu-h{i}" for i, hatch in enumerate(_HATCH)}
+
+
+def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880.0, title: str | None = None) -> str:
+    """The spacetime diagram of ``timeline`` as SVG; with ``upto``, only what has run by that time
+    (the rest of the grid is left blank and a line marks "now")."""
+    p, end = timeline.stages, timeline.makespan or 1.0
+    unit = max(2.0, min(36.0, (width - _LEFT - 8) / end))
+    inner_w, inner_h = unit * end, p * _ROW
+    out = [_header(_LEFT + inner_w + 8, inner_h + _BOTTOM + _TOP + (18 if title else 0), title)]
+    y0 = _TOP + (18 if title else 0)
+    shown = end if upto is None else max(0.0, min(upto, end))
+    for s in range(p):
+        y = y0 + (p - 1 - s) * _ROW
+        out.append(_rect(_LEFT, y + _GAP / 2, shown * unit, _ROW - _GAP, IDLE_STYLE[0], IDLE_STYLE[1],
+                         "ppedu-idle", stroke="none"))
+        out.append(f'<text x="{_LEFT - 6}" y="{y + _ROW / 2 + 4}" text-anchor="end" font-size="11">GPU {s}</text>')
+    for e in timeline.events:
+        if e.start >= shown and upto is not None:
+            continue
+        stop = min(e.end, shown)
+        x, w = _LEFT + e.start * unit, (stop - e.start) * unit
+        y = y0 + (p - 1 - e.stage) * _ROW
+        colour, hatch = STYLE[e.op.kind, e.op.direction]
+        text = label(e.op, timeline)
+        out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, colour, hatch, f"ppedu-op ppedu-{e.op.kind}", tip=text))
+        if w >= 7 * len(text.lstrip("FBW")) + 2:
+            fill = "#fff" if e.op.kind == "F" else "#000"
+            out.append(f'<text x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" font-size="10" '
+                       f'fill="{fill}" pointer-events="none">{escape(text.lstrip("FBW"))}</text>')
+    if upto is not None:
+        x = _LEFT + shown * unit
+        out.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
+                   'stroke="#D55E00" stroke-width="2"/>')
+    out.append(_axis(end, unit, y0 + inner_h))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked: set[tuple[int, int]] | None = None,
+                    width: float = 880.0) -> str:
+    """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells show a
+    ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
+    g = g if isinstance(g, Grid) else grid(g)
+    p, steps = g.shape
+    unit = max(8.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)))
+    labels, kinds, starts = g.labels(), g.kinds(), g.starts()
+    events = g.timeline.events
+    hidden = np.zeros(g.shape, dtype=bool) if hidden is None else hidden
+    out = [_header(_LEFT + unit * steps + 8, p * _ROW + _BOTTOM + _TOP)]
+    for s in range(p):
+        y = _TOP + (p - 1 - s) * _ROW
+        out.append(f'<text x="{_LEFT - 6}" y="{y + _ROW / 2 + 4}" text-anchor="end" font-size="11">GPU {s}</text>')
+        for t in range(steps):
+            x = _LEFT + t * unit
+            if hidden[s, t]:
+                out.append(_rect(x, y, unit, _ROW, "#9E9E9E", "", "ppedu-hidden", stroke="#fff"))
+                out.append(_centred(x, y, unit, "?", "#fff"))
+            elif kinds[s, t]:
+                op = events[g.cells[s, t]].op
+                colour, hatch = STYLE[op.kind, op.direction]
+                out.append(_rect(x, y, unit, _ROW, colour, hatch, f"ppedu-op ppedu-{op.kind}", stroke="#fff",
+                                 tip=labels[s, t]))
+                text = labels[s, t] if starts[s, t] else "·"
+                if unit >= 6 * len(text) + 2:
+                    out.append(_centred(x, y, unit, text, "#fff" if op.kind == "F" else "#000"))
+            else:
+                out.append(_rect(x, y, unit, _ROW, "#FFFFFF", "", "ppedu-idle", stroke="#BBB"))
+            if marked and (s, t) in marked:
+                out.append(f'<path class="ppedu-marked" d="M{x + 4},{y + 4} L{x + unit - 4},{y + _ROW - 4} '
+                           f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
+    out.append(_axis(steps, unit, _TOP + p * _ROW, first_step_label=True))
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _header(w: float, h: float, title: str | None = None) -> str:
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" '
+            f'viewBox="0 0 {w:.0f} {h:.0f}" font-family="sans-serif" role="img">{_DEFS}')
+    if title:
+        head += f'<text x="{_LEFT}" y="14" font-size="12">{escape(title)}</text>'
+    return head
+
+
+def _rect(x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str, stroke: str = "#000",
+          tip: str | None = None) -> str:
+    rect = (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width=".6">' + (f"<title>{escape(tip)}</title>" if tip else "") + "</rect>")
+    if hatch:
+        rect += (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
+                 f'fill="url(#{_HATCH_ID[hatch]})" pointer-events="none"/>')
+    return rect
+
+
+def _centred(x: float, y: float, w: float, text: str, fill: str) -> str:
+    return (f'<text x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" font-size="10" fill="{fill}" '
+            f'pointer-events="none">{escape(text)}</text>')
+
+
+def _axis(end: float, unit: float, y: float, first_step_label: bool = False) -> str:
+    """Tick labels along the time axis, thinned so they never overlap."""
+    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10**9) if k * unit >= 24)
+    ticks = []
+    for t in range(0, int(end) + 1, every):
+        if first_step_label:  # the grid labels its columns t1, t2, … at their centres
+            if t >= end:
+                break
+            x, text = _LEFT + (t + 0.5) * unit, f"t{t + 1}"
+        else:
+            x, text = _LEFT + t * unit, str(t)
+        ticks.append(f'<text x="{x:.1f}" y="{y + 15}" text-anchor="middle" font-size="10" fill="#444">{text}</text>')
+    return "".join(ticks)

@@ -1,0 +1,120 @@
+"""SlotCountingExercise: count the slots of a spacetime grid, or mark its idle cells, and get a hint."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Literal
+
+import ipywidgets as widgets
+import numpy as np
+
+from ppedu.grading.slots import Answer, Feedback, check_marking, check_slot_answers
+from ppedu.grid import Grid, grid
+from ppedu.ops import Schedule
+from ppedu.plot import STYLE
+from ppedu.schedules import build
+from ppedu.simulate import Timeline, simulate
+from ppedu.svg import render_grid_svg
+from ppedu.widgets._cells import CellGrid
+
+Mode = Literal["count", "mark"]
+
+
+class SlotCountingExercise(widgets.VBox):
+    """The grid of a schedule and three questions: total slots, idle slots, bubble ratio.
+
+    ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
+    or a schedule's name with ``p`` and ``m``. ``hide`` covers that fraction of the time steps,
+    from the right, so the student reasons about what is hidden. In ``mode="mark"`` the student
+    clicks the cells that are idle instead of typing counts.
+
+    >>> x = SlotCountingExercise("gpipe", p=4, m=4)
+    >>> print(x.check(total=56, idle=32, ratio="24/56"))
+    total slots: correct.
+    idle slots: you counted the busy slots, not the idle ones.
+    bubble ratio: correct.
+    >>> m = SlotCountingExercise("gpipe", p=2, m=1, mode="mark")
+    >>> for cell in [(0, 1), (0, 2), (1, 0), (1, 3)]:
+    ...     m.toggle(*cell)
+    >>> m.check_marking().correct
+    True
+    """
+
+    def __init__(self, schedule_or_timeline: Timeline | Schedule | str, hide: float = 0.0, mode: Mode = "count",
+                 p: int = 4, m: int = 4) -> None:
+        if mode not in ("count", "mark"):
+            raise ValueError(f"mode is 'count' or 'mark' (got {mode!r})")
+        if not 0 <= hide <= 1:
+            raise ValueError(f"hide is the fraction of time steps to hide, between 0 and 1 (got {hide!r})")
+        source = build(schedule_or_timeline, p, m) if isinstance(schedule_or_timeline, str) else schedule_or_timeline
+        self.timeline = source if isinstance(source, Timeline) else simulate(source)
+        self.grid: Grid = grid(self.timeline)
+        self.mode: Mode = mode
+        steps = self.grid.shape[1]
+        self.hidden = np.zeros(self.grid.shape, dtype=bool)
+        self.hidden[:, steps - round(hide * steps):] = True
+        self.marked: set[tuple[int, int]] = set()
+        self.feedback = widgets.HTML().add_class("ppedu-feedback")
+        self.button = widgets.Button(description="Check", button_style="primary")
+        self.button.on_click(lambda _b: self._check_from_ui())
+        self.fields = {name: widgets.Text(description=name, placeholder="your answer",
+                                          style={"description_width": "initial"})
+                       for name in ("total slots", "idle slots", "bubble ratio")}
+        if mode == "count":
+            self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
+            inputs: list[widgets.Widget] = list(self.fields.values())
+        else:
+            self.picture = CellGrid(*self.grid.shape, on_click=self.toggle).add_class("ppedu-diagram")
+            inputs = [widgets.HTML("Click every idle cell, then check.")]
+            self._paint()
+        super().__init__([self.picture, *inputs, self.button, self.feedback])
+        self.add_class("ppedu-slot-exercise")
+
+    def check(self, total: Answer = None, idle: Answer = None, ratio: Answer = None) -> Feedback:
+        """Check an attempt (and show it in the fields); answers left out are taken from the fields."""
+        given = {"total slots": total, "idle slots": idle, "bubble ratio": ratio}
+        for name, value in given.items():
+            if value is not None:
+                self.fields[name].value = str(value)
+        values = [self.fields[name].value if value is None else value for name, value in given.items()]
+        return self._show(check_slot_answers(self.grid, *values))
+
+    def toggle(self, stage: int, step: int) -> None:
+        """Mark the cell (``stage``, ``step``; steps from 0) as idle, or unmark it."""
+        if not (0 <= stage < self.grid.shape[0] and 0 <= step < self.grid.shape[1]):
+            raise ValueError(f"GPU {stage}, t{step + 1} is not a cell of this {self.grid.shape[0]}×{self.grid.shape[1]} grid")
+        self.marked ^= {(stage, step)}
+        if self.mode == "mark":
+            self._paint(stage, step)
+
+    def check_marking(self) -> Feedback:
+        """Check the cells marked so far."""
+        return self._show(check_marking(self.grid, self.marked, self.hidden))
+
+    def _check_from_ui(self) -> None:
+        if self.mode == "count":
+            self.check()
+        else:
+            self.check_marking()
+
+    def _show(self, feedback: Feedback) -> Feedback:
+        colour = "#1B7F3B" if feedback.correct else "#B00020"
+        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
+        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        return feedback
+
+    def _paint(self, *only: int) -> None:
+        assert isinstance(self.picture, CellGrid)
+        labels, starts, kinds = self.grid.labels(), self.grid.starts(), self.grid.kinds()
+        events = self.timeline.events
+        cells = [tuple(only)] if only else list(np.ndindex(*self.grid.shape))
+        for s, t in cells:
+            marked = (s, t) in self.marked
+            if self.hidden[s, t]:
+                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", marked)
+            elif kinds[s, t]:
+                op = events[self.grid.cells[s, t]].op
+                self.picture.show(s, t, "✗" if marked else (labels[s, t] if starts[s, t] else "·"),
+                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", marked)
+            else:
+                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, marked)

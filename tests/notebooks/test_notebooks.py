@@ -1,0 +1,82 @@
+"""The chapter notebooks: committed clean, presentable as slides, shaped like lessons, and every one
+runs top to bottom headless (in a temporary copy, so nothing is written back)."""
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-dualpipe", "06-mnist-lab", "07-beyond"]
+SLIDE_TYPES = {"slide", "subslide", "fragment", "skip", "notes", "-"}
+MAX_CODE_LINES = 12
+
+
+def load(name: str) -> nbformat.NotebookNode:
+    return nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+
+
+def test_the_course_has_exactly_its_seven_chapters():
+    assert sorted(p.stem for p in NOTEBOOKS.glob("0*.ipynb")) == CHAPTERS
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_committed_valid_and_without_outputs(name):
+    nb = load(name)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{name}: a code cell has outputs"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_cell_has_slide_metadata_and_the_deck_opens_on_a_slide(name):
+    cells = load(name).cells
+    for i, cell in enumerate(cells):
+        kind = cell.metadata.get("slideshow", {}).get("slide_type")
+        assert kind in SLIDE_TYPES, f"{name}, cell {i}: slide_type {kind!r}"
+    assert cells[0].metadata.slideshow.slide_type == "slide"
+    slides = sum(c.metadata.slideshow.slide_type == "slide" for c in cells)
+    assert slides >= 5, f"{name}: only {slides} slides"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_opens_with_learning_goals_and_ends_with_a_self_check(name):
+    cells = load(name).cells
+    assert cells[0].cell_type == "markdown" and "**Learning goals**" in cells[0].source
+    headings = [c.source for c in cells if c.cell_type == "markdown" and re.match(r"#+ ", c.source)]
+    assert headings[-1].startswith("## Self-check")
+    last_check = max(i for i, c in enumerate(cells) if c.source.startswith("## Self-check"))
+    assert any(c.cell_type == "code" and "check" in c.source for c in cells[last_check:])
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_code_cells_read_like_sentences_of_the_lesson(name):
+    for i, cell in enumerate(load(name).cells):
+        if cell.cell_type == "code":
+            lines = cell.source.splitlines()
+            assert len(lines) <= MAX_CODE_LINES, f"{name}, cell {i}: {len(lines)} lines"
+            assert not any(re.match(r"\s*(def|class) ", line) for line in lines), f"{name}, cell {i}: helper code"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_first_code_cell_imports_ppedu(name):
+    first = next(c for c in load(name).cells if c.cell_type == "code")
+    assert re.search(r"^(import ppedu|from ppedu)", first.source, re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_runs_top_to_bottom_headless(name, tmp_path, monkeypatch):
+    monkeypatch.setenv("PPEDU_FAST", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    original = (NOTEBOOKS / f"{name}.ipynb").read_bytes()
+    copy = tmp_path / f"{name}.ipynb"
+    shutil.copy(NOTEBOOKS / f"{name}.ipynb", copy)
+    nb = nbformat.read(copy, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    assert (NOTEBOOKS / f"{name}.ipynb").read_bytes() == original  # nothing written back

@@ -1,0 +1,103 @@
+"""The errata tables: the source texts' figures set against the simulator, and the lesson helpers."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppedu import Costs, simulate
+from ppedu.errata import backward_wave, deepseek_table, forward_wave, matching_configurations, textbook_claims, vendor_claims
+from ppedu.formulas import bubble_over_ideal, bubble_ratio
+from ppedu.grid import grid
+from ppedu.lesson import break_even_comm, hand_overs
+from ppedu.schedules import dualpipe, gpipe, interleaved_1f1b, one_f_one_b
+
+
+def test_the_worked_example_of_the_exam_guidance_does_not_hold():
+    rows = {c.statement: c for c in textbook_claims()}
+    g = grid(simulate(gpipe(4, 4)))
+    assert rows["total slots S_total"].computed == str(g.total_slots)
+    assert rows["idle slots of GPipe"].computed == str(g.idle_slots)
+    assert rows["idle slots of 1F1B"].computed == str(grid(simulate(one_f_one_b(4, 4))).idle_slots)
+    assert not any(rows[s].holds for s in ("total slots S_total", "idle slots of GPipe", "idle slots of 1F1B"))
+    assert rows["GPipe's backward wave runs in"].computed == f"t8 … t{g.shape[1]}"
+    assert not rows["1F1B has a smaller bubble than GPipe (p = 4, m = 8)"].holds
+    assert rows["1F1B caps peak activations at O(p) (p = 4, m = 32)"].holds
+
+
+def test_a_table_shows_as_markdown_and_as_text():
+    table = textbook_claims()
+    markdown = table._repr_markdown_().splitlines()
+    assert markdown[0].startswith("| section | statement") and markdown[1].startswith("|---|")
+    assert len(markdown) == len(table) + 2 and len(str(table).splitlines()) == len(table) + 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6))
+def test_gpipe_waves_fill_the_two_halves_of_the_grid(p, m):
+    t = simulate(gpipe(p, m))
+    assert forward_wave(t) == (1, m + p - 1)
+    assert backward_wave(t) == (m + p, 2 * (m + p - 1))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 4), st.integers(1, 3))
+def test_each_micro_batch_crosses_every_chunk_boundary_on_another_gpu_twice(p, groups, v):
+    m = p * groups
+    assert hand_overs(interleaved_1f1b(p, m, v)) == 2 * m * (p * v - 1)
+    assert hand_overs(one_f_one_b(p, m)) == 2 * m * (p - 1)
+
+
+def test_the_vendor_figures_hold_together_only_as_idle_over_total():
+    idle_total, bubble_ideal, halves, reached = vendor_claims()
+    assert idle_total.holds and not bubble_ideal.holds and halves.holds
+    assert "p=64, m=512" in reached.computed
+
+
+@pytest.mark.parametrize("definition, formula", [("idle/total", bubble_ratio), ("bubble/ideal", bubble_over_ideal)])
+def test_every_matching_configuration_rounds_to_the_figure(definition, formula):
+    rows = matching_configurations(0.058, 2, definition, range(2, 17), m_max=200)
+    assert len(rows) > 0
+    for r in rows:
+        assert round(formula(r.p, r.m, r.v) * 100, 1) == 5.8
+        assert r.interleaving_allows_it == (r.m % r.p == 0)
+    valid = matching_configurations(0.058, 2, definition, range(2, 17), m_max=200, only_valid=True)
+    assert [r for r in rows if r.interleaving_allows_it] == list(valid)
+
+
+def test_an_unknown_bubble_definition_is_named():
+    with pytest.raises(ValueError, match="'idle/total' or 'bubble/ideal'"):
+        matching_configurations(0.058, 2, "utilization")  # type: ignore[arg-type]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([4, 6, 8]), st.integers(0, 3), st.sampled_from([0.5, 1.0, 2.0]),
+       st.sampled_from([0.0, 0.25, 0.5]), st.floats(0.5, 1.0))
+def test_deepseeks_table_agrees_with_simulation_when_a_pair_is_one_unit(p, extra, f, w_share, overlap):
+    # Equal forward and input-gradient times, W a share of the backward, F&B between max(F, B) and F + B.
+    m = 2 * p + 2 * extra
+    b, w = f, f * w_share
+    full = b + w
+    fb = max(f, full) + overlap * min(f, full)
+    one, zb, dual = deepseek_table(p, m, Costs(f=f, b=b, w=w, fb=fb))
+    assert one.simulated_bubble == pytest.approx(one.formula_bubble)
+    assert zb.simulated_bubble == pytest.approx(zb.formula_bubble)
+    assert dual.simulated_bubble == pytest.approx(dual.formula_bubble)
+    assert (one.parameters, dual.parameters, dual.peak_activations) == ("1×", "2×", p + 1)
+
+
+def test_an_unpaired_f_runs_ahead_and_leaves_less_idle_than_the_table_books():
+    *_, dual = deepseek_table(8, 20, Costs(f=1, b=1, w=1))
+    assert dual.simulated_bubble < dual.formula_bubble
+
+
+@pytest.mark.parametrize("p, m, v, costs", [(4, 8, 2, Costs()), (8, 32, 2, Costs(f=1, b=2)), (4, 16, 4, Costs())])
+def test_interleaving_stops_paying_at_the_break_even_latency(p, m, v, costs):
+    c = break_even_comm(p, m, v, costs)
+    assert c > 0
+
+    def makespans(comm):
+        plain = simulate(one_f_one_b(p, m), Costs(f=costs.f, b=costs.b, comm=comm)).makespan
+        return plain, simulate(interleaved_1f1b(p, m, v), Costs(f=costs.f / v, b=costs.b / v, comm=comm)).makespan
+
+    below, at = makespans(c * 0.99), makespans(c + 1e-3)
+    assert below[1] < below[0] and at[1] >= at[0]

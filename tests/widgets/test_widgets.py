@@ -1,0 +1,185 @@
+"""The widgets driven as a student would, without a browser: controls change, state and hints follow."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppedu import Costs, schedules, simulate
+from ppedu.grid import grid
+from ppedu.schedules import SCHEDULES
+from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
+
+
+# -- ScheduleExplorer ---------------------------------------------------------------------------
+def test_the_explorer_shows_what_the_simulator_computes():
+    x = ScheduleExplorer("1f1b", p=4, m=8)
+    t = simulate(schedules.one_f_one_b(4, 8))
+    assert x.metrics()["makespan"] == t.makespan and x.metrics()["peak_activations"] == t.peak_activations
+    assert x.metrics()["bubble_over_ideal"] == pytest.approx(3 / 8)
+    assert x.diagram.value.startswith("<svg") and "22" in x.table.value  # makespan of 1F1B, p=4, m=8
+    assert {"ppedu-explorer"} <= set(x._dom_classes) and "ppedu-diagram" in x.diagram._dom_classes
+    assert "ppedu-metrics" in x.table._dom_classes
+
+
+def test_moving_a_slider_redraws_the_diagram_and_the_metrics():
+    x = ScheduleExplorer("gpipe", p=4, m=4)
+    before, svg = x.metrics(), x.diagram.value
+    x.sliders["m"].value = 8
+    assert x.metrics()["makespan"] == simulate(schedules.gpipe(4, 8)).makespan != before["makespan"]
+    assert x.diagram.value != svg
+    x.sliders["comm"].value = 0.5
+    assert x.timeline.costs.comm == 0.5 and x.metrics()["makespan"] > simulate(schedules.gpipe(4, 8)).makespan
+    x.picker.value = "1f1b"
+    assert x.timeline.schedule.name == "1f1b"
+
+
+def test_every_schedule_in_the_picker_draws():
+    x = ScheduleExplorer(p=4, m=8)
+    assert list(x.picker.options) == list(SCHEDULES)
+    for name in SCHEDULES:
+        x.set(schedule=name, v=2 if name == "interleaved" else 1)
+        assert x.error is None and x.timeline.schedule.name == name
+
+
+def test_an_impossible_combination_shows_one_line_not_a_traceback():
+    x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    x.set(m=6)
+    assert x.timeline is None and x.metrics() == {} and x.diagram.value == ""
+    assert "multiple of p" in x.message.value and "\n" not in x.error
+    x.set(m=8)
+    assert x.error is None and x.message.value == "" and x.timeline.schedule.virtual == 2
+
+
+def test_v_is_only_for_interleaved():
+    x = ScheduleExplorer("1f1b", p=4, m=8, v=2)
+    assert x.sliders["v"].disabled and x.timeline.schedule.virtual == 1 and x.error is None
+    x.set(schedule="interleaved")
+    assert not x.sliders["v"].disabled and x.timeline.schedule.virtual == 2
+
+
+def test_set_rejects_unknown_controls_and_values_no_slider_takes():
+    x = ScheduleExplorer()
+    with pytest.raises(ValueError, match="unknown control 'q'"):
+        x.set(q=3)
+    with pytest.raises(ValueError, match="p must be a whole number"):
+        x.set(p=0)
+    with pytest.raises(ValueError, match="non-negative"):
+        x.set(f=float("nan"))
+    with pytest.raises(ValueError, match="unknown schedule"):
+        ScheduleExplorer("pipedream")
+    assert x.set(m=64).metrics()["makespan"] == simulate(schedules.one_f_one_b(4, 64)).makespan  # widens the slider
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(["gpipe", "1f1b", "zb-h1"]), p=st.integers(1, 8), m=st.integers(1, 32),
+       f=st.sampled_from([0.5, 1.0, 2.0]), b=st.sampled_from([1.0, 2.0]))
+def test_the_explorer_agrees_with_the_simulator_everywhere(name, p, m, f, b):
+    x = ScheduleExplorer(name, p=p, m=m, f=f, b=b, w=1.0)
+    t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))
+    assert x.metrics()["idle_slots"] == t.idle_slots and x.metrics()["bubble_ratio"] == t.bubble_ratio
+
+
+# -- SlotCountingExercise -------------------------------------------------------------------------
+def test_the_exercise_answers_each_attempt_with_a_specific_hint():
+    x = SlotCountingExercise("gpipe", p=4, m=4)
+    assert not x.check(total=16).correct and "not the number of micro-batches" in x.feedback.value
+    assert "you counted the busy slots" in str(x.check(total=56, idle=32, ratio="3/7"))
+    feedback = x.check(idle=24)  # the total and the ratio stay in their fields
+    assert feedback.correct and "correct" in x.feedback.value and x.fields["total slots"].value == "56"
+
+
+def test_the_check_button_reads_the_fields():
+    x = SlotCountingExercise(simulate(schedules.one_f_one_b(4, 4)))
+    for name, value in {"total slots": "56", "idle slots": "24", "bubble ratio": "42.86%"}.items():
+        x.fields[name].value = value
+    x.button.click()
+    assert "color:#1B7F3B" in x.feedback.value and "ppedu-feedback" in x.feedback._dom_classes
+    x.fields["bubble ratio"].value = "0.75"
+    x.button.click()
+    assert "Megatron-LM" in x.feedback.value
+
+
+def test_hidden_steps_are_covered_but_still_counted():
+    x = SlotCountingExercise(schedules.gpipe(4, 4), hide=0.5)
+    assert x.hidden.sum() == 4 * 7 and x.hidden[:, -1].all() and not x.hidden[:, 0].any()
+    assert x.picture.value.count('class="ppedu-hidden"') == 28
+    assert x.check(total=56, idle=24, ratio=24 / 56).correct
+
+
+def test_mark_mode_checks_the_cells_clicked():
+    x = SlotCountingExercise("1f1b", p=2, m=2, mode="mark")
+    idle = {(int(s), int(t)) for s, t in zip(*grid(x.timeline).idle_mask.nonzero())}
+    for s, t in idle:
+        x.picture.cells[s, t].click()
+    assert x.marked == idle and x.check_marking().correct
+    busy = next(cell for cell in x.picture.cells if cell not in idle)
+    x.toggle(*busy)
+    assert "runs an operation" in str(x.check_marking()) and "ppedu-marked" in x.picture.cells[busy]._dom_classes
+    x.toggle(*busy)
+    assert x.check_marking().correct
+    with pytest.raises(ValueError, match="not a cell"):
+        x.toggle(5, 0)
+
+
+def test_mark_mode_does_not_reveal_hidden_cells():
+    x = SlotCountingExercise("gpipe", p=2, m=2, mode="mark", hide=0.5)
+    x.toggle(0, 5)  # hidden, and busy (B1 on GPU 0)
+    assert x.picture.cells[0, 5].description == "✗" and "hidden cells you marked is busy" in str(x.check_marking())
+
+
+def test_the_exercise_rejects_nonsense_settings():
+    with pytest.raises(ValueError, match="mode"):
+        SlotCountingExercise("gpipe", mode="paint")
+    with pytest.raises(ValueError, match="fraction"):
+        SlotCountingExercise("gpipe", hide=2)
+
+
+# -- ScheduleBuilder -----------------------------------------------------------------------------
+def test_the_builder_reports_a_violation_as_it_happens():
+    b = ScheduleBuilder(p=2, m=2)
+    b.place(0, 0, "F0")
+    b.place(1, 0, "F0")
+    [v] = b.violations()
+    assert v.kind == "dependency" and "F0 from GPU 0" in b.feedback.value
+    assert "ppedu-marked" in b.cells.cells[1, 0]._dom_classes and not b.complete
+    b.remove(1, 0)
+    assert b.violations() == [] and "ppedu-marked" not in b.cells.cells[1, 0]._dom_classes
+
+
+def test_building_1f1b_by_clicking_completes_it():
+    b = ScheduleBuilder(p=2, m=2)
+    for e in simulate(schedules.one_f_one_b(2, 2)).events:
+        b.picker.value = f"{e.op.kind}{e.op.microbatch}"
+        b.cells.cells[e.stage, round(e.start)].click()
+    assert b.complete and b.check().correct and "takes 6 time steps" in b.feedback.value
+    assert b.timeline().makespan == 6 and b.schedule().stages == schedules.one_f_one_b(2, 2).stages
+    b.cells.cells[0, 0].click()  # a click on a filled cell takes its op off
+    assert not b.complete and "still needs F0" in str(b.check())
+
+
+def test_the_builder_refuses_a_second_op_in_a_cell_and_unknown_labels():
+    b = ScheduleBuilder(p=2, m=2, v=2)
+    b.place(0, 0, "F0c0")
+    with pytest.raises(ValueError, match="already holds F0c0"):
+        b.place(0, 0, "F1c0")
+    with pytest.raises(ValueError, match="needs its chunk"):
+        b.place(0, 1, "F1")
+    b.place(0, 1, "F1c1")
+    assert [v.kind for v in b.violations()] == ["wrong-gpu"]
+    with pytest.raises(ValueError, match="not complete"):
+        b.timeline()
+
+
+# -- TimelinePlayer ------------------------------------------------------------------------------
+def test_the_player_steps_through_time():
+    t = simulate(schedules.one_f_one_b(4, 4))
+    player = TimelinePlayer(t)
+    assert player.steps == 14 and player.diagram.value.count("ppedu-op") == 0
+    player.slider.value = 6
+    assert player.running() == ("", "", "B0", "F1")  # GPU 0 first; the README's grid at t6
+    drawn = player.diagram.value.count('class="ppedu-op')
+    assert drawn == sum(1 for e in t.events if e.start < 6) and "ppedu-now" in player.diagram.value
+    assert player.seek(14).diagram.value.count('class="ppedu-op') == len(t.events)
+    with pytest.raises(ValueError, match="between 0 and 14"):
+        player.seek(15)
+    assert "ppedu-player" in player._dom_classes and player.play.max == 14
