@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ppedu.costs import Costs
+from ppedu.grading import cli as grading_cli
 from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import simulate
@@ -137,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_shape_and_costs(cmp)
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
+    grading_cli.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,38 @@
+"""nbgrader's configuration for the ppedu course (read by every `nbgrader` command run here).
+
+The course directory is this repository: `solutions/` holds the instructor's source assignments
+(nbgrader's "source"), `exercises/` the generated student versions (its "release"); submissions,
+autograded copies and feedback go to `submitted/`, `autograded/` and `feedback/` here (git ignores
+them). See docs/instructor.md.
+"""
+
+import os
+from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput,
+                                    SaveAutoGrades)
+
+from ppedu.grading.course import HARMLESS_STDERR, StudentId
+
+c = get_config()  # noqa: F821 (nbgrader provides it)
+course = Path(__file__).resolve().parent
+
+c.CourseDirectory.root = str(course)
+c.CourseDirectory.course_id = "ppedu"
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "exercises"
+# The gradebook: SQLite beside this file; for a large course point PPEDU_DB_URL at PostgreSQL
+# (postgresql://user:password@host/ppedu). The timeout lets parallel autograders (`ppedu grade`) queue.
+c.CourseDirectory.db_url = os.environ.get("PPEDU_DB_URL", f"sqlite:///{course / 'gradebook.db'}?timeout=60")
+# Where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds submissions.
+c.Exchange.root = os.environ.get("PPEDU_EXCHANGE", "/srv/nbgrader/exchange")
+
+# Every cell gets at most this long when autograding; a cell that runs over is interrupted and
+# scores 0, the rest of the notebook (and the class) still grades.
+c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "60"))
+c.Execute.interrupt_on_timeout = True
+c.IgnorePattern.pattern = HARMLESS_STDERR
+# nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade.
+c.Autograde.autograde_preprocessors = [StudentId, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

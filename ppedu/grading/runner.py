@@ -1,0 +1,125 @@
+"""Autograding a whole class in parallel, through nbgrader's own API (the one its formgrader uses).
+
+nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` hands the
+submissions to ``jobs`` worker processes, each running ``NbGraderAPI.autograde`` for one student at
+a time against the same gradebook, and reports each result as it arrives.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CONFIG = "nbgrader_config.py"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One student's autograding: nbgrader's verdict, the score it recorded, how long it took."""
+
+    student: str
+    ok: bool
+    score: float
+    max_score: float
+    seconds: float
+    log: str = ""
+
+
+def course_root(path: str | Path = ".") -> Path:
+    """The course directory: ``path`` or the nearest folder above it that holds nbgrader_config.py."""
+    start = Path(path).resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG).is_file():
+            return folder
+    raise ValueError(f"no {CONFIG} in {start} or above it (run this in the course directory)")
+
+
+def submitted_students(root: Path, assignment: str) -> list[str]:
+    """The students with a submission of ``assignment`` under ``submitted/``, sorted."""
+    return sorted(p.parent.name for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
+
+
+def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 1,
+              timeout: int | None = None) -> Iterator[Result]:
+    """Autograde ``students``' submissions of ``assignment``, ``jobs`` at a time; yields each
+    :class:`Result` as it finishes (so the caller can show progress)."""
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1 (got {jobs})")
+    if not students:
+        raise ValueError(f"no submissions of {assignment} under {root / 'submitted'} (collect them first)")
+    _prepare(root, timeout)
+    _ensure_assignment(root, assignment)
+    # fork where there is one: the workers inherit nbgrader already imported, which takes seconds.
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(students)), mp_context=context,
+                             initializer=_prepare, initargs=(root, timeout)) as pool:
+        futures = [pool.submit(_grade_one, assignment, s) for s in students]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _prepare(root: Path, timeout: int | None) -> None:
+    # nbgrader's gradebook code trips SQLAlchemy 2's autoflush warnings; they change nothing recorded.
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    os.chdir(root)
+    # nbgrader runs `alembic` (the gradebook's migrations) as a command: it must be on PATH.
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    if timeout is not None:
+        os.environ["PPEDU_CELL_TIMEOUT"] = str(timeout)
+
+
+def _api() -> Any:
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader(CONFIG, path=os.getcwd()).load_config()
+    config.NbGraderAPI.log_level = "ERROR"
+    return NbGraderAPI(config=config)
+
+
+def _ensure_assignment(root: Path, assignment: str) -> None:
+    from nbgrader.api import MissingEntry
+
+    with _api().gradebook as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            raise ValueError(f"{assignment} is not in the gradebook yet: run `nbgrader generate_assignment {assignment}`"
+                             " once in the course directory") from None
+
+
+def _grade_one(assignment: str, student: str) -> Result:
+    start = time.perf_counter()
+    api = _api()
+    outcome = api.autograde(assignment, student)
+    score = max_score = 0.0
+    if outcome["success"]:
+        with api.gradebook as gb:
+            submission = gb.find_submission(assignment, student)
+            score, max_score = submission.score, submission.max_score
+    return Result(student, bool(outcome["success"]), score, max_score, time.perf_counter() - start,
+                  outcome.get("error", "") or outcome.get("log", ""))
+
+
+def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = print) -> list[Result]:
+    """Print one progress line per finished student, then a summary; returns the results."""
+    done = []
+    width = len(str(total))
+    for r in results:
+        done.append(r)
+        verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else "FAILED (see below)"
+        write(f"[{len(done):>{width}}/{total}] {r.student}: {verdict}  ({r.seconds:.1f} s)")
+    for r in done:
+        if not r.ok:
+            write(f"--- {r.student}: nbgrader could not autograde this submission\n{r.log.strip()}")
+    return done
