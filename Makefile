@@ -36,6 +36,7 @@ chromium:
 
 bench: install
 	$(BIN)/python benchmarks/bench_simulate.py
+	$(BIN)/python benchmarks/bench_widgets.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -19,6 +19,7 @@ from ppedu.grid import Grid, grid, label
 from ppedu.plot import IDLE_STYLE, STYLE
 from ppedu.simulate import Timeline
 
+_NAMES = {"F": "forward", "B": "backward", "W": "weight grad"}
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 44, 22, 6
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
@@ -35,7 +36,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
     p, end = timeline.stages, timeline.makespan or 1.0
     unit = max(2.0, min(36.0, (width - _LEFT - 8) / end))
     inner_w, inner_h = unit * end, p * _ROW
-    out = [_header(_LEFT + inner_w + 8, inner_h + _BOTTOM + _TOP + (18 if title else 0), title)]
+    out = [_header(max(_LEFT + inner_w + 8, 420), inner_h + _BOTTOM + _TOP + 20 + (18 if title else 0), title)]
     y0 = _TOP + (18 if title else 0)
     shown = end if upto is None else max(0.0, min(upto, end))
     for s in range(p):
@@ -52,15 +53,19 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         colour, hatch = STYLE[e.op.kind, e.op.direction]
         text = label(e.op, timeline)
         out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, colour, hatch, f"ppedu-op ppedu-{e.op.kind}", tip=text))
-        if w >= 7 * len(text.lstrip("FBW")) + 2:
+        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
+        short = text.lstrip("FBW")
+        fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if w >= 6.5 * len(t) + 3]
+        if fits:
             fill = "#fff" if e.op.kind == "F" else "#000"
             out.append(f'<text x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" font-size="10" '
-                       f'fill="{fill}" pointer-events="none">{escape(text.lstrip("FBW"))}</text>')
+                       f'fill="{fill}" pointer-events="none">{escape(fits[0])}</text>')
     if upto is not None:
         x = _LEFT + shown * unit
         out.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                    'stroke="#D55E00" stroke-width="2"/>')
     out.append(_axis(end, unit, y0 + inner_h))
+    out.append(_legend(timeline, y0 + inner_h + 22))
     out.append("</svg>")
     return "".join(out)
 
@@ -99,6 +104,18 @@ def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked
                            f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
     out.append(_axis(steps, unit, _TOP + p * _ROW, first_step_label=True))
     out.append("</svg>")
+    return "".join(out)
+
+
+def _legend(timeline: Timeline, y: float) -> str:
+    kinds = sorted({(e.op.kind, e.op.direction) for e in timeline.events}, key=lambda k: (k[1], "FBW".index(k[0])))
+    entries = [(STYLE[k][0], STYLE[k][1], _NAMES[k[0]] + ("'" if k[1] else "")) for k in kinds]
+    entries.append((IDLE_STYLE[0], IDLE_STYLE[1], "idle"))
+    out, x = [], float(_LEFT)
+    for fill, hatch, name in entries:
+        out.append(_rect(x, y, 12, 12, fill, hatch, "ppedu-key", stroke="#666"))
+        out.append(f'<text x="{x + 16}" y="{y + 10}" font-size="10">{escape(name)}</text>')
+        x += 24 + 6 * len(name)
     return "".join(out)
 
 
