@@ -36,6 +36,7 @@ COURSE_IGNORED = shutil.ignore_patterns(
     ".venv", ".git", "build", "__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ipynb_checkpoints"
 )
 SERVER_START_S = 90
+UNDRAWN = re.compile(r"<Figure size \d+x\d+ with \d+ Axes>")
 EXCEPTION = re.compile(r"Traceback \(most recent call last\)|^\s*\w*(Error|Exception|Interrupt)\b", re.M)
 # User settings for the temporary JupyterLab: every cell stays in the DOM (no virtual scrolling), so what the
 # tests look for is there whether or not it has been scrolled into view.
@@ -79,7 +80,7 @@ def _start(root: Path, home: Path) -> tuple[subprocess.Popen[bytes], Server]:
         "JUPYTER_DATA_DIR": str(home / "data"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "PPEDU_FAST": "1",
-        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        
     }
     port, token = _free_port(), secrets.token_hex(16)
     command = [
@@ -263,7 +264,8 @@ class JupyterLab:
     def errors(panel) -> list[str]:
         """What went wrong in a run: each error output's text, and each code cell that did not run.
 
-        JupyterLab renders a traceback as a stderr output, like a warning; an exception line tells them apart.
+        JupyterLab renders a traceback as a stderr output, like a warning; an exception line tells them apart. A
+        matplotlib figure that Jupyter cannot draw shows as its text repr only.
         A code cell left without an execution count after Run All means the run stopped before it.
         """
         found = []
@@ -272,6 +274,8 @@ class JupyterLab:
             if EXCEPTION.search(text):
                 found.append(text[:2000])
         found += [text[:500] for text in panel.locator(".jp-OutputArea-output", has_text="Error displaying widget").all_inner_texts()]
+        plain = panel.locator(".jp-OutputArea-output[data-mime-type='text/plain']")
+        found += [f"a figure shown as text, not drawn: {t}" for t in plain.all_inner_texts() if UNDRAWN.fullmatch(t.strip())]
         cells = panel.locator(".jp-CodeCell")
         for i in range(cells.count()):
             cell = cells.nth(i)
@@ -285,5 +289,23 @@ class JupyterLab:
         """The whole notebook, top to bottom, written to build/screenshots/NAME.png."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
-        panel.locator(".jp-Notebook").first.screenshot(path=str(path), animations="disabled")
+        notebook, scroller = panel.locator(".jp-Notebook").first, panel.locator(".jp-WindowedPanel-outer").first
+        viewport = self.page.viewport_size
+        hidden = scroller.evaluate("e => e.scrollHeight - e.clientHeight")
+        # A window tall enough to show every cell at once (capped), then back to the usual size.
+        self.page.set_viewport_size({"width": viewport["width"], "height": min(viewport["height"] + hidden, 16_000)})
+        try:
+            scroller.evaluate("e => { e.scrollTop = 0; }")
+            self.page.wait_for_timeout(300)
+            notebook.screenshot(path=str(path), animations="disabled")
+        finally:
+            self.page.set_viewport_size(viewport)
+        return path
+
+    @staticmethod
+    def shoot(locator, name: str) -> Path:
+        """One element (a widget, a figure), written to build/screenshots/NAME.png."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        locator.screenshot(path=str(path), animations="disabled")
         return path

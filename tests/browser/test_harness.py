@@ -40,16 +40,18 @@ def test_a_clean_notebook_runs_and_its_widget_renders_and_moves(lab, server):
     shot.unlink()
 
 
-def test_an_error_in_a_cell_is_seen_and_so_are_the_cells_it_stopped(lab, server):
+def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab, server):
     path = _write(
-        server, "broken", "import warnings; warnings.warn('only a warning')", "raise ValueError('the harness must see this')",
-        "print('not reached')",
+        server, "broken", "import warnings; warnings.warn('only a warning')",
+        "from matplotlib.figure import Figure\nFigure().add_subplot().figure",
+        "raise ValueError('the harness must see this')", "print('not reached')",
     )
     panel = lab.open(path)
     lab.run_all(panel)
     errors = lab.errors(panel)
-    assert len(errors) == 2, errors
-    assert "the harness must see this" in errors[0] and "code cell 3 did not run" in errors[1]
+    assert len(errors) == 3, errors
+    assert "the harness must see this" in errors[0]
+    assert errors[1].startswith("a figure shown as text") and "code cell 4 did not run" in errors[2]
 
 
 def test_an_exception_line_tells_a_traceback_from_a_warning():
