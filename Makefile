@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # As root, jupyter lab refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install lab test test-browser chromium bench clean
+.PHONY: install lab test test-browser chromium bench slides clean
 
 install: $(VENV)/.installed
 
@@ -37,6 +37,10 @@ chromium:
 bench: install
 	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_widgets.py
+
+# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
+slides: install
+	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -6,8 +6,10 @@
 """
 
 from ppedu import schedules
-from ppedu.costs import Costs
+from ppedu.costs import Costs, PerChunk
 from ppedu.ops import Op, Schedule
+from ppedu.partition import Partition, partition
 from ppedu.simulate import Event, Timeline, simulate
 
-__all__ = ["Costs", "Event", "Op", "Schedule", "Timeline", "schedules", "simulate"]
+__all__ = ["Costs", "Event", "Op", "Partition", "PerChunk", "Schedule", "Timeline", "partition", "schedules",
+           "simulate"]

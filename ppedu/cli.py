@@ -11,9 +11,12 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu import PerChunk
+from ppedu.cluster import add_parser as add_plan
 from ppedu.costs import Costs
 from ppedu.grading import cli as grading_cli
 from ppedu.ops import Schedule
+from ppedu.partition import add_parser as add_partition
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import simulate
 
@@ -29,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _simulate(args: argparse.Namespace) -> int:
     schedule = build(args.schedule, args.p, args.m, args.v)
-    timeline = simulate(schedule, Costs(f=args.f, b=args.b, w=args.w, comm=args.comm, fb=args.fb))
+    timeline = simulate(schedule, _costs(args))
     if args.json:
         bidirectional = len(schedule.placement) > 1
         print(json.dumps({
@@ -61,7 +64,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from ppedu.text import render_comparison
 
-    costs = Costs(f=args.f, b=args.b, w=args.w, comm=args.comm, fb=args.fb)
+    costs = _costs(args)
     if args.schedules:
         schedules = [_build_shared(n, args) for n in args.schedules]
     else:  # every schedule that accepts this p, m and v
@@ -90,13 +93,34 @@ def _build_or_none(name: str, args: argparse.Namespace) -> Schedule | None:
 _MAX_TEXT_STEPS = 240
 
 
-def _cost(text: str) -> float | tuple[float, ...]:
-    """A cost: one number, or one per stage separated by commas (``1,1,2,1``)."""
+def _costs(args: argparse.Namespace) -> Costs:
+    """The cost model the flags describe; with ``--per-chunk`` a list gives one value per chunk."""
+    f, b, w = ((PerChunk(x) if args.per_chunk and isinstance(x, tuple) else x) for x in (args.f, args.b, args.w))
+    comm = args.comm
+    if args.per_chunk and isinstance(comm, tuple) and not isinstance(comm[0], tuple):
+        comm = PerChunk(comm)
+    return Costs(f=f, b=b, w=w, comm=comm, fb=args.fb)
+
+
+def numbers(text: str) -> tuple[float, ...]:
+    """Comma-separated numbers (``1,1,2,1``), as an ``argparse`` type."""
     try:
-        values = tuple(float(x) for x in text.split(","))
+        return tuple(float(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number or comma-separated numbers: {text!r}") from None
+
+
+def _cost(text: str) -> float | tuple[float, ...]:
+    """A cost: one number, or one per stage separated by commas (``1,1,2,1``)."""
+    values = numbers(text)
     return values[0] if len(values) == 1 else values
+
+
+def _comm(text: str) -> float | tuple:
+    """A hand-over cost: one number, one per link (``1,1,5``), or matrix rows split by ``;``."""
+    if ";" in text:
+        return tuple(numbers(row) for row in text.split(";"))
+    return _cost(text)
 
 
 def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +130,11 @@ def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
     parser.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
     parser.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
-    parser.add_argument("--comm", type=float, default=0.0, help="latency of a hand-over between GPUs")
+    parser.add_argument("--comm", type=_comm, default=0.0,
+                        help="latency of a hand-over between GPUs: one number, one per link (p-1), "
+                        "or a p × p matrix with rows split by ';' (0,1;1,0)")
+    parser.add_argument("--per-chunk", action="store_true",
+                        help="lists in --f/--b/--w give one value per model chunk (p·v), --comm one per chunk boundary")
     parser.add_argument("--fb", type=_cost, default=None,
                         help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
 
@@ -128,6 +156,8 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
     sim.set_defaults(run=_simulate)
+    add_partition(commands)
+    add_plan(commands)
 
     cmp = commands.add_parser(
         "compare", help="simulate several schedules of the same model on the same GPUs, side by side",

@@ -4,7 +4,7 @@ the tables and self-check verdicts the notebooks show."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import astuple, dataclass, fields, replace
+from dataclasses import astuple, dataclass, fields
 from math import isclose
 from typing import Generic, TypeVar, overload
 
@@ -132,34 +132,6 @@ def spans(timeline: Timeline) -> tuple[float, ...]:
     return tuple(last[k] - first[k] for k in sorted(first))
 
 
-def break_even_comm(p: int, m: int, v: int, costs: Costs, tolerance: float = 1e-6) -> float:
-    """The hand-over latency from which interleaved 1F1B (``v`` chunks per GPU, each ``1/v`` of
-    ``costs``) is no faster than plain 1F1B on the same model: below it interleaving pays.
-
-    >>> round(break_even_comm(4, 8, 2, Costs(f=1, b=1)), 3)
-    1.0
-    """
-    if v < 2:
-        raise ValueError(f"interleaving needs v ≥ 2 chunks per GPU (got v={v})")
-    plain, inter = one_f_one_b(p, m), interleaved_1f1b(p, m, v)
-    per_chunk = costs.per_chunk(v)
-
-    def gain(comm: float) -> float:
-        return simulate(plain, replace(costs, comm=comm)).makespan - simulate(inter, replace(per_chunk, comm=comm)).makespan
-
-    if gain(0.0) <= 0:
-        return 0.0
-    low, high = 0.0, max(tolerance, costs.forward(0) + costs.backward(0, full=True))
-    while gain(high) > 0:
-        low, high = high, high * 2
-        if high > 1e9:
-            raise ValueError("interleaving stays faster at every latency tried (up to 1e9)")
-    while high - low > tolerance:
-        mid = (low + high) / 2
-        low, high = (mid, high) if gain(mid) > 0 else (low, mid)
-    return high
-
-
 def check(answer: object, expected: object, hint: str) -> Feedback:
     """Judge a student's ``answer`` against ``expected`` (computed by ppedu): right, not yet (with
     ``hint``), or not answered (``None``). Numbers match to 0.5 %; words ignore case and spaces.
@@ -174,7 +146,9 @@ def check(answer: object, expected: object, hint: str) -> Feedback:
     if answer is None:
         return Feedback(False, ("Write your answer in place of None, then run the cell again.",))
     numbers = (int, float)
-    if isinstance(expected, numbers) and isinstance(answer, numbers) and not isinstance(answer, bool):
+    if isinstance(answer, bool) != isinstance(expected, bool):  # True is not the number 1 here
+        right = False
+    elif isinstance(expected, numbers) and isinstance(answer, numbers):
         right = isclose(answer, expected, rel_tol=5e-3, abs_tol=1e-9)
     elif isinstance(expected, str) and isinstance(answer, str):
         right = answer.strip().casefold() == expected.strip().casefold()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -94,18 +95,22 @@ class Timeline:
 
     @cached_property
     def _memory(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        # +1 when a forward starts, -1 when its backward (input-gradient part) ends; at equal
+        return self._profile(None)
+
+    def _profile(self, weights: Sequence[float] | None) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        # +w when a forward starts, -w when its backward (input-gradient part) ends; at equal
         # times the free comes first, as a framework frees before it allocates the next one.
         ends = {(e.op.microbatch, e.op.chunk, e.op.direction): e.end for e in self.events if e.op.kind == "B"}
-        deltas: list[list[tuple[float, int]]] = [[] for _ in range(self.stages)]
+        deltas: list[list[tuple[float, float]]] = [[] for _ in range(self.stages)]
         for e in self.events:
             if e.op.kind == "F":
-                deltas[e.stage] += [(e.start, 1), (ends[e.op.microbatch, e.op.chunk, e.op.direction], -1)]
+                w = 1 if weights is None else weights[e.op.chunk]
+                deltas[e.stage] += [(e.start, w), (ends[e.op.microbatch, e.op.chunk, e.op.direction], -w)]
         out = []
         for d in deltas:
             d.sort()
             times = np.array([t for t, _ in d], dtype=float)
-            out.append((times, np.cumsum([x for _, x in d], dtype=int)))
+            out.append((times, np.cumsum([x for _, x in d], dtype=int if weights is None else float)))
         return tuple(out)
 
     def activations(self, stage: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,6 +127,18 @@ class Timeline:
         """Per stage, the peak in units of one whole stage's activations (a chunk holds 1/v of
         them), so schedules that cut the model differently compare fairly."""
         return tuple(n / self.schedule.virtual for n in self.peak_activations)
+
+    def peak_activation_memory(self, per_chunk: Sequence[float]) -> tuple[float, ...]:
+        """Per stage, the most activation memory alive at once when one micro-batch's activations
+        of chunk ``c`` take ``per_chunk[c]`` (in bytes, say): unbalanced chunks weigh differently.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> simulate(one_f_one_b(2, 4)).peak_activation_memory([10.0, 3.0])
+        (20.0, 3.0)
+        """
+        if len(per_chunk) != self.schedule.chunks:
+            raise ValueError(f"{len(per_chunk)} activation sizes for {self.schedule.chunks} chunks")
+        return tuple(float(v.max(initial=0)) for _, v in self._profile(per_chunk))
 
     def on_stage(self, stage: int) -> tuple[Event, ...]:
         return tuple(e for e in self.events if e.stage == stage)
@@ -141,7 +158,8 @@ class Timeline:
 
 def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     """Run ``schedule`` under ``costs``: each stage takes its ops in order, and an op starts when
-    its stage is free and its input has arrived (plus ``comm`` if it came from another stage).
+    its stage is free and its input has arrived (plus the hand-over's ``comm`` if it came from
+    another stage).
 
     One pass in dependency order, each op visited once, so large schedules stay fast.
 
@@ -152,15 +170,19 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     """
     costs = costs or Costs()
     schedule.validate()
-    costs.check(schedule.p)
-    p, placement, last, comm = schedule.p, schedule.placement, schedule.chunks - 1, costs.comm
+    costs.check(schedule.p, schedule.chunks)
+    p, placement, last = schedule.p, schedule.placement, schedule.chunks - 1
     split = {(mb, c, d) for ops in schedule.stages for kind, mb, c, d in ops if kind == "W"}
-    # Per stage: F, full B, input-gradient B and W durations, looked up once.
-    durations = [
-        {"F": costs.forward(s), "B": costs.backward(s, full=True), "I": costs.backward(s, full=False),
-         "W": costs.weight(s)}
-        for s in range(p)
-    ]
+    # Per stage, kind and chunk it holds: F, full B, input-gradient B and W durations, looked up once.
+    durations = [{k: [0.0] * schedule.chunks for k in "FBIW"} for _ in range(p)]
+    for row in placement:
+        for c, s in enumerate(row):
+            cost = durations[s]
+            cost["F"][c], cost["B"][c] = costs.forward(s, c), costs.backward(s, True, c)
+            cost["I"][c], cost["W"][c] = costs.backward(s, False, c), costs.weight(s, c)
+    # Per direction, the hand-over into chunk c+1 (forward) and back into chunk c (backward).
+    ahead = [[costs.hand_over(row[c], row[c + 1], c) for c in range(last)] for row in placement]
+    back = [[costs.hand_over(row[c + 1], row[c], c) for c in range(last)] for row in placement]
     pair_times = [costs.pair(s) or 0.0 for s in range(p)]
     # Without an F&B time the pair's two ops simply run one after the other.
     pair_heads = [
@@ -185,25 +207,25 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
             for kind, mb, c, d in unit:
                 # The input an op consumes: the previous chunk's F, the next chunk's B (the last
                 # chunk's B starts from its own F's output), or, for W, its own B.
+                dep: tuple | None
                 if kind == "F":
-                    dep = ("F", mb, c - 1, d) if c else None
+                    dep, delay = (("F", mb, c - 1, d), ahead[d][c - 1]) if c else (None, 0.0)
                 elif kind == "B":
-                    dep = ("F", mb, c, d) if c == last else ("B", mb, c + 1, d)
+                    dep, delay = (("F", mb, c, d), 0.0) if c == last else (("B", mb, c + 1, d), back[d][c])
                 else:
-                    dep = ("B", mb, c, d)
+                    dep, delay = ("B", mb, c, d), 0.0
                 if dep is not None:
                     arrived = finished.get(dep)
                     if arrived is None:
                         waiting[dep].append(s)
                         blocked = True
                         break
-                    if placement[d][dep[2]] != s:
-                        arrived += comm
+                    arrived += delay
                     if arrived > start:
                         start = arrived
             if blocked:
                 break
-            lengths = [cost["I" if op.kind == "B" and op[1:] in split else op.kind] for op in unit]
+            lengths = [cost["I" if op.kind == "B" and op[1:] in split else op.kind][op.chunk] for op in unit]
             if len(unit) == 2:  # the pair's F and B share its F&B time in proportion
                 total = sum(lengths)
                 lengths = [x * pair_times[s] / total if total else 0.0 for x in lengths]

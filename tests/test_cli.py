@@ -93,3 +93,15 @@ def test_compare_table_and_unknown_names():
 def test_a_grid_too_wide_for_a_terminal_is_not_drawn():
     out = ppedu("simulate", "1f1b", "-p", "8", "-m", "300")
     assert out.returncode == 0 and "not drawn" in out.stdout and "idle slots" in out.stdout
+
+
+def test_per_link_and_per_chunk_costs_from_the_command_line():
+    chain = json.loads(ppedu("simulate", "gpipe", "-p", "3", "-m", "2", "--comm", "1,4", "--json").stdout)
+    assert chain["makespan"] == (2 + 3 - 1) * 2 + 2 * (1 + 4)
+    matrix = json.loads(ppedu("simulate", "gpipe", "-p", "2", "-m", "1", "--comm", "0,1;3,0", "--json").stdout)
+    assert matrix["makespan"] == 2 + 2 + 1 + 3
+    chunks = json.loads(ppedu("simulate", "interleaved", "-p", "2", "-m", "2", "-v", "2", "--f", "1,1,3,1",
+                              "--per-chunk", "--json").stdout)
+    assert {e["end"] - e["start"] for e in chunks["events"] if e["kind"] == "F" and e["chunk"] == 2} == {3}
+    bad = ppedu("simulate", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--comm", "1,1,1")
+    assert bad.returncode == 2 and "give a p × p matrix" in bad.stderr

@@ -8,7 +8,7 @@ from ppedu import Costs, simulate
 from ppedu.errata import backward_wave, deepseek_table, forward_wave, matching_configurations, textbook_claims, vendor_claims
 from ppedu.formulas import bubble_over_ideal, bubble_ratio
 from ppedu.grid import grid
-from ppedu.lesson import break_even_comm, hand_overs
+from ppedu.lesson import check, hand_overs, limits, parameter_copies, spans
 from ppedu.schedules import dualpipe, gpipe, interleaved_1f1b, one_f_one_b
 
 
@@ -90,14 +90,29 @@ def test_an_unpaired_f_runs_ahead_and_leaves_less_idle_than_the_table_books():
     assert dual.simulated_bubble < dual.formula_bubble
 
 
-@pytest.mark.parametrize("p, m, v, costs", [(4, 8, 2, Costs()), (8, 32, 2, Costs(f=1, b=2)), (4, 16, 4, Costs())])
-def test_interleaving_stops_paying_at_the_break_even_latency(p, m, v, costs):
-    c = break_even_comm(p, m, v, costs)
-    assert c > 0
+def test_limits_runs_every_schedule_on_the_same_model():
+    rows = limits([one_f_one_b(4, 8), interleaved_1f1b(4, 8, 2), dualpipe(4, 8)], Costs(f=1, b=1))
+    plain, inter, dual = rows
+    assert inter.makespan == simulate(interleaved_1f1b(4, 8, 2), Costs(f=0.5, b=0.5)).makespan < plain.makespan
+    assert (plain.parameter_copies, inter.parameter_copies, dual.parameter_copies) == (1, 1, 2)
+    assert inter.hand_overs == hand_overs(interleaved_1f1b(4, 8, 2))
+    assert len(rows[1:]) == 2 and rows[1:][0] == inter
 
-    def makespans(comm):
-        plain = simulate(one_f_one_b(p, m), Costs(f=costs.f, b=costs.b, comm=comm)).makespan
-        return plain, simulate(interleaved_1f1b(p, m, v), Costs(f=costs.f / v, b=costs.b / v, comm=comm)).makespan
 
-    below, at = makespans(c * 0.99), makespans(c + 1e-3)
-    assert below[1] < below[0] and at[1] >= at[0]
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 8))
+def test_gpipe_keeps_every_micro_batch_in_flight_longer_than_1f1b(p, m):
+    g, o = spans(simulate(gpipe(p, m))), spans(simulate(one_f_one_b(p, m)))
+    assert len(g) == len(o) == m
+    assert all(x >= y for x, y in zip(g, o))
+    assert set(g) == {m + 2 * p - 1}  # under GPipe every micro-batch waits for the whole forward wave
+
+
+def test_a_self_check_names_the_unanswered_the_wrong_and_the_right():
+    assert "in place of None" in str(check(None, 3, "hint"))
+    wrong = check(4, 3, "count again")
+    assert not wrong.correct and "count again" in str(wrong)
+    assert check(3.001, 3, "").correct and not check(3.1, 3, "").correct
+    assert check("Memory ", "memory", "").correct and not check("time", "memory", "").correct
+    assert check((2, 1), (2.0, 1.0), "").correct and not check(True, 1, "").correct
+    assert parameter_copies(dualpipe(4, 8)) == 2

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppedu import Costs, Op, Schedule, simulate
+from ppedu import Costs, Op, PerChunk, Schedule, simulate
 from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
 
 
@@ -269,3 +269,114 @@ def test_costs_per_chunk_split_a_stage_v_ways():
 def test_peak_activations_in_whole_stages():
     t = simulate(interleaved_1f1b(4, 8, 2))
     assert t.peak_stage_activations == (5.5, 4.5, 3.5, 2.5)
+
+
+# --- Per-stage, per-chunk and per-link costs ----------------------------------------------------
+
+def test_per_link_comm_is_paid_on_each_link_once_each_way():
+    p, m, links = 4, 6, (0.5, 3.0, 0.25)
+    t = simulate(gpipe(p, m), Costs(f=1, b=2, comm=links))
+    assert t.makespan == pytest.approx((m + p - 1) * 3 + 2 * sum(links))
+
+
+def test_a_comm_matrix_is_directed():
+    s = one_f_one_b(2, 1)  # F0 on GPU 0 → GPU 1, then B0 back
+    t = simulate(s, Costs(f=1, b=1, comm=((0, 5), (2, 0))))
+    start = {e.op: e.start for e in t.events}
+    assert start[Op("F", 0, 1)] == 1 + 5 and start[Op("B", 0, 0)] == 6 + 1 + 1 + 2  # F0c1, B0c1, then back over 1 → 0
+
+
+def test_uniform_forms_of_a_cost_give_identical_timelines():
+    p, m, v = 4, 8, 2
+    s = interleaved_1f1b(p, m, v)
+    base = simulate(s, Costs(f=1, b=2, w=0.5, comm=0.25))
+    matrix = tuple(tuple(0.0 if a == b else 0.25 for b in range(p)) for a in range(p))
+    same = [
+        Costs(f=PerChunk([1] * p * v), b=(2,) * p, w=PerChunk([0.5] * p * v), comm=PerChunk([0.25] * (p * v - 1))),
+        Costs(f=1, b=2, w=0.5, comm=matrix),
+    ]
+    for costs in same:
+        assert simulate(s, costs).events == base.events
+    chain = simulate(gpipe(p, m), Costs(f=1, b=2, comm=(0.25,) * (p - 1)))
+    assert chain.events == simulate(gpipe(p, m), Costs(f=1, b=2, comm=0.25)).events
+
+
+def test_per_chunk_costs_follow_the_chunk_not_the_stage():
+    s = interleaved_1f1b(2, 4, 2)  # chunks 0, 2 on GPU 0; 1, 3 on GPU 1
+    t = simulate(s, Costs(f=PerChunk([1, 1, 3, 1]), b=1))
+    for e in t.events:
+        assert e.duration == (3 if (e.op.kind, e.op.chunk) == ("F", 2) else 1)
+
+
+def test_per_chunk_costs_in_dualpipe_apply_to_both_directions():
+    s = dualpipe(4, 8)
+    t = simulate(s, Costs(f=PerChunk([1, 2, 1, 1]), b=1, w=1))
+    assert {e.stage for e in t.events if e.op.kind == "F" and e.duration == 2} == {1, 2}
+
+
+def test_a_per_link_chain_cannot_carry_interleavings_wrap_around():
+    with pytest.raises(ValueError, match="stage 3 hands over to stage 0; give a p × p matrix"):
+        simulate(interleaved_1f1b(4, 8, 2), Costs(comm=(1, 1, 1)))
+
+
+@pytest.mark.parametrize("costs, words", [
+    (Costs(f=PerChunk([1, 2, 3])), "per-chunk cost f has 3 values for 8 chunks"),
+    (Costs(comm=(1, 2)), "per-link comm has 2 values for the 3 links between 4 stages"),
+    (Costs(comm=((0, 1), (1, 0))), "a comm matrix must be 4 × 4"),
+    (Costs(comm=PerChunk([1])), "per-chunk comm has 1 values for 7 chunk boundaries"),
+])
+def test_costs_must_fit_the_schedule(costs, words):
+    with pytest.raises(ValueError, match=words):
+        simulate(interleaved_1f1b(4, 8, 2), costs)
+
+
+def test_pair_time_is_not_per_chunk():
+    with pytest.raises(ValueError, match="fb .* not per chunk"):
+        Costs(fb=PerChunk([1, 2]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 4), st.integers(0, 5), st.sampled_from([2, 3, 5]),
+       st.sampled_from([0.5, 1, 2]), st.sampled_from([0.5, 1, 2]), st.sampled_from([0, 1]))
+def test_one_slow_stage_sets_the_pace_of_1f1b(p, blocks, j, k, f, b, w):
+    # The slow stage alone is busy m·k·(f+b+w); the fill and drain add at most (p-1) of its steps.
+    m, j = p * blocks * 4, j % p
+    slow = lambda x: tuple(x * (k if s == j else 1) for s in range(p))  # noqa: E731
+    t = simulate(one_f_one_b(p, m), Costs(f=slow(f), b=slow(b), w=slow(w)))
+    step = k * (f + b + w)
+    assert m * step <= t.makespan + 1e-9
+    assert t.makespan <= (m + p - 1) * step + 1e-9  # so makespan / (m·k·(f+b+w)) → 1 as m grows
+
+
+@settings(max_examples=100, deadline=None)
+@given(any_schedule(), st.data())
+def test_every_hand_over_waits_for_its_own_links_latency(schedule, data):
+    p, chunks = schedule.p, schedule.chunks
+    value = st.sampled_from([0.0, 0.5, 1.0, 2.0])
+    form = data.draw(st.sampled_from(["matrix", "chunk", "chain"] if len(schedule.placement) == 1 and
+                                     schedule.virtual == 1 else ["matrix", "chunk"]))
+    if form == "matrix":
+        comm = tuple(tuple(data.draw(value) for _ in range(p)) for _ in range(p))
+    elif form == "chunk":
+        comm = PerChunk([data.draw(value) for _ in range(chunks - 1)])
+    else:
+        comm = tuple(data.draw(value) for _ in range(p - 1))
+    f = PerChunk([data.draw(st.sampled_from([0.5, 1.0, 3.0])) for _ in range(chunks)])
+    costs = Costs(f=f, b=1, w=0.5 if any(op.kind == "W" for ops in schedule.stages for op in ops) else 0, comm=comm)
+    t = simulate(schedule, costs)
+    finished = {e.op: e for e in t.events}
+    last = chunks - 1
+    for e in t.events:
+        if e.op.kind == "F":
+            assert e.duration == pytest.approx(f[e.op.chunk])
+        dep = dependency(e.op, last)
+        if dep is not None:
+            before = finished[dep]
+            boundary = min(dep[2], e.op.chunk)
+            assert e.start >= before.end + costs.hand_over(before.stage, e.stage, boundary) - 1e-9
+
+
+def test_per_chunk_and_per_stage_costs_never_compare_equal():
+    assert Costs(f=PerChunk([1, 2])) != Costs(f=(1, 2))
+    assert Costs(f=PerChunk([1, 2])) == Costs(f=PerChunk((1.0, 2.0)))
+    assert len({PerChunk([1]), PerChunk([1])}) == 1

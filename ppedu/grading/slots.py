@@ -149,13 +149,14 @@ def _check_total(g: Grid, x: _Number) -> tuple[bool, str]:
         (p * m, "T is the number of time steps (columns of the grid), not the number of micro-batches."),
         (steps, "that is one GPU's time steps; the total counts every GPU: GPUs × time steps."),
         (g.busy_slots, "that counts only the busy slots; the total includes the idle ones too."),
+        (p * (m + p - 1), "m + p − 1 steps is the forward wave alone; count every column, backwards included."),
         (p * (steps - 1), "one time step too few: count the columns again, from t1 to the last step."),
         (p * (steps + 1), "one time step too many: count the columns again, from t1 to the last step."),
         ((p - 1) * steps, "one GPU too few: GPU 0 is a row too (the bottom one)."),
         ((p + 1) * steps, "one GPU too many: count the rows, GPU 0 at the bottom."),
     ]
     for value, hint in hints:
-        if n == value:
+        if n == value and value != g.total_slots:
             return False, hint
     return False, "not quite: total slots = number of GPUs (rows) × number of time steps (columns)."
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 
 import ipywidgets as widgets
 
@@ -11,12 +10,12 @@ from ppedu.grading.slots import Feedback
 from ppedu.ops import Op, Schedule
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
-from ppedu.widgets._cells import CellGrid
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 _ERASE = "(remove)"
 
 
-class ScheduleBuilder(widgets.VBox):
+class ScheduleBuilder(StaticFallback, widgets.VBox):
     """An empty ``p`` × ``steps`` grid; pick an operation, click a cell to place it there (click
     a filled cell to take its operation off). Every op takes one time step.
 
@@ -105,6 +104,10 @@ class ScheduleBuilder(widgets.VBox):
     def _name(self, op: Op) -> str:
         return f"{op.kind}{op.microbatch}" + (f"c{op.chunk}" if self.model.v > 1 else "")
 
+    def _static_html(self) -> str:
+        return (f"<p>Schedule builder: place {len(self.model.ops())} operations on {self.model.p} GPUs × "
+                f"{self.steps} time steps ({len(self.placed)} placed). Run the notebook to build.</p>")
+
     def _clicked(self, stage: int, step: int) -> None:
         if (stage, step) in self.placed or self.picker.value == _ERASE:
             self.remove(stage, step)
@@ -126,6 +129,4 @@ class ScheduleBuilder(widgets.VBox):
                    Feedback(True, (f"{len(self.placed)} of {len(self.model.ops())} operations placed; no rule broken.",)))
 
     def _show(self, feedback: Feedback) -> None:
-        colour = "#1B7F3B" if feedback.correct else "#B00020"
-        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        self.feedback.value = feedback_html(feedback)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from html import escape
 from typing import Literal
 
 import ipywidgets as widgets
@@ -15,12 +14,12 @@ from ppedu.plot import STYLE
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._cells import CellGrid
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 Mode = Literal["count", "mark"]
 
 
-class SlotCountingExercise(widgets.VBox):
+class SlotCountingExercise(StaticFallback, widgets.VBox):
     """The grid of a schedule and three questions: total slots, idle slots, bubble ratio.
 
     ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
@@ -91,6 +90,11 @@ class SlotCountingExercise(widgets.VBox):
         """Check the cells marked so far."""
         return self._show(check_marking(self.grid, self.marked, self.hidden))
 
+    def _static_html(self) -> str:
+        marked = self.marked if self.mode == "mark" else None
+        ask = "Mark every idle cell." if self.mode == "mark" else "Count the total slots, the idle slots and the bubble ratio."
+        return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
+
     def _check_from_ui(self) -> None:
         if self.mode == "count":
             self.check()
@@ -98,9 +102,7 @@ class SlotCountingExercise(widgets.VBox):
             self.check_marking()
 
     def _show(self, feedback: Feedback) -> Feedback:
-        colour = "#1B7F3B" if feedback.correct else "#B00020"
-        lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-        self.feedback.value = f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+        self.feedback.value = feedback_html(feedback)
         return feedback
 
     def _paint(self, *only: int) -> None:

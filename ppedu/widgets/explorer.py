@@ -8,17 +8,23 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
+from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
+from ppedu.widgets._parts import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
 
 
-class ScheduleExplorer(widgets.VBox):
+class ScheduleExplorer(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``p``, ``m``, ``v`` and the costs ``f``, ``b``, ``w``,
     ``comm``; every change re-simulates and redraws the spacetime diagram and the metrics.
+
+    The costs are those of one GPU's share of the model (a stage); a schedule that cuts a stage
+    into ``v`` chunks gives each chunk 1/v of them, so every schedule runs the same model (as
+    ``ppedu compare`` does). ``comm`` is the latency of one hand-over between GPUs.
 
     ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
     interleaved with ``m`` not a multiple of ``p``) shows its one-line reason instead of a
@@ -100,9 +106,13 @@ class ScheduleExplorer(widgets.VBox):
             "bubble_ratio": t.bubble_ratio,
             "bubble_over_ideal": t.bubble_over_ideal,
             "peak_activations": t.peak_activations,
+            "handovers": handovers(t.schedule),
         }
 
     # -- drawing -------------------------------------------------------------------------------
+    def _static_html(self) -> str:
+        return self.message.value + self.diagram.value + self.table.value
+
     def _changed(self, _change: object) -> None:
         if not self._holding:
             self._redraw()
@@ -113,7 +123,7 @@ class ScheduleExplorer(widgets.VBox):
         self.sliders["v"].disabled = not interleaved
         try:
             schedule = build(values["schedule"], values["p"], values["m"], values["v"] if interleaved else 1)
-            costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
+            costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"]).per_chunk(schedule.virtual)
             self.timeline, self.error = simulate(schedule, costs), None
         except ValueError as problem:
             self.timeline, self.error = None, str(problem)
@@ -124,6 +134,26 @@ class ScheduleExplorer(widgets.VBox):
         self.message.value = ""
         self.diagram.value = render_svg(self.timeline)
         self.table.value = _table(self.timeline)
+
+
+def handovers(schedule: Schedule) -> int:
+    """How many activations and gradients cross from one GPU to another (each pays ``comm``).
+
+    >>> from ppedu.schedules import interleaved_1f1b, one_f_one_b
+    >>> handovers(one_f_one_b(4, 8)), handovers(interleaved_1f1b(4, 8, v=2))
+    (48, 112)
+    """
+    last = schedule.chunks - 1
+    count = 0
+    for d, homes in enumerate(schedule.placement):
+        # Per micro-batch: chunk c-1 → c on the way forward, c+1 → c on the way back.
+        steps = sum(homes[c - 1] != homes[c] for c in range(1, last + 1))
+        count += 2 * steps * len(_microbatches(schedule, d))
+    return count
+
+
+def _microbatches(schedule: Schedule, direction: int) -> set[int]:
+    return {op.microbatch for ops in schedule.stages for op in ops if op.direction == direction}
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +178,7 @@ def _table(t: Timeline) -> str:
         ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
         ("peak activations per GPU (0…)", " ".join(map(str, t.peak_activations))),
+        ("hand-overs between GPUs", str(handovers(t.schedule))),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"

@@ -7,9 +7,10 @@ import ipywidgets as widgets
 from ppedu.grid import grid
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
+from ppedu.widgets._parts import StaticFallback
 
 
-class TimelinePlayer(widgets.VBox):
+class TimelinePlayer(StaticFallback, widgets.VBox):
     """A play button and a time slider over ``timeline``'s diagram; at step ``t`` the diagram
     shows what has run by the end of time step ``t`` (0: nothing yet).
 
@@ -52,6 +53,9 @@ class TimelinePlayer(widgets.VBox):
         if self.step == 0:
             return ("",) * self.timeline.stages
         return tuple(str(x) for x in self._labels[:, self.step - 1])
+
+    def _static_html(self) -> str:
+        return render_svg(self.timeline)
 
     def _draw(self) -> None:
         self.diagram.value = render_svg(self.timeline, upto=self.step * self.dt)

@@ -33,6 +33,7 @@ def test_a_grid_and_its_timeline_give_the_same_verdict():
 
 @pytest.mark.parametrize("total, words", [
     (16, "not the number of micro-batches"),
+    (28, "the forward wave alone"),
     (14, "one GPU's time steps"),
     (32, "only the busy slots"),
     (52, "one time step too few"),

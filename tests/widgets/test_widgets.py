@@ -33,6 +33,17 @@ def test_moving_a_slider_redraws_the_diagram_and_the_metrics():
     assert x.timeline.schedule.name == "1f1b"
 
 
+def test_interleaving_pays_until_hand_overs_cost_too_much():
+    x = ScheduleExplorer("1f1b", p=4, m=8)
+    plain = x.metrics()
+    x.set(schedule="interleaved", v=2)
+    assert x.metrics()["handovers"] == plain["handovers"] * (4 * 2 - 1) // (4 - 1)  # p·v-1 crossings, not p-1
+    assert x.timeline.costs.f == 0.5  # the same model: each of the two chunks is half a stage
+    assert x.metrics()["makespan"] < plain["makespan"]
+    x.set(comm=1.0)
+    assert x.metrics()["makespan"] >= x.set(schedule="1f1b").metrics()["makespan"]
+
+
 def test_every_schedule_in_the_picker_draws():
     x = ScheduleExplorer(p=4, m=8)
     assert list(x.picker.options) == list(SCHEDULES)
@@ -75,7 +86,7 @@ def test_set_rejects_unknown_controls_and_values_no_slider_takes():
        f=st.sampled_from([0.5, 1.0, 2.0]), b=st.sampled_from([1.0, 2.0]))
 def test_the_explorer_agrees_with_the_simulator_everywhere(name, p, m, f, b):
     x = ScheduleExplorer(name, p=p, m=m, f=f, b=b, w=1.0)
-    t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))
+    t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))  # one chunk per GPU: costs as given
     assert x.metrics()["idle_slots"] == t.idle_slots and x.metrics()["bubble_ratio"] == t.bubble_ratio
 
 
@@ -183,3 +194,12 @@ def test_the_player_steps_through_time():
     with pytest.raises(ValueError, match="between 0 and 14"):
         player.seek(15)
     assert "ppedu-player" in player._dom_classes and player.play.max == 14
+
+
+# -- still pictures for places without a widget renderer -------------------------------------------
+def test_each_widget_carries_a_still_picture_beside_its_live_view():
+    t = simulate(schedules.gpipe(2, 2))
+    for widget in (ScheduleExplorer("gpipe", p=2, m=2), SlotCountingExercise(t), TimelinePlayer(t)):
+        bundle = widget._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in bundle and "<svg" in bundle["text/html"]
+    assert "place 4 operations" in ScheduleBuilder(p=2, m=1)._repr_mimebundle_()["text/html"]

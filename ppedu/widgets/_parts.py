@@ -1,10 +1,36 @@
-"""A grid of clickable cells (one button per GPU and time step, GPU 0 at the bottom)."""
+"""Parts the widgets share: a grid of clickable cells, feedback as HTML, and a still picture
+beside each widget's live view."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from html import escape
+from typing import Any
 
 import ipywidgets as widgets
+
+from ppedu.grading.slots import Feedback
+
+
+def feedback_html(feedback: Feedback) -> str:
+    """The messages as a list, green when correct, red otherwise."""
+    colour = "#1B7F3B" if feedback.correct else "#B00020"
+    lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
+    return f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+
+
+class StaticFallback:
+    """Adds ``text/html`` (from ``_static_html``) to a widget's display data, for places with no
+    widget renderer (a static slide deck, an HTML export); JupyterLab still shows the widget."""
+
+    def _static_html(self) -> str:
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+        bundle: dict[str, Any] | None = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+        if bundle is not None:
+            bundle["text/html"] = f'<div class="ppedu-static">{self._static_html()}</div>'
+        return bundle
 
 
 class CellGrid(widgets.GridBox):

@@ -1,0 +1,70 @@
+"""Lecture mode: a deck built from a notebook loads nothing from the network; slide tags are added, never changed."""
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ppedu import slides
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def notebook(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# The bubble\nIdle share $(p-1)/(m+p-1)$."),
+                nbformat.v4.new_code_cell("print(6 * 7)"),
+                nbformat.v4.new_markdown_cell("### A detail"),
+                nbformat.v4.new_markdown_cell("## GPipe")]
+    nb.cells[2].metadata["slideshow"] = {"slide_type": "fragment"}
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_tag_slides_fills_in_missing_slide_types_only(notebook):
+    assert slides.tag_slides(notebook) == 3
+    types = [c.metadata["slideshow"]["slide_type"] for c in nbformat.read(notebook, as_version=4).cells]
+    assert types == ["slide", "-", "fragment", "slide"]
+    assert slides.tag_slides(notebook) == 0
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
+    # The npm packages are kept under build/ (ignored by git), so only the first run downloads them.
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    deck = slides.build_deck(notebook, out)
+    html = deck.read_text()
+    assert 'href="node_modules/reveal.js/dist/reveal.css"' in html and "node_modules/reveal.js/dist/reveal.js" in html
+    assert slides.remote_references(html) == []
+    assert "unpkg.com" not in html and "cdnjs" not in html
+    assert [a for a in slides.missing_assets(deck) if "mathjax" not in a] == []  # MathJax left out to keep this quick
+    assert "The bubble" in html and "A detail" in html
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+def test_a_widget_in_a_deck_shows_its_still_picture(tmp_path):
+    from ppedu.widgets import ScheduleExplorer
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("ScheduleExplorer()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=ScheduleExplorer("gpipe", p=2, m=2)._repr_mimebundle_())]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "widget.ipynb")
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    html = slides.build_deck(tmp_path / "widget.ipynb", out).read_text()
+    assert "ppedu-static" in html and "<svg" in html and "widget-view+json" not in html
+
+
+def test_the_check_for_remote_references_can_fail():
+    page = '<script src="https://unpkg.com/reveal.js@4.0.2/dist/reveal.js"></script>\n  "https://x.org/notes.js",\n'
+    assert slides.remote_references(page) == ["https://unpkg.com/reveal.js@4.0.2/dist/reveal.js", "https://x.org/notes.js"]
+
+
+def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda _name: None)
+    with pytest.raises(ValueError, match="needs npm"):
+        slides.install_assets(tmp_path)
+    assert slides.main(["--out", str(tmp_path), str(tmp_path / "none.ipynb")]) == 2
