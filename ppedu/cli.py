@@ -15,6 +15,7 @@ from ppedu import PerChunk
 from ppedu.cluster import add_parser as add_plan
 from ppedu.costs import Costs
 from ppedu.grading import cli as grading_cli
+from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
 from ppedu.schedules import SCHEDULES, build
@@ -169,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
     grading_cli.add_parser(commands)
+    mnist_cli.add_parser(commands)
     return parser
 
 

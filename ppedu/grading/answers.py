@@ -125,16 +125,16 @@ class Counts:
     """One whole number per stage, GPU 0 first (a list or a tuple)."""
 
     name: str
-    length: int
+    length: int | None = None  # None: as many as the student's values say (checked against the key)
 
     def read(self, namespace: Mapping[str, object]) -> tuple[int, ...]:
         value = lookup(namespace, self.name)
         if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
             raise Wrong(f"`{self.name}` is a {type(value).__name__}; give one number per GPU, as a list: [a, b, …].")
-        items = list(value)  # type: ignore[call-overload]
-        if len(items) != self.length:
+        items = list(value)
+        if self.length is not None and len(items) != self.length:
             raise Wrong(f"`{self.name}` has {len(items)} entries; give one per GPU ({self.length}), GPU 0 first.")
-        return tuple(Number(f"{self.name}[{i}]", whole=True).read({f"{self.name}[{i}]": x}) for i, x in enumerate(items))
+        return tuple(int(Number(f"{self.name}[{i}]", whole=True).read({f"{self.name}[{i}]": x})) for i, x in enumerate(items))
 
     def equal(self, got: tuple[int, ...], expected: tuple[int, ...]) -> bool:
         return tuple(got) == tuple(expected)

@@ -16,7 +16,7 @@ from ppedu.grading.students import ENV
 HARMLESS_STDERR = r"(?m)^\S.*:\d+: \w*Warning: |\d+%\|"
 
 
-class StudentId(NbGraderPreprocessor):  # type: ignore[misc]
+class StudentId(NbGraderPreprocessor):
     """Put the id of the student being graded into the environment of the kernel that runs their
     notebook (``PPEDU_STUDENT_ID``), so the hidden tests recompute that student's own values.
 

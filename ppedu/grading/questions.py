@@ -8,14 +8,15 @@ cannot give the answer away; the hidden test (:meth:`Question.grade`) compares w
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ppedu.grading.answers import Wrong
 
 
 class Answer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def read(self, namespace: Mapping[str, object]) -> Any: ...
 
@@ -45,7 +46,6 @@ class Question:
     key: Callable[[Values], Mapping[str, Any]]
     hint: Hint = _no_hint
     sanity: Sanity = _no_sanity
-    wrong: str = field(default="is not right yet")
 
     def read(self, namespace: Mapping[str, object]) -> dict[str, Any]:
         problems, got = [], {}
@@ -73,7 +73,7 @@ class Question:
         for answer in self.answers:
             if not answer.equal(got[answer.name], key[answer.name]):
                 hint = self.hint(answer.name, got[answer.name], got, key, values)
-                problems.append(f"`{answer.name}` {self.wrong}." + (f" {hint}" if hint else ""))
+                problems.append(f"`{answer.name}` is not right yet." + (f" {hint[:1].upper()}{hint[1:]}" if hint else ""))
         if problems:
             raise Wrong("\n".join(problems))
         return "correct"

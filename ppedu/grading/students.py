@@ -12,6 +12,9 @@ import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 #: Set by ppedu's nbgrader preprocessor for the kernel that autogrades a submission; a student
 #: (or a JupyterHub admin) may set it too.
@@ -42,7 +45,7 @@ def graded_student_id() -> str:
     return student_id()
 
 
-def pick(assignment: str, student: str, name: str, choices: Sequence[object]) -> object:
+def pick(assignment: str, student: str, name: str, choices: Sequence[T]) -> T:
     """One of ``choices``, fixed by a hash of (assignment, student, name): stable across machines
     and Python versions, unlike ``random`` seeded by ``hash()``.
 

@@ -83,7 +83,7 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
         config.Execute.timeout = timeout
     executed: list[Any] = []
 
-    class Recording(Validator):  # type: ignore[misc]
+    class Recording(Validator):
         def _preprocess(self, nb: Any) -> Any:
             executed.append(super()._preprocess(nb))
             return executed[-1]

@@ -16,7 +16,7 @@ from typing import Any
 
 from ppedu.grading.students import graded_student_id, student_id
 
-ASSIGNMENTS = ("ps1", "ps2", "ps3", "ps4", "ps5")
+ASSIGNMENTS = ("ps1", "ps2", "ps3", "ps4")
 
 
 @dataclass(frozen=True, repr=False)
@@ -67,17 +67,25 @@ def my_values(assignment: str, student: str | None = None) -> Values:
     return Values(assignment, who, load(assignment).values(who))
 
 
-def check(assignment: str, question: str, namespace: Mapping[str, object]) -> None:
+def check(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
     """The visible test of ``question``: prints a short verdict, or raises
     :class:`~ppedu.grading.answers.Wrong` with what to fix."""
     __tracebackhide__ = True
-    module = load(assignment)
-    print(f"✓ {question}: {module.QUESTIONS[question].check(namespace, my_values(assignment))}")
+    return _show(question, load(assignment).QUESTIONS[question].check(namespace, my_values(assignment)))
 
 
-def grade(assignment: str, question: str, namespace: Mapping[str, object]) -> Any:
+def grade(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
     """The hidden test of ``question`` against the key for the student being graded."""
     __tracebackhide__ = True
-    module = load(assignment)
     values = my_values(assignment, graded_student_id())
-    return module.QUESTIONS[question].grade(namespace, values)
+    return _show(question, load(assignment).QUESTIONS[question].grade(namespace, values))
+
+
+def _show(question: str, result: object) -> float | None:
+    """Print a verdict; a question with partial credit returns its points, for nbgrader to read
+    as the cell's value (all-or-nothing questions leave none: they pass, or raise)."""
+    if isinstance(result, str):
+        print(f"✓ {question}: {result}")
+        return None
+    print(result)
+    return float(getattr(result, "score"))

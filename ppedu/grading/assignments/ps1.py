@@ -16,6 +16,7 @@ from typing import Any
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Choice, Number, Wrong, function
 from ppedu.grading.questions import Question
+from ppedu.grading.slots import check_slot_answers
 from ppedu.grading.students import pick
 from ppedu.simulate import Timeline
 
@@ -44,26 +45,16 @@ def _slots_key(v: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    p, T, total = v["p"], key["T"], key["total_slots"]
-    busy = total - key["idle_slots"]
-    if name == "T" and abs(got - T) == 1:
-        return "It is one step off: count every column of the grid, from t1 to the step where the last backward ends."
-    if name == "total_slots":
-        if "T" in answers and got == p * answers["T"] and answers["T"] != T:
-            return "It follows from your T, which is off; total = p × T."
-        if got != p * T:
-            return "Every GPU has a slot in every time step: total = p × T."
-    if name == "idle_slots":
-        if got == busy:
-            return "That is the number of busy slots; idle slots are the ones where a GPU does nothing."
-        if 3 * got == 2 * key["idle_slots"]:
-            return "Count slots, not operations: a backward here fills two time steps."
-    if name == "bubble":
-        if abs(got - busy / total) < 1e-3:
-            return "That is the utilization (busy ÷ total); the bubble is idle ÷ total."
-        if "idle_slots" in answers and answers.get("total_slots") and abs(got - answers["idle_slots"] / answers["total_slots"]) < 1e-3:
-            return "It follows from your slot counts; fix those first."
-    return None
+    if name == "T":
+        if abs(got - key["T"]) == 1:
+            return "It is one step off: count every column of the grid, from t1 to the step where the last backward ends."
+        return "Count the columns of the grid: one per time step." if got != v["m"] else (
+            "That is the number of micro-batches; T counts time steps.")
+    # The slot counts get the slot checker's diagnosis of the usual mistakes.
+    given = {"total_slots": "total", "idle_slots": "idle", "bubble": "ratio"}
+    feedback = check_slot_answers(timeline("gpipe", v), **{given[n]: a for n, a in answers.items() if n in given})
+    label = {"total_slots": "total slots: ", "idle_slots": "idle slots: ", "bubble": "bubble ratio: "}[name]
+    return next((msg[len(label):] for msg in feedback.messages if msg.startswith(label)), None)
 
 
 def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
@@ -95,7 +86,7 @@ def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[
     return None
 
 
-def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping[str, object]], str]:
+def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping[str, object], Mapping[str, Any], bool], str]:
     """A question about the student's function ``name``, tested on ``cases`` and their own values."""
 
     def grade(namespace: Mapping[str, object], v: Mapping[str, Any], hidden: bool) -> str:
@@ -146,7 +137,7 @@ def _microbatches_hint(name: str, got: Any, answers: Mapping[str, Any], key: Map
         return f"With m = {got} the bubble is still above {v['target']:g}."
     if name == "m_needed_interleaved" and got % v["p"]:
         return "Interleaved 1F1B needs m to be a multiple of p."
-    return f"m = {got} meets the target, but so does a smaller m: find the fewest."
+    return f"With m = {got} the target is met, but a smaller m meets it too: find the fewest."
 
 
 QUESTIONS: dict[str, Any] = {

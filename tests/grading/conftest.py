@@ -1,0 +1,50 @@
+"""A temporary copy of the course, with the assignments generated into its gradebook, shared by the
+grading tests (nbgrader is slow to start: everything that can share one set-up does)."""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = str(Path(sys.executable).parent)
+READY = ("ps1", "ps2", "ps3", "ps4", "ps5")
+
+
+def assignments():
+    return [a for a in READY if (ROOT / "solutions" / a).is_dir()]
+
+
+@pytest.fixture(scope="session")
+def course(tmp_path_factory):
+    """A course directory with nbgrader_config.py and solutions/, every assignment generated."""
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "nbgrader_config.py", root)
+    shutil.copytree(ROOT / "solutions", root / "solutions")
+    os.environ["PATH"] = BIN + os.pathsep + os.environ["PATH"]  # nbgrader runs `alembic` from PATH
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        api = NbGraderAPI(config=PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
+        for name in assignments():
+            outcome = api.generate_assignment(name)
+            assert outcome["success"], outcome.get("error")
+    finally:
+        os.chdir(cwd)
+    return root
+
+
+def cells(path):
+    return nbformat.read(path, as_version=4).cells
+
+
+def graded_cells(path):
+    """(grade_id, points) of every graded cell, in order."""
+    return [(c.metadata.nbgrader["grade_id"], c.metadata.nbgrader["points"]) for c in cells(path)
+            if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
