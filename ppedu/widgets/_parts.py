@@ -33,10 +33,15 @@ class StaticFallback:
         return bundle
 
 
+_BORDER = "1px solid #BDBDBD"  # empty cells must be visible: they are where the student clicks
+_FLAGS = ("ppedu-marked", "ppedu-violation")
+
+
 class CellGrid(widgets.GridBox):
     """``p`` rows by ``steps`` columns of buttons; a click calls ``on_click(stage, step)``.
 
-    Each cell carries the classes ``ppedu-cell``, ``ppedu-cell-{stage}-{step}`` (steps from 0)
+    Each cell carries the classes ``ppedu-cell``, ``ppedu-cell-{stage}-{step}`` (steps from 0),
+    and ``ppedu-marked`` (marked idle) or ``ppedu-violation`` (breaks a rule) when flagged,
     so a browser test can find it.
     """
 
@@ -47,7 +52,8 @@ class CellGrid(widgets.GridBox):
             children.append(widgets.Label(f"GPU {s}"))
             for t in range(steps):
                 cell = widgets.Button(description="", tooltip=f"GPU {s}, t{t + 1}",
-                                      layout=widgets.Layout(width=f"{width}px", height="28px", padding="0"))
+                                      layout=widgets.Layout(width=f"{width}px", height="28px", padding="0",
+                                                            border=_BORDER))
                 cell.add_class("ppedu-cell").add_class(f"ppedu-cell-{s}-{t}")
                 cell.on_click(lambda _button, s=s, t=t: on_click(s, t))
                 self.cells[s, t] = cell
@@ -57,12 +63,15 @@ class CellGrid(widgets.GridBox):
         super().__init__(children, layout=widgets.Layout(
             grid_template_columns=f"56px repeat({steps}, {width}px)", grid_gap="2px"))
 
-    def show(self, stage: int, step: int, text: str, colour: str | None, marked: bool = False) -> None:
-        """Set one cell's text and colour (``None``: the empty-cell look)."""
+    def show(self, stage: int, step: int, text: str, colour: str | None, flag: str | None = None) -> None:
+        """Set one cell's text and colour (``None``: the empty-cell look); ``flag`` names a CSS class
+        (``ppedu-marked``, ``ppedu-violation``) that the cell then carries, with a red outline."""
         cell = self.cells[stage, step]
         cell.description = text
         cell.style.button_color = colour or "#FFFFFF"
-        if marked:
-            cell.add_class("ppedu-marked")
-        else:
-            cell.remove_class("ppedu-marked")
+        for name in _FLAGS:
+            if name == flag:
+                cell.add_class(name)
+            else:
+                cell.remove_class(name)
+        cell.layout.border = "2px solid #B00020" if flag else _BORDER

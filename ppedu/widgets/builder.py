@@ -123,7 +123,8 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         cells = [tuple(only)] if only else list(self.cells.cells)
         for s, t in {*cells, *bad, *self._bad}:
             op = self.placed.get((s, t))
-            self.cells.show(s, t, self._name(op) if op else "", STYLE[op.kind, 0][0] if op else None, (s, t) in bad)
+            self.cells.show(s, t, self._name(op) if op else "", STYLE[op.kind, 0][0] if op else None,
+                            "ppedu-violation" if (s, t) in bad else None)
         self._bad = bad
         self._show(Feedback(not found, tuple(map(str, found))) if found else
                    Feedback(True, (f"{len(self.placed)} of {len(self.model.ops())} operations placed; no rule broken.",)))

@@ -57,7 +57,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.button = widgets.Button(description="Check", button_style="primary")
         self.button.on_click(lambda _b: self._check_from_ui())
         self.fields = {name: widgets.Text(description=name, placeholder="your answer",
-                                          style={"description_width": "initial"})
+                                          style={"description_width": "7em"})
                        for name in ("total slots", "idle slots", "bubble ratio")}
         if mode == "count":
             self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
@@ -112,11 +112,12 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         cells = [tuple(only)] if only else list(np.ndindex(*self.grid.shape))
         for s, t in cells:
             marked = (s, t) in self.marked
+            flag = "ppedu-marked" if marked else None
             if self.hidden[s, t]:
-                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", marked)
+                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", flag)
             elif kinds[s, t]:
                 op = events[self.grid.cells[s, t]].op
                 self.picture.show(s, t, "✗" if marked else (labels[s, t] if starts[s, t] else "·"),
-                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", marked)
+                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", flag)
             else:
-                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, marked)
+                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag)

@@ -106,6 +106,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "bubble_ratio": t.bubble_ratio,
             "bubble_over_ideal": t.bubble_over_ideal,
             "peak_activations": t.peak_activations,
+            "peak_stage_activations": t.peak_stage_activations,
             "handovers": handovers(t.schedule),
         }
 
@@ -177,7 +178,7 @@ def _table(t: Timeline) -> str:
         ("idle slots", f"{t.idle_slots:g} of {t.total_slots:g}"),
         ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
-        ("peak activations per GPU (0…)", " ".join(map(str, t.peak_activations))),
+        ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
         ("hand-overs between GPUs", str(handovers(t.schedule))),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)

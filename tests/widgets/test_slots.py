@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from ppedu import Costs, schedules, simulate
 from ppedu.grading.slots import Feedback, check_slot_answers
 from ppedu.grid import grid
+from ppedu.schedules import SCHEDULES
 
 GPIPE = simulate(schedules.gpipe(4, 4))  # 14 steps, 56 slots, 24 idle, 32 busy
 
@@ -117,10 +118,11 @@ def test_only_the_answers_given_are_checked_and_all_must_be_right():
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(["gpipe", "1f1b", "zb-h1"]), p=st.integers(1, 6), m=st.integers(1, 10),
-       b=st.sampled_from([1.0, 2.0]))
-def test_the_true_counts_are_always_correct(name, p, m, b):
-    g = grid(simulate(schedules.build(name, p, m), Costs(f=1, b=b, w=1 if name == "zb-h1" else 0)))
+@given(name=st.sampled_from(sorted(SCHEDULES)), p=st.integers(1, 6), k=st.integers(1, 4), b=st.sampled_from([1.0, 2.0]))
+def test_the_true_counts_are_always_correct(name, p, k, b):
+    p = p + p % 2 if name == "dualpipe" else p  # dualpipe needs an even p and m ≥ 2p
+    m = {"interleaved": p * k, "dualpipe": 2 * p + 2 * k, "dualpipe-v": 2 * p + k}.get(name, 2 * k - 1)
+    g = grid(simulate(schedules.build(name, p, m, 2 if name == "interleaved" else 1), Costs(f=1, b=b, w=1)))
     for ratio in (g.bubble_ratio, f"{g.idle_slots}/{g.total_slots}", f"{g.bubble_ratio:.2%}", f"{g.bubble_ratio:.3f}"):
         assert check_slot_answers(g, total=g.total_slots, idle=g.idle_slots, ratio=ratio).correct
 

@@ -152,9 +152,10 @@ def test_the_builder_reports_a_violation_as_it_happens():
     b.place(1, 0, "F0")
     [v] = b.violations()
     assert v.kind == "dependency" and "F0 from GPU 0" in b.feedback.value
-    assert "ppedu-marked" in b.cells.cells[1, 0]._dom_classes and not b.complete
+    assert "ppedu-violation" in b.cells.cells[1, 0]._dom_classes and not b.complete
+    assert b.cells.cells[1, 0].layout.border.startswith("2px")
     b.remove(1, 0)
-    assert b.violations() == [] and "ppedu-marked" not in b.cells.cells[1, 0]._dom_classes
+    assert b.violations() == [] and "ppedu-violation" not in b.cells.cells[1, 0]._dom_classes
 
 
 def test_building_1f1b_by_clicking_completes_it():
