@@ -22,6 +22,13 @@ ROOT_CLASS = {
     "ScheduleExplorer": "ppedu-explorer", "SlotCountingExercise": "ppedu-slot-exercise",
     "ScheduleBuilder": "ppedu-builder", "TimelinePlayer": "ppedu-player",
 }
+#: What each widget must show once rendered, beside its root node.
+PARTS = {
+    "ScheduleExplorer": (".ppedu-diagram svg", ".ppedu-metrics table", ".widget-slider"),
+    "SlotCountingExercise": (".ppedu-diagram", ".widget-button", ".ppedu-feedback"),
+    "ScheduleBuilder": (".ppedu-cell", ".widget-dropdown", ".ppedu-feedback"),
+    "TimelinePlayer": (".ppedu-diagram svg", ".widget-slider", ".widget-play"),
+}
 NAMESPACE = {
     "schedules": schedules, "simulate": simulate, "Costs": Costs, "ScheduleExplorer": ScheduleExplorer,
     "SlotCountingExercise": SlotCountingExercise, "ScheduleBuilder": ScheduleBuilder, "TimelinePlayer": TimelinePlayer,
@@ -30,10 +37,18 @@ FEEDBACK_S = 20
 
 
 def widget_calls(source: str) -> list[tuple[str, object | None]]:
-    """Each ppedu widget a cell constructs: its name, and the same widget built here (None when its arguments
-    name the notebook's own variables)."""
+    """Each ppedu widget a cell constructs and shows (as its last expression, or by `display`): its name, and
+    the same widget built here (None when its arguments name the notebook's own variables)."""
+    tree = ast.parse(source)
+    built = {
+        node.targets[0].id: node.value for node in tree.body
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    }
+    shown = [tree.body[-1].value] if tree.body and isinstance(tree.body[-1], ast.Expr) else []
+    shown += [a for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "display"
+              for a in n.args]
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in (built.get(n.id) if isinstance(n, ast.Name) else n for n in shown):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ROOT_CLASS:
             try:
                 twin = eval(compile(ast.Expression(node), "<cell>", "eval"), dict(NAMESPACE))
@@ -76,7 +91,8 @@ def test_a_chapter_runs_in_jupyterlab_and_its_widgets_work(lab, notebook: Path):
         for name, twin in widget_calls(source):
             root = cell.locator(f".{ROOT_CLASS[name]}").first
             root.wait_for(timeout=10_000)
-            assert root.locator(".ppedu-diagram").count(), f"{name} shows no diagram"
+            for part in PARTS[name]:
+                assert root.locator(part).count(), f"{name} shows no {part}"
             if twin is not None and name in DRIVE:
                 DRIVE[name](lab, panel, root, twin)
                 driven.append(name)

@@ -1,11 +1,13 @@
-"""The harness itself, on tiny notebooks of its own: it runs cells through the UI, sees widgets, and sees errors.
+"""The harness itself, on a tiny notebook of its own: what the chapter tests call a failure is seen.
 
-These prove that the chapter tests can fail: a notebook that raises is reported, one that does not is clean.
+These prove that the chapter tests can fail: a traceback, a figure left as text and the cells a traceback
+stopped are each reported, a warning is not; and a widget counts as shown only when its cell shows it.
 """
 
 import nbformat
 from conftest import EXCEPTION
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from test_chapters import widget_calls
 
 
 def _write(server, name, *sources):
@@ -15,29 +17,6 @@ def _write(server, name, *sources):
     nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     nbformat.write(nb, folder / f"{name}.ipynb")
     return f"harness/{name}.ipynb"
-
-
-def test_a_clean_notebook_runs_and_its_widget_renders_and_moves(lab, server):
-    path = _write(
-        server,
-        "clean",
-        "import ipywidgets as w\nout = w.HTML('<b class=\"harness-out\">0</b>')\n"
-        "s = w.IntSlider(value=2, min=0, max=9, description='m')\n"
-        "s.observe(lambda c: setattr(out, 'value', f'<b class=\"harness-out\">{c.new * 10}</b>'), 'value')\n"
-        "w.VBox([s, out])",
-        "print(sum(range(10)))",
-    )
-    panel = lab.open(path)
-    lab.run_all(panel)
-    assert lab.errors(panel) == []
-    assert panel.locator(".jp-OutputArea-output", has_text="45").count() == 1
-    before = panel.locator(".harness-out").inner_text()
-    lab.slider(panel, "m").press("ArrowRight")
-    panel.locator(".harness-out", has_text="30").wait_for()
-    assert before == "0"
-    shot = lab.screenshot(panel, "harness")
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 1000
-    shot.unlink()
 
 
 def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab, server):
@@ -58,3 +37,11 @@ def test_an_exception_line_tells_a_traceback_from_a_warning():
     assert EXCEPTION.search("  Cell In[1], line 1\n    x =\n        ^\nSyntaxError: invalid syntax")
     assert EXCEPTION.search("KeyboardInterrupt: ")
     assert not EXCEPTION.search("/tmp/a.py:1: UserWarning: only a warning\n  warnings.warn('only a warning')")
+
+
+def test_a_widget_counts_as_shown_only_when_its_cell_shows_it():
+    shown = "from ppedu import schedules\nexercise = SlotCountingExercise(schedules.gpipe(3, 2))\nexercise"
+    assert [(name, twin.grid.total_slots) for name, twin in widget_calls(shown)] == [("SlotCountingExercise", 24)]
+    assert widget_calls("b = ScheduleBuilder(p=2, m=1)\nb.place(0, 0, 'F0')") == []
+    assert [(n, t) for n, t in widget_calls("SlotCountingExercise(t)")] == [("SlotCountingExercise", None)]
+    assert [n for n, _ in widget_calls("display(ScheduleExplorer())\nx = 1")] == ["ScheduleExplorer"]
