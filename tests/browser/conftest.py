@@ -75,12 +75,12 @@ def _start(root: Path, home: Path) -> tuple[subprocess.Popen[bytes], Server]:
         (config / "lab" / "user-settings" / name).write_text(json.dumps(settings))
     (config / "labconfig").mkdir(parents=True)
     (config / "labconfig" / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
-    env = os.environ | {
+    # The kernels get a student's environment: not the test suite's MPLBACKEND=Agg, which hides figures.
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {
         "JUPYTER_CONFIG_DIR": str(config),
         "JUPYTER_DATA_DIR": str(home / "data"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "PPEDU_FAST": "1",
-        
     }
     port, token = _free_port(), secrets.token_hex(16)
     command = [
