@@ -11,7 +11,8 @@ import time
 
 import nbformat
 import pytest
-from conftest import ROOT
+
+from .conftest import ROOT
 
 ASSIGNMENT = "ps1"
 STUDENT = ROOT / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

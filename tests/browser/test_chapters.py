@@ -11,11 +11,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grading.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
+
+from .conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 ROOT_CLASS = {

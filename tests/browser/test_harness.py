@@ -5,9 +5,10 @@ stopped are each reported, a warning is not; and a widget counts as shown only w
 """
 
 import nbformat
-from conftest import EXCEPTION
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
-from test_chapters import widget_calls
+
+from .conftest import EXCEPTION
+from .test_chapters import widget_calls
 
 
 def _write(server, name, *sources):
@@ -26,6 +27,9 @@ def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab,
         "raise ValueError('the harness must see this')", "print('not reached')",
     )
     panel = lab.open(path)
+    # A clean JupyterLab: only this notebook's tab (no workspace restored), no news or update pop-up.
+    assert [t.strip() for t in lab.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_inner_texts()] == ["broken.ipynb"]
+    assert lab.page.locator(".Toastify__toast").count() == 0
     lab.run_all(panel)
     errors = lab.errors(panel)
     assert len(errors) == 3, errors

@@ -4,7 +4,8 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT
+
+from .conftest import ROOT
 
 CHAPTER = next(iter(sorted((ROOT / "notebooks").glob("0*.ipynb"))), None)
 
