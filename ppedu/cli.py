@@ -19,7 +19,7 @@ from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
 from ppedu.schedules import SCHEDULES, build
-from ppedu.simulate import simulate
+from ppedu.simulate import Timeline, simulate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +71,8 @@ def _compare(args: argparse.Namespace) -> int:
     else:  # every schedule that accepts this p, m and v
         schedules = [s for n in SCHEDULES if (s := _build_or_none(n, args))]
     # Costs are given per stage; a schedule that cuts the model v times finer pays 1/v per chunk.
-    timelines = [simulate(s, costs.per_chunk(s.virtual)) for s in schedules]
+    # Unless named, a schedule the costs do not fit (per-chunk values, a per-link chain) is left out.
+    timelines = [t for s in schedules if (t := _simulate_or_none(s, costs.per_chunk(s.virtual), args.schedules))]
     if args.json:
         print(json.dumps([{"schedule": t.schedule.name, "virtual": t.schedule.virtual, **t.metrics()} for t in timelines]))
     else:
@@ -82,6 +83,15 @@ def _compare(args: argparse.Namespace) -> int:
 def _build_shared(name: str, args: argparse.Namespace) -> Schedule:
     """``name`` on the shared p and m; ``v`` goes to interleaved, the others keep their own cut."""
     return build(name, args.p, args.m, args.v if name == "interleaved" else 1)
+
+
+def _simulate_or_none(schedule: Schedule, costs: Costs, named: bool) -> Timeline | None:
+    try:
+        return simulate(schedule, costs)
+    except ValueError:
+        if named:
+            raise
+        return None
 
 
 def _build_or_none(name: str, args: argparse.Namespace) -> Schedule | None:

@@ -20,7 +20,8 @@ The arithmetic is the usual back-of-the-envelope one, stated so that a student c
   recomputed, as flash attention does), ``2·s·b·h`` (the block's input) with full recomputation,
   which costs one more forward inside every backward.
 
-Data parallelism, tensor parallelism, ZeRO sharding and the CUDA context are not modelled.
+Tensor parallelism, the data-parallel all-reduce and the CUDA context are not modelled; sharding
+Adam's state over data-parallel replicas (ZeRO stage 1) is a smaller ``optimizer_bytes``.
 
 >>> m = MODELS["70b"]
 >>> round(m.params / 1e9, 1), m.layers
@@ -484,6 +485,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--microbatch", type=int, default=None, help="sequences per micro-batch (default 1)")
     cmd.add_argument("--recompute", choices=RECOMPUTE, default="selective", help="activation recomputation")
     cmd.add_argument("--efficiency", type=float, default=None, help="achieved fraction of peak FLOP/s (default 0.4)")
+    cmd.add_argument("--zero-dp", type=int, default=1, metavar="N",
+                     help="shard Adam's state over N data-parallel replicas (ZeRO stage 1; their all-reduce is not "
+                     "timed)")
     out = cmd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="also draw the best schedule's spacetime diagram into FILE")
@@ -505,7 +509,8 @@ def _run(args: argparse.Namespace) -> int:
     if any(x != int(x) or x < 1 for x in (args.m or ())):
         raise ValueError(f"m (micro-batches) must be whole numbers ≥ 1 (got {args.m})")
     ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
-    rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute)
+    _positive_int("zero-dp", args.zero_dp)
+    rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute, optimizer_bytes=ADAM_BYTES / args.zero_dp)
     winner = best(rows)
     m_even = next((x for x in sorted(ms, reverse=True) if x % p == 0), None)
     links = interleaving_by_link(model, cluster, m_even, args.v, recompute=args.recompute) if m_even and p > 1 else []
@@ -513,6 +518,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "model": model.name, "params": model.params, "gpus": [cluster.device(s).name for s in range(p)],
             "link": cluster.link.name, "hand_over_bytes": model.hand_over_bytes, "recompute": args.recompute,
+            "zero_dp": args.zero_dp,
             "memory_per_gpu": [cluster.device(s).memory for s in range(p)],
             "rows": [r.as_dict() for r in rows],
             "best": None if winner is None else {"schedule": winner.schedule, "v": winner.v, "m": winner.m},
@@ -520,7 +526,7 @@ def _run(args: argparse.Namespace) -> int:
                              for link, a, b in links],
         }))
         return 0
-    print(_render(model, cluster, rows, winner, args.recompute))
+    print(render_plan(model, cluster, rows, args.recompute))
     if links and m_even:
         print(f"\ninterleaving (v={args.v}) against 1F1B at m={m_even}, every hand-over over one link:")
         table = [("link", "hand-over ms", "1f1b s", "interleaved s", "pays?")] + [
@@ -542,7 +548,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _render(model: Model, cluster: Cluster, rows: Sequence[PlanRow], winner: PlanRow | None, recompute: str) -> str:
+def render_plan(model: Model, cluster: Cluster, rows: Sequence[PlanRow], recompute: str = "selective") -> str:
+    """:func:`plan`'s rows as the CLI prints them: a header, one line per schedule and m, the best.
+
+    >>> c = Cluster(GPUS["h100-80gb"], 2, LINKS["nvlink"])
+    >>> print(render_plan(MODELS["7b"], c, plan(MODELS["7b"], c, [4], ["1f1b"])).splitlines()[-1])
+    best: 1f1b at m=4, 15776 tokens/s
+    """
+    winner = best(rows)
     links = cluster.link.name + (f", {cluster.between_nodes.name} between nodes of {cluster.node_size}"
                                  if cluster.between_nodes else "")
     hand_over = cluster.link.seconds(model.hand_over_bytes)
@@ -568,7 +581,7 @@ def _render(model: Model, cluster: Cluster, rows: Sequence[PlanRow], winner: Pla
         least = min(rows, key=lambda r: max(r.memory.total))
         need = max(least.memory.total)
         lines.append(f"\nnothing fits (the leanest, {least.schedule} at m={least.m}, needs {need / GB:.1f} GB on one GPU): "
-                     "use more GPUs, --recompute full, or shard the optimizer state")
+                     "use more GPUs, --recompute full, or shard the optimizer state (--zero-dp)")
     return "\n".join(lines)
 
 

@@ -54,8 +54,9 @@ class Costs:
     pays ``b + w`` for each full backward. ``fb`` is the time of a forward and a backward run
     overlapped (DualPipe's F&B pair); left unset, a pair costs its F plus its B.
 
-    ``f``, ``b``, ``w`` (and ``fb``) are one number for every chunk, a tuple with one per stage
-    (a slow GPU, an unbalanced partition), or a :class:`PerChunk` with one per model chunk.
+    ``f``, ``b`` and ``w`` are one number for every chunk, a tuple with one per stage (a slow
+    GPU, an unbalanced partition), or a :class:`PerChunk` with one per model chunk; ``fb`` is one
+    number or one per stage.
     ``comm`` is one number for every hand-over, a tuple with one per link between consecutive
     stages, a ``p × p`` matrix, or a :class:`PerChunk` with one per chunk boundary.
 

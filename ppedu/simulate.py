@@ -207,13 +207,18 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
             for kind, mb, c, d in unit:
                 # The input an op consumes: the previous chunk's F, the next chunk's B (the last
                 # chunk's B starts from its own F's output), or, for W, its own B.
-                dep: tuple | None
+                dep: tuple | None = None
+                delay = 0.0
                 if kind == "F":
-                    dep, delay = (("F", mb, c - 1, d), ahead[d][c - 1]) if c else (None, 0.0)
+                    if c:
+                        dep, delay = ("F", mb, c - 1, d), ahead[d][c - 1]
                 elif kind == "B":
-                    dep, delay = (("F", mb, c, d), 0.0) if c == last else (("B", mb, c + 1, d), back[d][c])
+                    if c == last:
+                        dep = ("F", mb, c, d)
+                    else:
+                        dep, delay = ("B", mb, c + 1, d), back[d][c]
                 else:
-                    dep, delay = ("B", mb, c, d), 0.0
+                    dep = ("B", mb, c, d)
                 if dep is not None:
                     arrived = finished.get(dep)
                     if arrived is None:
@@ -225,7 +230,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
                         start = arrived
             if blocked:
                 break
-            lengths = [cost["I" if op.kind == "B" and op[1:] in split else op.kind][op.chunk] for op in unit]
+            lengths = [cost["I" if op[0] == "B" and op[1:] in split else op[0]][op[2]] for op in unit]
             if len(unit) == 2:  # the pair's F and B share its F&B time in proportion
                 total = sum(lengths)
                 lengths = [x * pair_times[s] / total if total else 0.0 for x in lengths]

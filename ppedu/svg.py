@@ -24,10 +24,17 @@ _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 44, 22, 6
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>'}
+# One pattern per hatched style, its colour baked in, so each block is a single element.
+_PATTERNS = {(colour, hatch): f"ppedu-p{i}" for i, (colour, hatch) in enumerate(
+    sorted({style for style in (*STYLE.values(), IDLE_STYLE, ("#9E9E9E", "")) if style[1]}))}
 _DEFS = "<defs>" + "".join(
-    f'<pattern id="ppedu-h{i}" width="6" height="6" patternUnits="userSpaceOnUse">{body}</pattern>'
-    for i, body in enumerate(_HATCH.values())) + "</defs>"
-_HATCH_ID = {hatch: f"ppedu-h{i}" for i, hatch in enumerate(_HATCH)}
+    f'<pattern id="{pid}" width="6" height="6" patternUnits="userSpaceOnUse">'
+    f'<rect width="6" height="6" fill="{colour}"/>{_HATCH[hatch]}</pattern>'
+    for (colour, hatch), pid in _PATTERNS.items()) + "</defs>"
+
+
+def _fill(colour: str, hatch: str) -> str:
+    return f"url(#{_PATTERNS[colour, hatch]})" if hatch else colour
 
 
 def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880.0, title: str | None = None) -> str:
@@ -50,9 +57,9 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         stop = min(e.end, shown)
         x, w = _LEFT + e.start * unit, (stop - e.start) * unit
         y = y0 + (p - 1 - e.stage) * _ROW
-        colour, hatch = STYLE[e.op.kind, e.op.direction]
         text = label(e.op, timeline)
-        out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, colour, hatch, f"ppedu-op ppedu-{e.op.kind}", tip=text))
+        out.append(_rect(x, y + _GAP / 2, w, _ROW - _GAP, *STYLE[e.op.kind, e.op.direction], f"ppedu-op ppedu-{e.op.kind}",
+                         tip=text))
         # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
         short = text.lstrip("FBW")
         fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if w >= 6.5 * len(t) + 3]
@@ -129,12 +136,9 @@ def _header(w: float, h: float, title: str | None = None) -> str:
 
 def _rect(x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str, stroke: str = "#000",
           tip: str | None = None) -> str:
-    rect = (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" fill="{fill}" '
-            f'stroke="{stroke}" stroke-width=".6">' + (f"<title>{escape(tip)}</title>" if tip else "") + "</rect>")
-    if hatch:
-        rect += (f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
-                 f'fill="url(#{_HATCH_ID[hatch]})" pointer-events="none"/>')
-    return rect
+    body = f"><title>{escape(tip)}</title></rect>" if tip else "/>"
+    return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
+            f'fill="{_fill(fill, hatch)}" stroke="{stroke}" stroke-width=".6"{body}')
 
 
 def _centred(x: float, y: float, w: float, text: str, fill: str) -> str:

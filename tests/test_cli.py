@@ -105,3 +105,10 @@ def test_per_link_and_per_chunk_costs_from_the_command_line():
     assert {e["end"] - e["start"] for e in chunks["events"] if e["kind"] == "F" and e["chunk"] == 2} == {3}
     bad = ppedu("simulate", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--comm", "1,1,1")
     assert bad.returncode == 2 and "give a p × p matrix" in bad.stderr
+
+
+def test_compare_leaves_out_the_schedules_per_link_costs_do_not_fit():
+    rows = json.loads(ppedu("compare", "-p", "4", "-m", "8", "-v", "2", "--comm", "1,1,1", "--json").stdout)
+    assert "interleaved" not in {r["schedule"] for r in rows} and "1f1b" in {r["schedule"] for r in rows}
+    named = ppedu("compare", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--comm", "1,1,1")
+    assert named.returncode == 2 and "give a p × p matrix" in named.stderr

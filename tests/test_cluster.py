@@ -164,6 +164,7 @@ def test_plan_cli_table_json_and_png(tmp_path):
     (["--model", "9b", "--gpus", "4"], "invalid choice: '9b'"),
     (["--model", "7b", "--gpus", "4", "--efficiency", "2"], "efficiency lies in (0, 1]"),
     (["--model", "7b", "--gpus", "4", "-m", "2.5"], "m (micro-batches) must be whole numbers"),
+    (["--model", "7b", "--gpus", "4", "--zero-dp", "0"], "zero-dp must be a whole number ≥ 1"),
 ])
 def test_plan_cli_bad_input_exits_2_with_one_line(args, words):
     out = ppedu("plan", *args)
@@ -202,3 +203,12 @@ def test_plan_cli_takes_one_gpu_preset_per_gpu():
     assert "1 × H100 80GB SXM" in out.stdout and "1 × A100 80GB SXM" in out.stdout and "dualpipe " not in out.stdout
     bad = ppedu("plan", "--model", "7b", "--gpus", "2", "--gpu", "h100-80gb,b200")
     assert bad.returncode == 2 and "unknown GPU preset 'b200'" in bad.stderr
+
+
+def test_sharding_adam_over_data_parallel_replicas_makes_70b_fit_on_8_gpus():
+    args = ["plan", "--model", "70b", "--gpus", "8", "-m", "32", "--recompute", "full", "--json"]
+    alone, sharded = json.loads(ppedu(*args).stdout), json.loads(ppedu(*args, "--zero-dp", "8").stdout)
+    assert alone["best"] is None and sharded["best"] is not None
+    one = next(r for r in alone["rows"] if r["schedule"] == "1f1b")["memory"]
+    eight = next(r for r in sharded["rows"] if r["schedule"] == "1f1b")["memory"]
+    assert eight["optimizer"] == pytest.approx([x / 8 for x in one["optimizer"]]) and eight["weights"] == one["weights"]

@@ -3,11 +3,33 @@
 >>> from ppedu.mnist import load_mnist, mlp, split_model
 >>> [len(c) for c in split_model(mlp(), 4)]
 [2, 2, 2, 2]
+
+Names load on first use, so that ``ppedu simulate`` does not pay for importing torch.
 """
 
-from ppedu.mnist.data import load_mnist
-from ppedu.mnist.executor import StepResult, max_grad_diff, reference_gradients, run_schedule
-from ppedu.mnist.models import MODELS, build_model, cnn, mlp, split_model
+from __future__ import annotations
 
-__all__ = ["MODELS", "StepResult", "build_model", "cnn", "load_mnist", "max_grad_diff", "mlp", "reference_gradients",
-           "run_schedule", "split_model"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ppedu.mnist.data import load_mnist
+    from ppedu.mnist.executor import StepResult, max_grad_diff, reference_gradients, run_schedule
+    from ppedu.mnist.models import MODELS, build_model, cnn, mlp, split_model
+    from ppedu.mnist.plot import plot_step
+    from ppedu.mnist.training import TrainResult, train
+
+_HOME = {
+    "load_mnist": "data",
+    **dict.fromkeys(["StepResult", "max_grad_diff", "reference_gradients", "run_schedule"], "executor"),
+    **dict.fromkeys(["MODELS", "build_model", "cnn", "mlp", "split_model"], "models"),
+    **dict.fromkeys(["TrainResult", "train"], "training"),
+    "plot_step": "plot",
+}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'ppedu.mnist' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"ppedu.mnist.{_HOME[name]}"), name)

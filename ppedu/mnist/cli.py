@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ppedu.mnist.executor import StepResult
-from ppedu.mnist.models import MODELS
-from ppedu.mnist.training import TrainResult, prepare, train
 from ppedu.schedules import SCHEDULES
+
+if TYPE_CHECKING:
+    from ppedu.mnist.executor import StepResult
+    from ppedu.mnist.training import TrainResult
 
 
 def add_parser(commands: Any) -> None:
@@ -27,11 +28,12 @@ def add_parser(commands: Any) -> None:
     cmd.add_argument("-m", type=int, required=True, help="micro-batches per step")
     cmd.add_argument("-v", type=int, default=1, help="model chunks per stage (interleaved only)")
     cmd.add_argument("--steps", type=int, default=100, help="training steps (default 100)")
-    cmd.add_argument("--model", default="mlp", metavar="MODEL", help=", ".join(MODELS) + " (default mlp)")
+    cmd.add_argument("--model", default="mlp", metavar="MODEL", help="mlp or cnn (default mlp)")
     cmd.add_argument("--batch-size", type=int, default=128, help="examples per step (default 128)")
     cmd.add_argument("--seed", type=int, default=0, help="initialisation and shuffling seed")
     cmd.add_argument("--threads", type=int, default=1,
                      help="torch CPU threads (default 1: the lab's tensors are small, more threads mostly wait)")
+    cmd.add_argument("--png", metavar="FILE", help="also draw the last step, predicted against measured, into FILE")
     cmd.add_argument("--json", action="store_true", help="print one JSON object instead of a progress bar and table")
     cmd.set_defaults(run=run)
 
@@ -42,13 +44,17 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"steps must be at least 1 (got {args.steps})")
     if args.threads < 1:
         raise ValueError(f"threads must be at least 1 (got {args.threads})")
-    import torch
+    import torch  # here, not at the top: the other commands need no torch
+
+    from ppedu.mnist.training import prepare, train
 
     torch.set_num_threads(args.threads)
     options = dict(schedule=args.schedule, p=args.p, m=args.m, v=args.v, steps=args.steps, model=args.model,
                    batch_size=args.batch_size, seed=args.seed)
     if args.json:
-        print(json.dumps(train(**options).as_dict()))
+        result = train(**options)
+        print(json.dumps(result.as_dict()))
+        _save_png(result, args.png)
         return 0
     prepare(args.schedule, args.p, args.m, args.v, args.model, args.batch_size)  # bad input fails before the bar
     from tqdm import tqdm
@@ -60,7 +66,17 @@ def run(args: argparse.Namespace) -> int:
 
         result = train(**options, on_step=advance)
     print(render_result(result))
+    if args.png:
+        _save_png(result, args.png)
+        print(f"wrote {args.png}")
     return 0
+
+
+def _save_png(result: TrainResult, path: str | None) -> None:
+    if path:
+        from ppedu.mnist.plot import plot_step
+
+        plot_step(result.last_step).savefig(path, dpi=120)
 
 
 def render_result(result: TrainResult) -> str:

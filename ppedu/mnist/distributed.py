@@ -126,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(f"{args.schedule} on {p} ranks ({result['backend']}): loss {losses[0]:.4f} → {losses[-1]:.4f}, "
                       f"test accuracy {result['test_accuracy']:.2%}, max |Δgrad| {diff:.2e}, {result['seconds']:.1f} s")
+    except ValueError as error:  # e.g. more chunks than the model has layers: one line, like the CLI
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     finally:
         dist.destroy_process_group()
     return 0

@@ -7,15 +7,15 @@ gradients); a micro-batch's saved activations are dropped as soon as the schedul
 them. Every op is timed, the bytes of saved activations are counted per simulated GPU, and the
 measured durations are replayed as if the GPUs ran side by side, next to the simulator's
 prediction from the same measured costs.
-
 """
 
 from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from statistics import fmean
 
 import torch
@@ -32,19 +32,36 @@ _Key = tuple[int, int, int]  # (micro-batch, chunk, direction)
 
 @dataclass(frozen=True)
 class StepResult:
-    """One training step as the executor ran it.
+    """One training step as the executor ran it: what it measured, and timelines built from that.
 
-    ``loss`` is the mini-batch's mean loss. ``measured`` holds every op with its measured
-    duration, replayed on simulated GPUs that run side by side (an op starts when its GPU is
-    free and its input is ready); ``predicted`` is the simulator's timeline under
-    ``measured.costs``, the measured per-stage mean durations. ``memory[s]`` lists
-    ``(time, bytes)`` on ``measured``'s clock: the bytes of saved activations alive on GPU ``s`` from that time on.
+    ``loss`` is the mini-batch's mean loss; ``durations`` the seconds each op took, in the order
+    they ran; ``saved_bytes[(micro-batch, chunk, direction)]`` the bytes of activations its F
+    saved for the backward. The timelines and memory curves are computed on first use.
     """
 
+    schedule: Schedule
     loss: float
-    measured: Timeline
-    predicted: Timeline
-    memory: tuple[tuple[tuple[float, int], ...], ...]
+    durations: Mapping[Op, float]
+    saved_bytes: Mapping[_Key, int]
+
+    @cached_property
+    def measured(self) -> Timeline:
+        """Every op with its measured duration, replayed on simulated GPUs that run side by side
+        (an op starts when its GPU is free and its input is ready, hand-overs free); its
+        ``costs`` are the measured per-stage mean durations."""
+        return _replay(self.schedule, self.durations, _split(self.schedule))
+
+    @cached_property
+    def predicted(self) -> Timeline:
+        """The simulator's timeline under the measured per-stage mean costs."""
+        return simulate(self.schedule, self.measured.costs)
+
+    @cached_property
+    def memory(self) -> tuple[tuple[tuple[float, int], ...], ...]:
+        """Per simulated GPU, ``(time, bytes)`` on ``measured``'s clock: the bytes of saved
+        activations alive from that time on (from an F's start to its B's end, or its W's end
+        where W is split off: the W still needs them)."""
+        return _memory(self.measured, self.saved_bytes, _split(self.schedule))
 
     @property
     def peak_activation_bytes(self) -> tuple[int, ...]:
@@ -92,7 +109,8 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
     for module in copies[0]:
         module.zero_grad(set_to_none=True)
     params = [[[p for p in c.parameters() if p.requires_grad] for c in copy_] for copy_ in copies]
-    split = {(op.microbatch, op.chunk, op.direction) for ops in schedule.stages for op in ops if op.kind == "W"}
+    storages = [[{p.untyped_storage().data_ptr() for p in ps} for ps in copy_] for copy_ in params]
+    split = _split(schedule)
     last = schedule.chunks - 1
 
     handed: dict[_Key, torch.Tensor] = {}  # an F's output, waiting for the next chunk's F
@@ -108,7 +126,7 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
         start = time.perf_counter()
         if kind == "F":
             x = (xs[mb] if c == 0 else handed.pop((mb, c - 1, d))).detach().requires_grad_(c > 0)
-            counter = _SavedBytes(ps)
+            counter = _SavedBytes(storages[d][c])
             with counter.hooks():
                 out = module(x)
                 if c == last:  # the last chunk's output is its share of the mini-batch's loss
@@ -121,19 +139,19 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
         elif kind == "B":
             x, out = saved.pop(key)
             g = None if c == last else grads.pop(key)
-            wrt = ([x] if c else []) + ([] if key in split else ps)
-            if wrt:
-                result = torch.autograd.grad(out, wrt, g, retain_graph=key in split, allow_unused=True)
+            if key in split:  # input gradient only; W will need the graph again
                 if c:
-                    grads[mb, c - 1, d] = result[0]
-                _accumulate(ps, result[1 if c else 0:] if key not in split else ())
-            if key in split:
+                    grads[mb, c - 1, d] = torch.autograd.grad(out, x, g, retain_graph=True)[0]
                 deferred[key] = (out, g)
+            elif c or ps:  # autograd accumulates into .grad itself: x.grad and the parameters'
+                torch.autograd.backward(out, g, inputs=[x, *ps] if c else ps)
+                if c and x.grad is not None:
+                    grads[mb, c - 1, d] = x.grad
             del x, out
         else:
             out, g = deferred.pop(key)
             if ps:
-                _accumulate(ps, torch.autograd.grad(out, ps, g, allow_unused=True))
+                torch.autograd.backward(out, g, inputs=ps)
             del out
         durations[op] = time.perf_counter() - start
     if len(copies) > 1:  # DualPipe: reduce the second parameter copy into the first
@@ -141,8 +159,7 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
             _accumulate(own, [p.grad for p in other])
     if optimizer is not None:
         optimizer.step()
-    measured = _replay(schedule, durations, split)
-    return StepResult(loss, measured, simulate(schedule, measured.costs), _memory(measured, sizes, split))
+    return StepResult(schedule, loss, durations, sizes)
 
 
 def reference_gradients(model: nn.Module, batch: Batch, loss_fn: LossFn) -> list[torch.Tensor]:
@@ -180,9 +197,9 @@ def max_grad_diff(chunks: Sequence[nn.Module], reference: Sequence[torch.Tensor]
 class _SavedBytes:
     """Counts the bytes autograd saves for the backward, each storage once, parameters excluded."""
 
-    def __init__(self, params: Sequence[torch.Tensor]) -> None:
+    def __init__(self, parameter_storages: set[int]) -> None:
         self.bytes = 0
-        self._seen = {p.untyped_storage().data_ptr() for p in params}
+        self._seen = set(parameter_storages)
 
     def hooks(self) -> torch.autograd.graph.saved_tensors_hooks:
         return torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
@@ -198,7 +215,7 @@ class _SavedBytes:
 def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
     for p, g in zip(params, grads):
         if g is not None:
-            p.grad = g.detach().clone() if p.grad is None else p.grad + g
+            p.grad = g.detach().clone() if p.grad is None else p.grad.add_(g)
 
 
 def _fresh_copy(modules: Sequence[nn.Module]) -> list[nn.Module]:
@@ -208,14 +225,20 @@ def _fresh_copy(modules: Sequence[nn.Module]) -> list[nn.Module]:
     return copies
 
 
-def _execution_order(schedule: Schedule) -> list[Op]:
+def _split(schedule: Schedule) -> frozenset[_Key]:
+    """The (micro-batch, chunk, direction) whose backward the schedule splits into B and W."""
+    return frozenset(op[1:] for ops in schedule.stages for op in ops if op.kind == "W")
+
+
+@lru_cache(maxsize=64)
+def _execution_order(schedule: Schedule) -> tuple[Op, ...]:
     """An order in which one process can run every op: the schedule's per-stage order, its
     stages interleaved as a unit-cost simulation runs them (so every input is ready)."""
     timeline = simulate(schedule, Costs(f=1, b=1, w=1))
-    return [e.op for e in sorted(timeline.events, key=lambda e: (e.start, e.stage))]
+    return tuple(e.op for e in sorted(timeline.events, key=lambda e: (e.start, e.stage)))
 
 
-def _replay(schedule: Schedule, durations: dict[Op, float], split: set[_Key]) -> Timeline:
+def _replay(schedule: Schedule, durations: Mapping[Op, float], split: frozenset[_Key]) -> Timeline:
     """The measured ops laid out on simulated GPUs that run side by side, with no hand-over cost;
     its ``costs`` are the measured per-stage means."""
     stage_of = {op: s for s, ops in enumerate(schedule.stages) for op in ops}
@@ -239,7 +262,7 @@ def _replay(schedule: Schedule, durations: dict[Op, float], split: set[_Key]) ->
     return Timeline(schedule, _mean_costs(events, schedule.p, split), tuple(events))
 
 
-def _mean_costs(events: Sequence[Event], p: int, split: set[_Key]) -> Costs:
+def _mean_costs(events: Sequence[Event], p: int, split: frozenset[_Key]) -> Costs:
     """Per stage, the mean measured F, B (input-gradient part where W is split off) and W."""
     f, b, w = [], [], []
     for s in range(p):
@@ -252,7 +275,7 @@ def _mean_costs(events: Sequence[Event], p: int, split: set[_Key]) -> Costs:
     return Costs(f=tuple(f), b=tuple(b), w=tuple(w))
 
 
-def _memory(timeline: Timeline, sizes: dict[_Key, int], split: set[_Key]) -> tuple[tuple[tuple[float, int], ...], ...]:
+def _memory(timeline: Timeline, sizes: Mapping[_Key, int], split: frozenset[_Key]) -> tuple[tuple[tuple[float, int], ...], ...]:
     """Per stage, the saved-activation bytes alive over time: from an F's start until its B's end,
     or its W's end where W is split off (the W still needs them)."""
     changes: list[list[tuple[float, int]]] = [[] for _ in range(timeline.stages)]

@@ -17,6 +17,7 @@ from ppedu.svg import render_grid_svg
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 Mode = Literal["count", "mark"]
+_MARK_STEPS = 64
 
 
 class SlotCountingExercise(StaticFallback, widgets.VBox):
@@ -50,6 +51,9 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.grid: Grid = grid(self.timeline)
         self.mode: Mode = mode
         steps = self.grid.shape[1]
+        if mode == "mark" and steps > _MARK_STEPS:
+            raise ValueError(f"mark mode clicks cell by cell, so it takes at most {_MARK_STEPS} time steps (this grid has "
+                             f"{steps}); use mode='count', or costs on a coarser grid")
         self.hidden = np.zeros(self.grid.shape, dtype=bool)
         self.hidden[:, steps - round(hide * steps):] = True
         self.marked: set[tuple[int, int]] = set()

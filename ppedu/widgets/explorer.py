@@ -22,9 +22,9 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``p``, ``m``, ``v`` and the costs ``f``, ``b``, ``w``,
     ``comm``; every change re-simulates and redraws the spacetime diagram and the metrics.
 
-    The costs are those of one GPU's share of the model (a stage); a schedule that cuts a stage
-    into ``v`` chunks gives each chunk 1/v of them, so every schedule runs the same model (as
-    ``ppedu compare`` does). ``comm`` is the latency of one hand-over between GPUs.
+    The costs are per chunk, as :func:`~ppedu.simulate.simulate` takes them: to compare
+    interleaving on the same model, give each of its ``v`` chunks 1/v of a stage (``f = b = 1/v``
+    against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
 
     ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
     interleaved with ``m`` not a multiple of ``p``) shows its one-line reason instead of a
@@ -124,7 +124,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         self.sliders["v"].disabled = not interleaved
         try:
             schedule = build(values["schedule"], values["p"], values["m"], values["v"] if interleaved else 1)
-            costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"]).per_chunk(schedule.virtual)
+            costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
             self.timeline, self.error = simulate(schedule, costs), None
         except ValueError as problem:
             self.timeline, self.error = None, str(problem)

@@ -36,12 +36,11 @@ def test_moving_a_slider_redraws_the_diagram_and_the_metrics():
 def test_interleaving_pays_until_hand_overs_cost_too_much():
     x = ScheduleExplorer("1f1b", p=4, m=8)
     plain = x.metrics()
-    x.set(schedule="interleaved", v=2)
+    x.set(schedule="interleaved", v=2, f=0.5, b=0.5)  # the same model: each of two chunks is half a stage
     assert x.metrics()["handovers"] == plain["handovers"] * (4 * 2 - 1) // (4 - 1)  # p·v-1 crossings, not p-1
-    assert x.timeline.costs.f == 0.5  # the same model: each of the two chunks is half a stage
     assert x.metrics()["makespan"] < plain["makespan"]
     x.set(comm=1.0)
-    assert x.metrics()["makespan"] >= x.set(schedule="1f1b").metrics()["makespan"]
+    assert x.metrics()["makespan"] >= x.set(schedule="1f1b", f=1, b=1).metrics()["makespan"]
 
 
 def test_every_schedule_in_the_picker_draws():
@@ -143,6 +142,8 @@ def test_the_exercise_rejects_nonsense_settings():
         SlotCountingExercise("gpipe", mode="paint")
     with pytest.raises(ValueError, match="fraction"):
         SlotCountingExercise("gpipe", hide=2)
+    with pytest.raises(ValueError, match="at most 64 time steps"):
+        SlotCountingExercise(simulate(schedules.gpipe(4, 8), Costs(comm=0.1)), mode="mark")
 
 
 # -- ScheduleBuilder -----------------------------------------------------------------------------

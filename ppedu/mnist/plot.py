@@ -1,0 +1,39 @@
+"""One executor step drawn: the simulator's prediction and the measured run, side by side,
+and the bytes of saved activations per simulated GPU over the measured run."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from ppedu.mnist.executor import StepResult
+from ppedu.plot import plot_timeline
+
+
+def plot_step(result: StepResult) -> Figure:
+    """Predicted (top) and measured (middle) spacetime diagrams of ``result`` on one time axis
+    in milliseconds, and activation memory per GPU (bottom).
+
+    >>> import torch
+    >>> from torch.nn.functional import cross_entropy
+    >>> from ppedu.schedules import one_f_one_b
+    >>> from ppedu.mnist import mlp, run_schedule, split_model
+    >>> step = run_schedule(one_f_one_b(2, 4), split_model(mlp(layers=4, hidden=8), 2),
+    ...                     (torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))), cross_entropy)
+    >>> [ax.get_ylabel() for ax in plot_step(step).axes]
+    ['GPU', 'GPU', 'saved activations (KiB)']
+    """
+    p = result.schedule.p
+    fig = Figure(figsize=(12, 2.2 + 0.9 * p), layout="constrained")
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2])
+    for ax, timeline, what in ((top, result.predicted, "predicted"), (middle, result.measured, "measured")):
+        plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}, bubble {timeline.bubble_ratio:.1%}")
+    for s, points in enumerate(result.memory):
+        bottom.step([0.0] + [t for t, _ in points], [0.0] + [b / 1024 for _, b in points], where="post", label=f"GPU {s}")
+    bottom.set_xlim(0, max(result.predicted.makespan, result.measured.makespan))
+    bottom.set_ylabel("saved activations (KiB)")
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    for ax in (top, middle):
+        ax.set_xlabel("")
+    bottom.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
+    bottom.set_xlabel("time (ms)")
+    return fig

@@ -1,0 +1,59 @@
+"""The same model on PyTorch's pipeline engine (torchrun, gloo): the executor's losses, to 1e-5."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from ppedu.mnist.distributed import stage_indices
+from ppedu.mnist.training import train
+
+TIMEOUT = 240  # gloo's batch_isend_irecv has been seen to hang on CPU; never wait forever
+
+
+def torchrun(p: int, *args: str) -> dict:
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(p),
+               "-m", "ppedu.mnist.distributed", *args, "--json"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          start_new_session=True) as run:
+        try:
+            out, err = run.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)  # torchrun and every rank it started
+            run.communicate()
+            pytest.fail(f"torchrun with {p} ranks did not finish in {TIMEOUT} s (a gloo hang?)")
+    assert run.returncode == 0, err[-2000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("schedule,p,m", [("1f1b", 2, 4), ("dualpipe-v", 4, 8)])
+def test_torchrun_trains_to_the_executors_losses(schedule, p, m):
+    ours = train(schedule, p=p, m=m, steps=3, batch_size=32)
+    theirs = torchrun(p, "--schedule", schedule, "-m", str(m), "--steps", "3", "--batch-size", "32")
+    assert theirs["p"] == p and theirs["backend"] == "gloo"
+    assert theirs["losses"] == pytest.approx(list(ours.losses), abs=1e-5)
+    assert theirs["max_grad_diff_vs_reference"] <= 1e-6
+    assert 0 <= theirs["test_accuracy"] <= 1
+
+
+def test_chunks_are_placed_as_pytorch_places_its_stages():
+    from torch.distributed.pipelining.schedules import generate_stage_to_rank_mapping
+
+    for p, v in [(2, 2), (4, 3)]:
+        loop = generate_stage_to_rank_mapping(p, p * v)
+        assert all(loop[i] == r for r in range(p) for i in stage_indices("interleaved", r, p, v))
+    v_shape = generate_stage_to_rank_mapping(4, 8, style="v")
+    assert all(v_shape[i] == r for r in range(4) for i in stage_indices("zbv", r, 4))
+
+
+def test_outside_torchrun_it_says_how_to_start_it(monkeypatch, capsys):
+    from ppedu.mnist.distributed import main
+
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--schedule", "1f1b", "-m", "2"])
+    assert exit_.value.code == 2 and "torch.distributed.run" in capsys.readouterr().err
