@@ -30,7 +30,7 @@ c.Exchange.root = os.environ.get("PPEDU_EXCHANGE", "/srv/nbgrader/exchange")
 
 # Every cell gets at most this long when autograding; a cell that runs over is interrupted and
 # scores 0, the rest of the notebook (and the class) still grades.
-c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "60"))
+c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
 c.IgnorePattern.pattern = HARMLESS_STDERR
 # nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade.

@@ -47,7 +47,8 @@ class Report:
 
     @property
     def score(self) -> float:
-        return self.points / len(self.results) * sum(ok for _, ok, _ in self.results)
+        # rounded: nbgrader rejects a cell worth more than its points, even by a rounding error
+        return min(self.points, round(self.points / len(self.results) * sum(ok for _, ok, _ in self.results), 6))
 
     def __str__(self) -> str:
         lines = [f"{self.name}: {self.score:g}/{self.points:g} points"]
