@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grading.slots import check_marking, check_slot_answers
@@ -40,7 +41,7 @@ FEEDBACK_S = 20
 def widget_calls(source: str) -> list[tuple[str, object | None]]:
     """Each ppedu widget a cell constructs and shows (as its last expression, or by `display`): its name, and
     the same widget built here (None when its arguments name the notebook's own variables)."""
-    tree = ast.parse(source)
+    tree = ast.parse(TransformerManager().transform_cell(source))  # IPython syntax (%magics) as Python
     built = {
         node.targets[0].id: node.value for node in tree.body
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)

@@ -49,3 +49,4 @@ def test_a_widget_counts_as_shown_only_when_its_cell_shows_it():
     assert widget_calls("b = ScheduleBuilder(p=2, m=1)\nb.place(0, 0, 'F0')") == []
     assert [(n, t) for n, t in widget_calls("SlotCountingExercise(t)")] == [("SlotCountingExercise", None)]
     assert [n for n, _ in widget_calls("display(ScheduleExplorer())\nx = 1")] == ["ScheduleExplorer"]
+    assert [n for n, _ in widget_calls("%matplotlib inline\nScheduleExplorer()")] == ["ScheduleExplorer"]
