@@ -22,6 +22,8 @@ from pathlib import Path
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
 _MERMAID_STUB = "mermaid-offline.mjs"  # nbconvert imports mermaid in every page; this stands in for it
+# A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead.
+_STYLE = "<style>.reveal .jp-OutputArea-output pre { white-space: pre; overflow-x: auto; font-size: 0.75em; }</style>"
 
 _URLS = {
     "reveal_url_prefix": "node_modules/reveal.js",
@@ -76,7 +78,7 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7, so set it on the exporter
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     path = out / f"{notebook.stem}.slides.html"
-    path.write_text(html, encoding="utf-8")
+    path.write_text(html.replace("</head>", _STYLE + "</head>", 1), encoding="utf-8")
     return path
 
 
