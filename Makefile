@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # As root, jupyter lab refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install lab test bench slides clean
+.PHONY: install lab test test-browser chromium bench slides clean
 
 install: $(VENV)/.installed
 
@@ -21,8 +21,18 @@ $(VENV)/.installed: pyproject.toml
 lab: install
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/notebooks
 
-test: install
+# `make test` runs every test, the browser tests in tests/browser/ included.
+test: install chromium
 	$(BIN)/python -m pytest
+
+test-browser: install chromium
+	$(BIN)/python -m pytest tests/browser
+
+# Debian's Chromium for the browser tests (never Playwright's own download); they skip if it cannot be had.
+chromium:
+	@[ -x /usr/bin/chromium ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends chromium; } \
+		|| echo "Chromium could not be installed: the browser tests will be skipped"
 
 bench: install
 	$(BIN)/python benchmarks/bench_simulate.py

@@ -6,6 +6,8 @@ a diagram reads in greyscale and on a washed-out projector. Idle time is hatched
 
 from __future__ import annotations
 
+import io
+
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -24,6 +26,20 @@ STYLE = {
 }
 IDLE_STYLE = ("#F2F2F2", "xx")
 _NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
+
+
+class _Figure(Figure):
+    """A figure that draws itself in Jupyter even where pyplot, and with it matplotlib's IPython hook, was
+    never imported: a plain ``Figure`` shows there only as the text ``<Figure size … with 1 Axes>``.
+
+    >>> _Figure(figsize=(1, 1))._repr_png_()[:4]
+    b'\\x89PNG'
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", bbox_inches="tight")
+        return buffer.getvalue()
 
 
 def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None = None) -> Figure:
@@ -64,7 +80,7 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
 def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
     """Chunk-activations alive per GPU over time, one step line per GPU."""
     if ax is None:
-        fig = Figure(figsize=(8, 3), layout="constrained")
+        fig = _Figure(figsize=(8, 3), layout="constrained")
         ax = fig.add_subplot()
     for s in range(timeline.stages):
         times, counts = timeline.activations(s)
@@ -78,7 +94,7 @@ def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
 
 def _new_axes(timeline: Timeline) -> Axes:
     width = min(16.0, 4 + 0.25 * timeline.makespan)
-    fig = Figure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
+    fig = _Figure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
     return fig.add_subplot()
 
 

@@ -1,0 +1,52 @@
+"""The harness itself, on a tiny notebook of its own: what the chapter tests call a failure is seen.
+
+These prove that the chapter tests can fail: a traceback, a figure left as text and the cells a traceback
+stopped are each reported, a warning is not; and a widget counts as shown only when its cell shows it.
+"""
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from .conftest import EXCEPTION
+from .test_chapters import widget_calls
+
+
+def _write(server, name, *sources):
+    folder = server.root / "harness"
+    folder.mkdir(exist_ok=True)
+    cells = [new_markdown_cell("# " + name)] + [new_code_cell(s) for s in sources]
+    nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(nb, folder / f"{name}.ipynb")
+    return f"harness/{name}.ipynb"
+
+
+def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab, server):
+    path = _write(
+        server, "broken", "import warnings; warnings.warn('only a warning')",
+        "from matplotlib.figure import Figure\nFigure().add_subplot().figure",
+        "raise ValueError('the harness must see this')", "print('not reached')",
+    )
+    panel = lab.open(path)
+    # A clean JupyterLab: only this notebook's tab (no workspace restored), no news or update pop-up.
+    assert [t.strip() for t in lab.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_inner_texts()] == ["broken.ipynb"]
+    assert lab.page.locator(".Toastify__toast").count() == 0
+    lab.run_all(panel)
+    errors = lab.errors(panel)
+    assert len(errors) == 3, errors
+    assert "the harness must see this" in errors[0]
+    assert errors[1].startswith("a figure shown as text") and "code cell 4 did not run" in errors[2]
+
+
+def test_an_exception_line_tells_a_traceback_from_a_warning():
+    assert EXCEPTION.search("  Cell In[1], line 1\n    x =\n        ^\nSyntaxError: invalid syntax")
+    assert EXCEPTION.search("KeyboardInterrupt: ")
+    assert not EXCEPTION.search("/tmp/a.py:1: UserWarning: only a warning\n  warnings.warn('only a warning')")
+
+
+def test_a_widget_counts_as_shown_only_when_its_cell_shows_it():
+    shown = "from ppedu import schedules\nexercise = SlotCountingExercise(schedules.gpipe(3, 2))\nexercise"
+    assert [(name, twin.grid.total_slots) for name, twin in widget_calls(shown)] == [("SlotCountingExercise", 24)]
+    assert widget_calls("b = ScheduleBuilder(p=2, m=1)\nb.place(0, 0, 'F0')") == []
+    assert [(n, t) for n, t in widget_calls("SlotCountingExercise(t)")] == [("SlotCountingExercise", None)]
+    assert [n for n, _ in widget_calls("display(ScheduleExplorer())\nx = 1")] == ["ScheduleExplorer"]
+    assert [n for n, _ in widget_calls("%matplotlib inline\nScheduleExplorer()")] == ["ScheduleExplorer"]
