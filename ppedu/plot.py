@@ -28,11 +28,11 @@ IDLE_STYLE = ("#F2F2F2", "xx")
 _NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
 
 
-class _Figure(Figure):
+class DisplayFigure(Figure):
     """A figure that draws itself in Jupyter even where pyplot, and with it matplotlib's IPython hook, was
     never imported: a plain ``Figure`` shows there only as the text ``<Figure size … with 1 Axes>``.
 
-    >>> _Figure(figsize=(1, 1))._repr_png_()[:4]
+    >>> DisplayFigure(figsize=(1, 1))._repr_png_()[:4]
     b'\\x89PNG'
     """
 
@@ -80,7 +80,7 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
 def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
     """Chunk-activations alive per GPU over time, one step line per GPU."""
     if ax is None:
-        fig = _Figure(figsize=(8, 3), layout="constrained")
+        fig = DisplayFigure(figsize=(8, 3), layout="constrained")
         ax = fig.add_subplot()
     for s in range(timeline.stages):
         times, counts = timeline.activations(s)
@@ -94,7 +94,7 @@ def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
 
 def _new_axes(timeline: Timeline) -> Axes:
     width = min(16.0, 4 + 0.25 * timeline.makespan)
-    fig = _Figure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
+    fig = DisplayFigure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
     return fig.add_subplot()
 
 

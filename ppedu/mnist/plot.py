@@ -6,7 +6,7 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from ppedu.mnist.executor import StepResult
-from ppedu.plot import plot_timeline
+from ppedu.plot import DisplayFigure, plot_timeline
 
 
 def plot_step(result: StepResult) -> Figure:
@@ -19,11 +19,12 @@ def plot_step(result: StepResult) -> Figure:
     >>> from ppedu.mnist import mlp, run_schedule, split_model
     >>> step = run_schedule(one_f_one_b(2, 4), split_model(mlp(layers=4, hidden=8), 2),
     ...                     (torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))), cross_entropy)
-    >>> [ax.get_ylabel() for ax in plot_step(step).axes]
-    ['GPU', 'GPU', 'saved activations (KiB)']
+    >>> fig = plot_step(step)
+    >>> [ax.get_ylabel() for ax in fig.axes], fig._repr_png_()[:4]
+    (['GPU', 'GPU', 'saved activations (KiB)'], b'\x89PNG')
     """
     p = result.schedule.p
-    fig = Figure(figsize=(12, 2.2 + 0.9 * p), layout="constrained")
+    fig = DisplayFigure(figsize=(12, 2.2 + 0.9 * p), layout="constrained")
     top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2])
     for ax, timeline, what in ((top, result.predicted, "predicted"), (middle, result.measured, "measured")):
         plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}, bubble {timeline.bubble_ratio:.1%}")
