@@ -37,6 +37,8 @@ chromium:
 bench: install
 	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_widgets.py
+	$(BIN)/python benchmarks/bench_mnist.py
+	$(BIN)/python benchmarks/bench_grade.py
 
 # Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
 slides: install
