@@ -128,7 +128,8 @@ def _legend(timeline: Timeline, y: float) -> str:
 
 def _header(w: float, h: float, title: str | None = None) -> str:
     head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" '
-            f'viewBox="0 0 {w:.0f} {h:.0f}" font-family="sans-serif" role="img">{_DEFS}')
+            f'viewBox="0 0 {w:.0f} {h:.0f}" style="max-width: 100%; height: auto" '
+            f'font-family="sans-serif" role="img">{_DEFS}')  # shrinks to a narrow output area, never clipped
     if title:
         head += f'<text x="{_LEFT}" y="14" font-size="12">{escape(title)}</text>'
     return head
