@@ -119,3 +119,28 @@ def test_harmless_stderr_is_recognised_and_nothing_else():
     assert all(re.search(HARMLESS_STDERR, text) for text in harmless)
     assert not re.search(HARMLESS_STDERR, "Traceback (most recent call last):\nValueError: bad")
     assert not re.search(HARMLESS_STDERR, "my answer is 3")
+
+
+def test_ps4s_cluster_keys_come_from_ppedu_cluster_and_a_slip_gets_its_own_hint():
+    from ppedu import Costs, cluster
+
+    ps4, v = load("ps4"), my_values("ps4", "alice")
+    model, gpus = ps4.your_cluster(v)
+    grade = lambda question: lambda ns: ps4.QUESTIONS[question].grade(ns, v)  # noqa: E731
+    bandwidth = cluster.break_even_bandwidth(model, gpus, v.m)
+    assert grade("min_bandwidth")({"min_bandwidth": bandwidth / 1e9}) == "correct"
+    assert "GB/s" in message(grade("min_bandwidth"), {"min_bandwidth": bandwidth})
+    per_chunk = cluster.interleaving_break_even(v.p, v.m, Costs(f=v.F, b=v.B).per_chunk(2))
+    assert "whole stage" in message(grade("break_even"), {"break_even": per_chunk})
+    winner = cluster.best(cluster.plan(model, gpus, [v.m]))
+    wrong = next(r for r in cluster.plan(model, gpus, [v.m]) if r.fits and r.schedule != winner.schedule)
+    said = message(grade("choose"), {"schedule": wrong.schedule})
+    assert "fits, but" in said and winner.schedule not in said
+
+
+@pytest.mark.parametrize("student", ["bob", "carol", "dave"])
+def test_every_ps4_key_is_an_answer_a_student_can_give(student):
+    ps4, v = load("ps4"), my_values("ps4", student)
+    key = {**ps4._latency_key(v), **ps4._bandwidth_key(v), **ps4._choice_key(v)}
+    assert 0 < key["break_even"] < math.inf and 0 < key["min_bandwidth"] < math.inf
+    assert key["schedule"] in ps4.CHOICES

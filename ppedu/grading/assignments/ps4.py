@@ -1,27 +1,27 @@
 """ps4 — DualPipe and the trade-offs: DeepSeek's bubble table, DualPipe simulated against 1F1B,
-the hand-over latency at which interleaving stops paying, and a schedule for a given cluster.
+where interleaving stops paying (a hand-over latency, then a real model's link bandwidth), and a
+schedule for a real model on a given cluster. The cluster questions' keys come from
+:mod:`ppedu.cluster`, the functions chapter 4 teaches.
 
->>> key = _latency_key(values("alice"))
->>> 0 < key["break_even"] <= MAX_LATENCY
+>>> v = values("alice")
+>>> 0 < _latency_key(v)["break_even"] < 100 and _choice_key(v)["schedule"] in CHOICES
 True
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from ppedu import Costs, simulate
+from ppedu import Costs, cluster, simulate
 from ppedu.grading.answers import Choice, Number
 from ppedu.grading.questions import Question
 from ppedu.grading.students import pick
-from ppedu.schedules import build
-from ppedu.simulate import Timeline
+from ppedu.schedules import SCHEDULES, build
 
-#: Per-stage costs of a whole stage in questions 3 and 4 (a v-way cut pays 1/v per chunk).
-STAGE = Costs(f=2, b=4)
-STEP, MAX_LATENCY = 0.1, 10.0
-CHOICES = ("gpipe", "1f1b", "interleaved", "dualpipe")
+#: ``"none"``: nothing fits in the cluster's memory.
+CHOICES = (*SCHEDULES, "none")
 
 
 def values(student: str) -> dict[str, Any]:
@@ -30,10 +30,15 @@ def values(student: str) -> dict[str, Any]:
     return {
         "p": p, "m": p * pick("ps4", student, "k", (2, 3, 4)),
         "F": f, "B": 2 * f, "W": f, "FB": f * pick("ps4", student, "overlap", (2.4, 2.7)),
-        "comm": pick("ps4", student, "comm", (0.25, 0.5, 1.0)),
-        "activation_budget": p * pick("ps4", student, "budget", (1, 1.5, 2)),
-        "two_copies_fit": pick("ps4", student, "copies", (True, False)),
+        "model": pick("ps4", student, "model", ("7b", "13b")),
+        "gpu": pick("ps4", student, "gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
+        "link": pick("ps4", student, "link", ("nvlink", "pcie-gen4", "ib-200")),
     }
+
+
+def your_cluster(v: Mapping[str, Any]) -> tuple[cluster.Model, cluster.Cluster]:
+    """The student's model and their ``p`` GPUs, neighbours joined by their link."""
+    return cluster.MODELS[v["model"]], cluster.Cluster(cluster.GPUS[v["gpu"]], v["p"], cluster.LINKS[v["link"]])
 
 
 def _table_key(v: Mapping[str, Any]) -> dict[str, Any]:
@@ -49,52 +54,63 @@ def _sim_key(v: Mapping[str, Any]) -> dict[str, Any]:
     return {"makespan_dualpipe": dual.makespan, "makespan_1f1b": ofob.makespan}
 
 
-def run(name: str, p: int, m: int, comm: float) -> Timeline:
-    """``name`` on p GPUs, m micro-batches, under :data:`STAGE` costs and hand-over latency ``comm``
-    (interleaved with v = 2, each chunk paying half a stage's time)."""
-    schedule = build(name, p, m, 2 if name == "interleaved" else 1)
-    costs = Costs(f=STAGE.f, b=STAGE.b, comm=comm)
-    return simulate(schedule, costs.per_chunk(schedule.virtual))
-
-
-def _latency_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    p = v["p"]
-    for i in range(round(MAX_LATENCY / STEP) + 1):
-        c = round(i * STEP, 10)
-        if run("interleaved", p, 2 * p, c).makespan >= run("1f1b", p, 2 * p, c).makespan:
-            return {"break_even": c}
-    return {"break_even": MAX_LATENCY}
-
-
-def _choice_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    allowed = [n for n in CHOICES if n != "dualpipe" or v["two_copies_fit"]]
-    timelines = {n: run(n, v["p"], v["m"], v["comm"]) for n in allowed}
-    fitting = [n for n in allowed if max(timelines[n].peak_stage_activations) <= v["activation_budget"]]
-    best = min(fitting, key=lambda n: (timelines[n].makespan, max(timelines[n].peak_stage_activations)))
-    return {"schedule": best}
-
-
 def _table_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
     if name == "bubble_dualpipe" and abs(got - (v["p"] - 1) * (v["FB"] + v["B"] - 3 * v["W"])) < 1e-6:
         return "DualPipe's bubble scales with p/2 - 1, not p - 1: both ends of the pipeline start at once."
     return "Take the formula from the table; B there is a full backward (input and weight gradients)."
 
 
+def _stage(v: Mapping[str, Any]) -> Costs:
+    """A whole stage's costs in question 3: a forward and a full backward."""
+    return Costs(f=v["F"], b=v["B"])
+
+
+def _latency_key(v: Mapping[str, Any]) -> dict[str, Any]:
+    return {"break_even": cluster.interleaving_break_even(v["p"], v["m"], _stage(v), v=2)}
+
+
+def _latency_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+    if math.isclose(got, cluster.interleaving_break_even(v["p"], v["m"], _stage(v).per_chunk(2), v=2), rel_tol=1e-3):
+        return "Give the costs of a whole stage: the function cuts them into v = 2 chunks itself."
+    return "Use your own p, m and stage costs (f = values.F, b = values.B), with v = 2."
+
+
+def _bandwidth_key(v: Mapping[str, Any]) -> dict[str, Any]:
+    model, gpus = your_cluster(v)
+    return {"min_bandwidth": cluster.break_even_bandwidth(model, gpus, v["m"], v=2) / cluster.GB}
+
+
+def _bandwidth_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+    if math.isclose(got, key[name] * cluster.GB, rel_tol=1e-3):
+        return "Give it in GB/s (10⁹ bytes per second), not bytes per second."
+    return (f"Build your cluster from the presets (cluster.MODELS[{v['model']!r}], cluster.GPUS[{v['gpu']!r}], "
+            f"cluster.LINKS[{v['link']!r}], {v['p']} GPUs) and use m = values.m.")
+
+
+def _rows(v: Mapping[str, Any]) -> list[cluster.PlanRow]:
+    model, gpus = your_cluster(v)
+    return cluster.plan(model, gpus, [v["m"]])
+
+
+def _choice_key(v: Mapping[str, Any]) -> dict[str, Any]:
+    winner = cluster.best(_rows(v))
+    return {"schedule": "none" if winner is None else winner.schedule}
+
+
 def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    if got == "dualpipe" and not v["two_copies_fit"]:
-        return "DualPipe keeps two copies of the parameters, and yours do not fit twice."
-    t = run(got, v["p"], v["m"], v["comm"])
-    if max(t.peak_stage_activations) > v["activation_budget"]:
-        return f"{got} needs more activation memory than the budget allows."
-    return f"{got} fits, but another schedule that fits finishes sooner."
+    if got == "none":
+        return "At least one schedule fits: look at each row's `fits`."
+    row = next(r for r in _rows(v) if r.schedule == got)
+    if not row.fits:
+        return f"`{got}` needs {max(row.memory.total) / cluster.GB:.1f} GB on its fullest GPU, more than yours hold."
+    return f"`{got}` fits, but another schedule that fits moves more tokens per second."
 
 
 QUESTIONS: dict[str, Any] = {
     "table": Question((Number("bubble_1f1b"), Number("bubble_zb1p"), Number("bubble_dualpipe")), _table_key, _table_hint),
     "simulated": Question((Number("makespan_dualpipe"), Number("makespan_1f1b")), _sim_key,
                           lambda *a: "Use the costs as the question gives them; W is split off only in DualPipe."),
-    "break_even": Question((Number("break_even", rel=1e-6),), _latency_key,
-                           lambda *a: "Scan the latency from 0 in steps of 0.1 and stop at the first one where "
-                                      "interleaving is not faster."),
+    "break_even": Question((Number("break_even"),), _latency_key, _latency_hint),
+    "min_bandwidth": Question((Number("min_bandwidth"),), _bandwidth_key, _bandwidth_hint),
     "choose": Question((Choice("schedule", CHOICES),), _choice_key, _choice_hint),
 }
