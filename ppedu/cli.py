@@ -13,7 +13,7 @@ from typing import NoReturn
 
 from ppedu import PerChunk
 from ppedu.cluster import add_parser as add_plan
-from ppedu.costs import Costs
+from ppedu.costs import Costs, _is_matrix
 from ppedu.grading import cli as grading_cli
 from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
@@ -108,7 +108,7 @@ def _costs(args: argparse.Namespace) -> Costs:
     """The cost model the flags describe; with ``--per-chunk`` a list gives one value per chunk."""
     f, b, w = ((PerChunk(x) if args.per_chunk and isinstance(x, tuple) else x) for x in (args.f, args.b, args.w))
     comm = args.comm
-    if args.per_chunk and isinstance(comm, tuple) and not isinstance(comm[0], tuple):
+    if args.per_chunk and isinstance(comm, tuple) and not _is_matrix(comm):
         comm = PerChunk(comm)
     return Costs(f=f, b=b, w=w, comm=comm, fb=args.fb)
 

@@ -184,7 +184,6 @@ def _is_matrix(value: Comm) -> TypeGuard[tuple[tuple[float, ...], ...]]:
     return isinstance(value, tuple) and bool(value) and isinstance(value[0], tuple)
 
 
-
 def _scaled(value: PerStage, k: float) -> PerStage:
     if isinstance(value, PerChunk):
         return value

@@ -26,7 +26,7 @@ _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-w
           "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>'}
 # One pattern per hatched style, its colour baked in, so each block is a single element.
 _PATTERNS = {(colour, hatch): f"ppedu-p{i}" for i, (colour, hatch) in enumerate(
-    sorted({style for style in (*STYLE.values(), IDLE_STYLE, ("#9E9E9E", "")) if style[1]}))}
+    sorted({style for style in (*STYLE.values(), IDLE_STYLE) if style[1]}))}
 _DEFS = "<defs>" + "".join(
     f'<pattern id="{pid}" width="6" height="6" patternUnits="userSpaceOnUse">'
     f'<rect width="6" height="6" fill="{colour}"/>{_HATCH[hatch]}</pattern>'
@@ -64,9 +64,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         short = text.lstrip("FBW")
         fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if w >= 6.5 * len(t) + 3]
         if fits:
-            fill = "#fff" if e.op.kind == "F" else "#000"
-            out.append(f'<text x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" font-size="10" '
-                       f'fill="{fill}" pointer-events="none">{escape(fits[0])}</text>')
+            out.append(_centred(x, y, w, fits[0], "#fff" if e.op.kind == "F" else "#000"))
     if upto is not None:
         x = _LEFT + shown * unit
         out.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
