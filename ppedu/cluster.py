@@ -45,6 +45,7 @@ from ppedu.ops import Schedule
 from ppedu.partition import Partition, partition
 from ppedu.schedules import SCHEDULES, build, interleaved_1f1b, one_f_one_b
 from ppedu.simulate import Timeline, simulate
+from ppedu.text import columns
 
 GB = 1e9
 #: How much of the forward pass a backward recomputes: nothing, the attention core, everything.
@@ -532,7 +533,7 @@ def _run(args: argparse.Namespace) -> int:
         table = [("link", "hand-over ms", "1f1b s", "interleaved s", "pays?")] + [
             (link.name, f"{link.seconds(model.hand_over_bytes) * 1e3:.3f}", f"{a:.3f}", f"{b:.3f}",
              "yes" if b < a else "no") for link, a, b in links]
-        print(_table(table))
+        print(columns(table))
         bw = break_even_bandwidth(model, cluster, m_even, args.v, args.recompute)
         if bw == 0 or math.isinf(bw):
             print("it pays at any bandwidth" if bw == 0 else "it does not pay at any bandwidth")
@@ -573,7 +574,7 @@ def render_plan(model: Model, cluster: Cluster, rows: Sequence[PlanRow], recompu
                       f"{r.tokens_per_second:.0f}", f"{r.timeline.bubble_ratio:.2%}",
                       f"{r.timeline.bubble_over_ideal:.2%}", f"{max(r.memory.total) / GB:.1f}",
                       "yes" if r.fits else "no", " ".join(f"{x / GB:.0f}" for x in r.memory.total)))
-    lines.append(_table(table))
+    lines.append(columns(table))
     if winner:
         lines.append(f"\nbest: {winner.schedule}" + (f" v={winner.v}" if winner.v > 1 else "")
                      + f" at m={winner.m}, {winner.tokens_per_second:.0f} tokens/s")
@@ -596,8 +597,3 @@ def _gpus(cluster: Cluster, detail: bool = False) -> str:
             runs.append([gpu, 1])
     return ", ".join(f"{n} × {g.name}" + (f" ({g.tflops:g} TFLOP/s at {g.efficiency:.0%}, {g.memory / GB:g} GB)"
                                           if detail else "") for g, n in runs)
-
-
-def _table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows)

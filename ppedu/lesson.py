@@ -13,6 +13,7 @@ from ppedu.grading.slots import Feedback
 from ppedu.ops import Schedule
 from ppedu.schedules import interleaved_1f1b, one_f_one_b
 from ppedu.simulate import Timeline, simulate
+from ppedu.text import columns
 
 Row = TypeVar("Row")
 
@@ -51,9 +52,7 @@ class Table(Generic[Row]):
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        cells = self._cells()
-        widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))] if cells else []
-        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells)
+        return columns(self._cells())
 
 
 def hand_overs(schedule: Schedule) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ppedu.schedules._rules import require_counts
+from ppedu.text import columns
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         (str(s), f"{r.start}–{r.stop - 1}", str(len(r)), f"{part.speeds[s]:g}", f"{part.stage_costs[s]:g}")
         for s in range(part.p) for r in [part.layers(s)]
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    print("\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows))
+    print(columns(rows))
     ideal = sum(layers) / sum(part.speeds)
     print(f"\nbottleneck {part.bottleneck:g} (stage {part.stage_costs.index(part.bottleneck)}); "
           f"a perfect split would give {ideal:g}")

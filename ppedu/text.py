@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppedu.grid import Grid, grid
 from ppedu.simulate import Timeline
 
@@ -55,7 +57,17 @@ def render_comparison(timelines: list[Timeline]) -> str:
          f"{t.bubble_ratio:.2%}", f"{t.bubble_over_ideal:.2%}", " ".join(f"{x:g}" for x in t.peak_stage_activations))
         for t in timelines
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return columns(rows)
+
+
+def columns(rows: Sequence[Sequence[str]]) -> str:
+    """Rows of cells as left-aligned columns two spaces apart.
+
+    >>> print(columns([("stage", "cost"), ("0", "12.5")]))
+    stage  cost
+    0      12.5
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))] if rows else []
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
 
 
