@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 Kind = Literal["F", "B", "W"]
@@ -57,6 +58,16 @@ class Schedule:
     @property
     def chunks(self) -> int:
         return len(self.placement[0])
+
+    @cached_property
+    def split_backwards(self) -> frozenset[tuple[int, int, int]]:
+        """The (micro-batch, chunk, direction) whose backward this schedule splits into B and W.
+
+        >>> from ppedu.schedules import zero_bubble_h1
+        >>> sorted(zero_bubble_h1(2, 1).split_backwards)
+        [(0, 0, 0), (0, 1, 0)]
+        """
+        return frozenset(op[1:] for stage in self.stages for op in stage if op.kind == "W")
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced."""

@@ -84,7 +84,7 @@ def to_torch_actions(schedule: Schedule) -> dict[int, list]:
 
     if len(schedule.placement) > 1:
         raise ValueError(f"{schedule.name} runs two directions, which PyTorch's action format cannot express")
-    split = {(op.microbatch, op.chunk) for ops in schedule.stages for op in ops if op.kind == "W"}
+    split = {(mb, c) for mb, c, _ in schedule.split_backwards}
     kinds = {"F": T.FORWARD, "W": T.BACKWARD_WEIGHT}
 
     def kind(op: Op):

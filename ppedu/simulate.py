@@ -172,7 +172,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     schedule.validate()
     costs.check(schedule.p, schedule.chunks)
     p, placement, last = schedule.p, schedule.placement, schedule.chunks - 1
-    split = {(mb, c, d) for ops in schedule.stages for kind, mb, c, d in ops if kind == "W"}
+    split = schedule.split_backwards
     # Per stage, kind and chunk it holds: F, full B, input-gradient B and W durations, looked up once.
     durations = [{k: [0.0] * schedule.chunks for k in "FBIW"} for _ in range(p)]
     for row in placement:

@@ -49,7 +49,7 @@ class StepResult:
         """Every op with its measured duration, replayed on simulated GPUs that run side by side
         (an op starts when its GPU is free and its input is ready, hand-overs free); its
         ``costs`` are the measured per-stage mean durations."""
-        return _replay(self.schedule, self.durations, _split(self.schedule))
+        return _replay(self.schedule, self.durations, self.schedule.split_backwards)
 
     @cached_property
     def predicted(self) -> Timeline:
@@ -61,7 +61,7 @@ class StepResult:
         """Per simulated GPU, ``(time, bytes)`` on ``measured``'s clock: the bytes of saved
         activations alive from that time on (from an F's start to its B's end, or its W's end
         where W is split off: the W still needs them)."""
-        return _memory(self.measured, self.saved_bytes, _split(self.schedule))
+        return _memory(self.measured, self.saved_bytes, self.schedule.split_backwards)
 
     @property
     def peak_activation_bytes(self) -> tuple[int, ...]:
@@ -110,7 +110,7 @@ def run_schedule(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
         module.zero_grad(set_to_none=True)
     params = [[[p for p in c.parameters() if p.requires_grad] for c in copy_] for copy_ in copies]
     storages = [[{p.untyped_storage().data_ptr() for p in ps} for ps in copy_] for copy_ in params]
-    split = _split(schedule)
+    split = schedule.split_backwards
     last = schedule.chunks - 1
 
     handed: dict[_Key, torch.Tensor] = {}  # an F's output, waiting for the next chunk's F
@@ -223,11 +223,6 @@ def _fresh_copy(modules: Sequence[nn.Module]) -> list[nn.Module]:
     for module in copies:
         module.zero_grad(set_to_none=True)
     return copies
-
-
-def _split(schedule: Schedule) -> frozenset[_Key]:
-    """The (micro-batch, chunk, direction) whose backward the schedule splits into B and W."""
-    return frozenset(op[1:] for ops in schedule.stages for op in ops if op.kind == "W")
 
 
 @lru_cache(maxsize=64)
