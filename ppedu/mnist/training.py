@@ -122,6 +122,8 @@ def train(schedule: str, p: int, m: int, v: int = 1, steps: int = 50, model: str
     >>> len(r.losses), r.max_grad_diff_vs_reference < 1e-6
     (2, True)
     """
+    if steps < 1:  # before any model is built or data is read
+        raise ValueError(f"steps must be at least 1 (got {steps})")
     start = time.perf_counter()
     plan, net, chunks = prepare(schedule, p, m, v, model, batch_size, seed)
     optimizer = optimizer_for(list(net.parameters()))
@@ -135,7 +137,6 @@ def train(schedule: str, p: int, m: int, v: int = 1, steps: int = 50, model: str
         losses.append(result.loss)
         if on_step:
             on_step(step, result)
-    if result is None:
-        raise ValueError(f"steps must be at least 1 (got {steps})")
+    assert result is not None  # steps ≥ 1
     config = {"schedule": schedule, "p": p, "m": m, "v": v, "steps": steps, "model": model, "batch_size": batch_size}
     return TrainResult(tuple(losses), accuracy(net), diff, result, time.perf_counter() - start, config)
