@@ -39,6 +39,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ppedu.costs import Comm, Costs, PerChunk
 from ppedu.ops import Schedule
@@ -277,11 +278,18 @@ def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str
         raise ValueError(f"{schedule.name} runs each chunk on two GPUs; mixed GPUs are modelled for "
                          "one-direction schedules only")
     # Speeds in FLOP/s, so that the cut's stage costs are each chunk's seconds on its own GPU.
-    cut = partition(flops, schedule.chunks, [cluster.device(s).flops_per_second for s in schedule.placement[0]])
+    cut = _cut(flops, schedule.chunks, tuple(cluster.device(s).flops_per_second for s in schedule.placement[0]))
     f = list(cut.stage_costs)
     b = [2 * x for x in f] if recompute == "full" else f  # full recomputation reruns the forward
     comm = cluster.comm(model.hand_over_bytes)
     return Costs(f=PerChunk(f), b=PerChunk(b), w=PerChunk(f), comm=comm), cut
+
+
+@lru_cache(maxsize=256)
+def _cut(flops: tuple[float, ...], chunks: int, speeds: tuple[float, ...]) -> Partition:
+    """:func:`ppedu.partition`, once per model, cut and GPUs: a plan asks for the same cut for
+    every m, schedule and link."""
+    return partition(flops, chunks, speeds)
 
 
 @dataclass(frozen=True)
