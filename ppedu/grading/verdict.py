@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ppedu.grading.runner import CONFIG
+from ppedu.grading.runner import CONFIG, course_root
 
 
 @dataclass(frozen=True)
@@ -74,11 +74,10 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
     from traitlets.config import Config
     from traitlets.config.loader import PyFileConfigLoader
 
-    config = Config()
-    for folder in path.resolve().parents:
-        if (folder / CONFIG).is_file():
-            config = PyFileConfigLoader(CONFIG, path=str(folder)).load_config()
-            break
+    try:
+        config = PyFileConfigLoader(CONFIG, path=str(course_root(path.parent))).load_config()
+    except ValueError:  # a notebook outside any course: nbgrader's defaults
+        config = Config()
     if timeout is not None:
         config.Execute.timeout = timeout
     executed: list[Any] = []

@@ -25,7 +25,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         cells = grid(timeline)
         self.dt = cells.dt
         self._labels = cells.labels()
-        self.steps = round(timeline.makespan / self.dt)
+        self.steps = cells.shape[1]
         self.play = widgets.Play(value=0, min=0, max=self.steps, step=1, interval=interval_ms, description="play")
         self.slider = widgets.IntSlider(value=0, min=0, max=self.steps, description="t")
         widgets.jslink((self.play, "value"), (self.slider, "value"))

@@ -101,8 +101,7 @@ def _formula(name: str, cases: tuple[tuple[int, ...], ...]) -> Callable[[Mapping
             except Exception as error:  # the student's code raised: say so, in one line
                 raise Wrong(f"{call} raised {type(error).__name__}: {error}") from None
             got = Number(call).read({call: result})
-            measured = simulate(schedules.build("interleaved" if len(args) == 3 else "1f1b", *args)).bubble_ratio
-            if hidden and abs(got - measured) > 1e-9:
+            if hidden and abs(got - simulate(schedules.build("interleaved" if len(args) == 3 else "1f1b", *args)).bubble_ratio) > 1e-9:
                 raise Wrong(f"{call} returned {got:.6g}, but the simulator measures a different idle ÷ total "
                             f"bubble for p={args[0]}, m={args[1]}" + (f", v={args[2]}" if len(args) == 3 else "") +
                             " under equal costs.")
