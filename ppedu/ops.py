@@ -6,6 +6,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -72,6 +74,8 @@ class Op(NamedTuple):
 
 #: The kinds in the order of their codes (0, 1, 2) in :func:`needed` and :class:`Columns`.
 KINDS: tuple[Kind, ...] = ("F", "B", "W")
+_CODES = np.full(256, 3, dtype=np.int64)  # an op's kind letter (a byte) → its code; 3: no kind
+_CODES[[ord(k) for k in KINDS]] = (0, 1, 2)
 
 
 def needed(kind: Any, chunk: Any, chunks: int) -> tuple[Any, Any, Any]:
@@ -151,31 +155,59 @@ class Schedule:
     @cached_property
     def columns(self) -> Columns:
         """The ops as arrays, each op's input found by :func:`needed` in one vectorised pass.
+        Raises ``ValueError`` naming the first problem if the schedule is not well formed.
 
         >>> from ppedu.schedules import one_f_one_b
         >>> one_f_one_b(2, 1).columns.needs.tolist()  # F0c0 B0c0 | F0c1 B0c1
         [-1, 3, 0, 2]
         """
-        ops = tuple(op for stage in self.stages for op in stage)
-        n = len(ops)
+        columns = self._columns()
+        if columns is None:
+            self._explain()  # raises, naming the problem
+            raise ValueError(f"schedule {self.name} is not well formed")
+        return columns
+
+    def _columns(self) -> Columns | None:
+        """:attr:`columns`, or ``None`` where some rule of :meth:`validate` is broken."""
+        ops = tuple(chain.from_iterable(self.stages))
+        n, p, dirs_, chunks_ = len(ops), self.p, len(self.placement), self.chunks
         lengths = [len(stage) for stage in self.stages]
         start = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        stage = np.repeat(np.arange(self.p), lengths)
-        if n:
-            kinds, mbs, chunks, dirs = (np.asarray(x) for x in zip(*ops))
-            kind = np.select([kinds == "F", kinds == "B"], [0, 1], 2)
-        else:
-            kind = mbs = chunks = dirs = np.zeros(0, dtype=np.int64)
+        stage = np.repeat(np.arange(p), lengths)
+        try:
+            letters = np.frombuffer("".join(map(itemgetter(0), ops)).encode("ascii"), dtype=np.uint8)
+            mbs, chunks, dirs = (np.fromiter(map(itemgetter(k), ops), np.int64, n) for k in (1, 2, 3))
+        except (TypeError, ValueError, UnicodeEncodeError):
+            return None
+        kind = _CODES[letters] if len(letters) == n else np.full(n, 3)
+        home = np.array(self.placement) if all(len(row) == chunks_ for row in self.placement) else None
+        if home is None or (kind > 2).any() or (mbs < 0).any() or not ((0 <= dirs) & (dirs < dirs_)).all() \
+                or not ((0 <= chunks) & (chunks < chunks_)).all() or (home[dirs, chunks] != stage).any():
+            return None
         # Each op's dense id by (kind, direction, micro-batch, chunk), to find its input by id.
-        size = (3, len(self.placement), int(mbs.max(initial=0)) + 1, self.chunks)
+        mb_ids = mbs if mbs.max(initial=0) <= 2 * n else np.unique(mbs, return_inverse=True)[1]
+        size = (3, dirs_, int(mb_ids.max(initial=0)) + 1, chunks_)
         index = np.full(int(np.prod(size)), -1, dtype=np.int64)
-        index[np.ravel_multi_index((kind, dirs, mbs, chunks), size, mode="clip")] = np.arange(n)
-        need_kind, need_chunk, exists = needed(kind, chunks, self.chunks)
-        ids = np.ravel_multi_index((need_kind, dirs, mbs, np.clip(need_chunk, 0, self.chunks - 1)), size, mode="clip")
+        own = np.ravel_multi_index((kind, dirs, mb_ids, chunks), size)
+        index[own] = np.arange(n)
+        batches = np.count_nonzero(np.bincount(mb_ids * dirs_ + dirs, minlength=1))
+        counts = np.bincount(kind, minlength=3)
+        if (index[own] != np.arange(n)).any() or counts[0] != batches * chunks_ or counts[1] != batches * chunks_ \
+                or np.count_nonzero(np.bincount(mb_ids, minlength=1)) != batches or batches != self.microbatches:
+            return None
+        need_kind, need_chunk, exists = needed(kind, chunks, chunks_)
+        ids = np.ravel_multi_index((need_kind, dirs, mb_ids, np.clip(need_chunk, 0, chunks_ - 1)), size)
         needs = np.where(exists.astype(bool), index[ids], -1)
-        forward = index[np.ravel_multi_index((np.zeros_like(kind), dirs, mbs, chunks), size, mode="clip")]
-        split = index[np.ravel_multi_index((np.full_like(kind, 2), dirs, mbs, chunks), size, mode="clip")] >= 0
-        return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split & (kind > 0), start)
+        forward = index[own % (size[1] * size[2] * size[3])]  # the F of the same micro-batch and chunk
+        split = (index[np.ravel_multi_index((np.full_like(kind, 2), dirs, mb_ids, chunks), size)] >= 0) & (kind > 0)
+        if (needs[kind == 2] < 0).any():
+            return None  # a W without its B
+        if self.overlapped:
+            found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
+            if len(found) < len(self.overlapped) or any(
+                    op.kind != "B" or i == start[stage[i]] or kind[i - 1] != 0 for op, i in found.items()):
+                return None
+        return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split, start)
 
     def home(self, op: Op) -> int:
         """The stage that runs ``op``: the one holding its chunk for its direction."""
@@ -210,7 +242,20 @@ class Schedule:
         return int((c.stage[c.needs[has]] != c.stage[has]).sum())
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced."""
+        """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced.
+
+        >>> from ppedu.schedules import gpipe
+        >>> s = gpipe(2, 1)
+        >>> Schedule(((s.stages[0][0],), s.stages[1]), "cut", s.placement, 1).validate()
+        Traceback (most recent call last):
+        ...
+        ValueError: operation B0c0 is missing
+        """
+        self.columns  # checks every rule at once, in bulk, and explains a broken one
+
+    def _explain(self) -> None:
+        """Raise ``ValueError`` naming the first rule the schedule breaks, op by op (slow: it runs
+        only when the bulk check in :attr:`columns` has found a problem)."""
         ops = [op for stage in self.stages for op in stage]
         counts = Counter(ops)
         if len(counts) < len(ops):

@@ -58,9 +58,9 @@ def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequenc
     ready = list(range(len(queues)))
     while ready:
         q = ready.pop()
-        items, i, t = queues[q], pos[q], free[q]
+        items, t = queues[q], free[q]
         last = len(items) - 1
-        while i <= last:
+        for i in range(pos[q], last + 1):
             x = items[i]
             need = needs[x]
             if need >= 0:
@@ -90,7 +90,8 @@ def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequenc
             if waiters[x] is not None:
                 ready.extend(waiters[x])  # type: ignore[arg-type]
                 waiters[x] = None
-            i += 1
+        else:
+            i = last + 1
         pos[q], free[q] = i, t
     stuck = []
     for q, items in enumerate(queues):

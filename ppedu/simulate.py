@@ -9,6 +9,7 @@ from functools import cached_property
 import numpy as np
 
 from ppedu.costs import Costs
+from ppedu.idle import IdleCauses, idle_causes
 from ppedu.memory import FREE_AT_W, MemoryModel, profile
 from ppedu.ops import Op, Schedule
 from ppedu.replay import Deadlock, replay
@@ -80,8 +81,7 @@ class Timeline:
 
     @cached_property
     def busy_per_stage(self) -> tuple[float, ...]:
-        busy = np.zeros(self.stages)
-        np.add.at(busy, self.schedule.columns.stage, self.end - self.start)
+        busy = np.bincount(self.schedule.columns.stage, self.end - self.start, minlength=self.stages)
         return tuple(busy.tolist())
 
     @property
@@ -147,6 +147,20 @@ class Timeline:
             raise ValueError(f"{len(per_chunk)} activation sizes for {self.schedule.chunks} chunks")
         weight = np.asarray(per_chunk, dtype=float)[self.schedule.columns.chunk]
         return tuple(float(v.max(initial=0)) for _, v in self.memory_profile(weight))
+
+    def idle_causes(self) -> IdleCauses:
+        """Every idle interval tagged with its cause, rolled up per GPU and in total
+        (:mod:`ppedu.idle`): the bubble as "fill + drain + hand-over + imbalance + …".
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> print(simulate(one_f_one_b(4, 8), Costs(f=(1, 1, 2, 1), b=(1, 1, 2, 1))).idle_causes())
+        idle 62 of 128 slots = fill 26 + drain 22 + imbalance 14
+        """
+        return self._idle_causes
+
+    @cached_property
+    def _idle_causes(self) -> IdleCauses:
+        return idle_causes(self)
 
     def on_stage(self, stage: int) -> tuple[Event, ...]:
         a, b = self.schedule.columns.start[stage : stage + 2]
@@ -223,4 +237,6 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
-    return Timeline(schedule, costs, np.array(r.start), np.array(r.end), np.array(r.waited), memory)
+    n = len(c.ops)
+    return Timeline(schedule, costs, np.fromiter(r.start, float, n), np.fromiter(r.end, float, n),
+                    np.fromiter(r.waited, np.int64, n), memory)
