@@ -23,7 +23,7 @@ idle 36 of 88 slots = fill 18 + drain 18
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -168,7 +168,7 @@ def _latency(i: int, since: float, start: list[float], end: list[float], waited:
 
 
 def _cause(i: int, w: int, first_b: int, last_f: int, needs: list[int], kind: list[int], stage: list[int],
-           bounds: list[int], began, busy: tuple[float, ...], scale: float) -> str:  # type: ignore[no-untyped-def]
+           bounds: list[int], began: Callable[[int], int], busy: tuple[float, ...], scale: float) -> str:
     """The cause of the wait before op ``i``, which waited for op ``w``."""
     if w != needs[i]:
         return "pair"
