@@ -81,7 +81,7 @@ class IdleCauses:
         >>> from ppedu import Costs, schedules, simulate
         >>> t = simulate(schedules.gpipe(4, 4), Costs(comm=0.5))
         >>> {k: v for k, v in t.idle_causes().totals().items() if v}
-        {'fill': 24.0, 'drain': 12.0, 'hand-over': 18.0}
+        {'fill': 20.5, 'drain': 8.5, 'hand-over': 7.0}
         """
         out = dict.fromkeys(CAUSES, 0.0)
         for x in self.intervals:
