@@ -154,7 +154,7 @@ class Timeline:
 
         >>> from ppedu.schedules import one_f_one_b
         >>> print(simulate(one_f_one_b(4, 8), Costs(f=(1, 1, 2, 1), b=(1, 1, 2, 1))).idle_causes())
-        idle 62 of 128 slots = fill 26 + drain 22 + imbalance 14
+        idle 64 of 144 slots = fill 16 + drain 22 + imbalance 26
         """
         return self._idle_causes
 
