@@ -18,7 +18,7 @@ The intervals cover the idle time exactly, so the causes add up to the bubble.
 
 >>> from ppedu import Costs, schedules, simulate
 >>> print(simulate(schedules.one_f_one_b(4, 8)).idle_causes())
-idle 36 of 88 slots = fill 18 + drain 18
+idle 24 of 88 slots = fill 12 + drain 12
 """
 
 from __future__ import annotations
