@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
-from ppedu.placement import Model, Violation, check_placement, violations
 from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
+from ppedu.placement import Model, Violation, check_placement, violations
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
