@@ -18,6 +18,7 @@ from matplotlib.patches import Rectangle
 from ppedu.grid import grid
 from ppedu.plot import plot_timeline
 from ppedu.simulate import Timeline
+from ppedu.validate import whole
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,7 @@ def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int 
         raise ValueError(f"an animation is saved as .gif or .mp4 (got {path.name!r})")
     if suffix == ".mp4" and shutil.which("ffmpeg") is None:
         raise ValueError("writing .mp4 needs ffmpeg, which is not installed here; save a .gif instead")
-    if isinstance(fps, bool) or not isinstance(fps, int) or fps < 1:
-        raise ValueError(f"fps (frames per second) must be a whole number ≥ 1 (got {fps!r})")
+    whole("fps", fps, "frames per second")
     steps = frames(timeline)
     fig = plot_timeline(timeline)
     ax = fig.axes[0]
