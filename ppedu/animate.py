@@ -37,7 +37,7 @@ def frames(timeline: Timeline, dt: float | None = None) -> tuple[Frame, ...]:
     g = grid(timeline, dt)
     labels = g.labels()
     ends = sorted(e.end for e in timeline.events)
-    out = [Frame(0, 0.0, ("",) * timeline.stages, 0)]
+    out = [Frame(0, 0.0, ("",) * timeline.p, 0)]
     done = 0
     for step in range(1, g.shape[1] + 1):
         time = step * g.dt
@@ -62,7 +62,7 @@ def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int 
     ax = fig.axes[0]
     end = timeline.makespan or 1.0
     # The future is covered, and a line marks "now", so the diagram fills in as time passes.
-    cover = Rectangle((0, -0.6), end, timeline.stages + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
+    cover = Rectangle((0, -0.6), end, timeline.p + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
     ax.add_patch(cover)
     now = ax.axvline(0, color="#D55E00", linewidth=2, zorder=4)
     caption = fig.text(0.01, 0.01, "", fontsize=9)
