@@ -66,7 +66,10 @@ def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequenc
             if need >= 0:
                 arrival = end[need]
                 if arrival < 0:
-                    waiters[need] = [*(waiters[need] or ()), q]
+                    if (queued := waiters[need]) is None:
+                        waiters[need] = [q]
+                    else:
+                        queued.append(q)
                     break
                 arrival += delay[x]
                 if arrival > t:
@@ -81,8 +84,8 @@ def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequenc
             start[x] = t
             t += length[x]
             end[x] = t
-            if waiters[x] is not None:
-                ready.extend(waiters[x])  # type: ignore[arg-type]
+            if (queued := waiters[x]) is not None:
+                ready += queued
                 waiters[x] = None
         else:
             i = last + 1
