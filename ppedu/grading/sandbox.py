@@ -201,6 +201,11 @@ class SandboxedKernelManager(AsyncKernelManager):
             os.chmod(self.connection_file, 0o644)  # the kernel, not root, reads it
         return cmd, kw
 
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        if self.sandbox is not None:  # what the kernel process writes itself is nobody's output
+            kw.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+
     async def interrupt_kernel(self) -> None:  # type: ignore[override]
         """By message: a signal would reach bubblewrap, which dies of it, not the kernel."""
         if self.sandbox is None:
