@@ -191,6 +191,23 @@ def test_feedback_says_what_is_wrong_without_the_answer_and_stays_small(course, 
     assert "handed" not in printed and "bystander" not in printed and "BREACH" not in printed  # ps5's solution, the class
 
 
+def test_grading_in_process_leaves_no_students_id_in_the_environment(course, graded):
+    """The formgrader autogrades inside JupyterLab's own process: nothing of the graded student may
+    stay in its environment, where every later kernel would inherit it."""
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    before = dict(os.environ)
+    cwd = os.getcwd()
+    os.chdir(course)
+    try:
+        api = NbGraderAPI(config=PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config())
+        assert api.autograde("ps1", "after_solved", force=True)["success"]
+    finally:
+        os.chdir(cwd)
+    assert dict(os.environ) == before
+
+
 def test_the_practice_widget_autogrades_headless(course, graded):
     nb = nbformat.read(course / "autograded" / "solved" / "ps1" / "ps1.ipynb", as_version=4)
     widget = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q1_widget")
