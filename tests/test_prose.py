@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, cluster, schedules, simulate
 from ppedu.errata import matching_configurations
+from ppedu.memory import FREE_AT_B, FREE_AT_W, zero_bubble_split
 from ppedu.widgets import SlotCountingExercise
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -85,3 +86,19 @@ def test_ch1_trailing_dots_are_a_lack_of_work():
 def test_ch1_ch2_micro_batch_gradients_are_weighted_by_their_share(chapter, cell_id):
     text = source(chapter, cell_id)
     assert "B_k/B" in text and "summed" not in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 6), st.floats(0, 1))
+def test_ch7_zb_h1_keeps_only_the_largest_of_1f1bs_peaks_under_every_memory_model(p, extra, kept):
+    m = p + extra
+    one = simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=1, w=1)).peak_activations
+    zb = simulate(schedules.zero_bubble_h1(p, m), Costs(f=1, b=1, w=1), zero_bubble_split(kept)).peak_activations
+    assert max(zb) == max(one)
+
+
+def test_ch7_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_activations():
+    costs, zb = Costs(f=1, b=1, w=1), schedules.zero_bubble_h1(4, 8)
+    assert simulate(zb, costs, FREE_AT_W).peak_activations == (4, 4, 4, 4) == simulate(zb, costs).peak_activations
+    assert simulate(zb, costs, FREE_AT_B).peak_activations == (4, 3, 2, 1)
+    assert "unchanged peak activations" not in source("07-beyond", "07-06")
