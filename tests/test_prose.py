@@ -102,3 +102,9 @@ def test_ch7_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_act
     assert simulate(zb, costs, FREE_AT_W).peak_activations == (4, 4, 4, 4) == simulate(zb, costs).peak_activations
     assert simulate(zb, costs, FREE_AT_B).peak_activations == (4, 3, 2, 1)
     assert "unchanged peak activations" not in source("07-beyond", "07-06")
+
+
+def test_ch4_only_1_gbit_ethernet_falls_below_the_break_even_bandwidth():
+    llama, gpus = cluster.MODELS["7b"], cluster.Cluster(cluster.GPUS["h100-80gb"], 4, cluster.LINKS["pcie-gen4"])
+    below = [name for name, link in cluster.LINKS.items() if link.bandwidth < cluster.break_even_bandwidth(llama, gpus, m=8)]
+    assert below == ["eth-1g"]
