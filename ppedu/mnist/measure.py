@@ -3,7 +3,7 @@
 A single timed step says little: the first run of a new batch shape pays for memory allocation
 and autograd's set-up (on the lab's model, one cold forward can take most of a step), and on a
 shared machine any op can be preempted. So :func:`measure_step` warms up first, then runs the
-step several times and keeps each op's fastest run: noise only ever adds time. The per-stage
+step several times on one thread and keeps each op's fastest run: noise only ever adds time. The per-stage
 costs the simulator predicts from are then the means of those robust per-op durations.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import torch
 from torch import nn
 
 from ppedu.mnist.executor import Batch, LossFn, StepResult, run_schedule
@@ -37,9 +38,14 @@ def measure_step(schedule: Schedule, chunks: Sequence[nn.Module], batch: Batch, 
     """
     if warmup < 0 or repeats < 1:
         raise ValueError(f"measure_step needs warmup ≥ 0 and repeats ≥ 1 (got warmup={warmup}, repeats={repeats})")
-    for _ in range(warmup):
-        run_schedule(schedule, chunks, batch, loss_fn)
-    runs = [run_schedule(schedule, chunks, batch, loss_fn) for _ in range(repeats)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one core per op: on a shared machine, more threads only contend and add noise
+    try:
+        for _ in range(warmup):
+            run_schedule(schedule, chunks, batch, loss_fn)
+        runs = [run_schedule(schedule, chunks, batch, loss_fn) for _ in range(repeats)]
+    finally:
+        torch.set_num_threads(threads)
     fastest = {op: min(run.durations[op] for run in runs) for op in runs[-1].durations}
     return replace(runs[-1], durations=fastest)
 
