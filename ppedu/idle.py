@@ -42,6 +42,19 @@ CAUSES: dict[str, str] = {
     "gradient": "waiting for a gradient from downstream, as the schedule's order dictates",
 }
 
+#: How a diagram draws each cause: a pale tint and a hatch of its own, so the causes stay apart
+#: in greyscale and for colour-blind readers (the hatch names are :mod:`ppedu.svg`'s).
+CAUSE_STYLE: dict[str, tuple[str, str]] = {
+    "fill": ("#F2F2F2", "\\\\"),
+    "drain": ("#F2F2F2", "--"),
+    "hand-over": ("#FBE3D6", "||"),
+    "imbalance": ("#FCEFD2", "++"),
+    "deferred W": ("#D9F0E8", "oo"),
+    "pair": ("#E0EEF8", "xx"),
+    "activation": ("#DCE6F2", "//"),
+    "gradient": ("#F9E3D9", ".."),
+}
+
 
 @dataclass(frozen=True)
 class Idle:
@@ -124,7 +137,7 @@ def idle_causes(timeline: Timeline) -> IdleCauses:
 
     final = int(timeline.end.argmax()) if len(end) else 0  # the op that ends the step
     intervals: list[Idle] = []
-    for s in range(timeline.stages):
+    for s in range(timeline.p):
         a, b = bounds[s], bounds[s + 1]
         kinds = kind[a:b]
         first_b = a + kinds.index(1) if 1 in kinds else b
@@ -146,7 +159,7 @@ def idle_causes(timeline: Timeline) -> IdleCauses:
                 intervals.append(Idle(s, free, timeline.makespan - latency, "drain"))
             if latency > scale:
                 intervals.append(Idle(s, timeline.makespan - latency, timeline.makespan, "hand-over"))
-    return IdleCauses(tuple(intervals), timeline.stages, timeline.total_slots)
+    return IdleCauses(tuple(intervals), timeline.p, timeline.total_slots)
 
 
 def _latency(i: int, since: float, start: list[float], end: list[float], waited: list[int], head: bytearray) -> float:

@@ -39,7 +39,7 @@ def render_metrics(timeline: Timeline) -> str:
     """The headline numbers of a simulated schedule as an aligned two-column table."""
     t = timeline
     rows = [
-        ("schedule", f"{t.schedule.name} (p={t.stages}, m={t.schedule.microbatches}, v={t.schedule.virtual})"),
+        ("schedule", f"{t.schedule.name} (p={t.p}, m={t.schedule.microbatches}, v={t.schedule.virtual})"),
         ("makespan", _num(t.makespan)),
         ("total slots", _num(t.total_slots)),
         ("busy slots", _num(t.busy_slots)),
@@ -48,6 +48,7 @@ def render_metrics(timeline: Timeline) -> str:
         ("bubble / ideal time", f"{t.bubble_over_ideal:.4f}"),
         ("utilization", f"{t.utilization:.2%}"),
         ("peak activations per GPU", " ".join(map(str, t.peak_activations))),
+        ("idle by cause", " + ".join(f"{k} {_num(v)}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "none"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

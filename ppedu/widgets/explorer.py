@@ -11,6 +11,7 @@ from ppedu.costs import Costs
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
+from ppedu.validate import one_of, require_counts
 from ppedu.widgets._parts import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
@@ -107,6 +108,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "peak_activations": t.peak_activations,
             "peak_stage_activations": t.peak_stage_activations,
             "handovers": t.schedule.hand_overs,
+            "idle_causes": t.idle_causes().totals(),
         }
 
     # -- drawing -------------------------------------------------------------------------------
@@ -137,12 +139,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
-    if values["schedule"] not in SCHEDULES:
-        raise ValueError(f"unknown schedule {values['schedule']!r} (choose from {', '.join(SCHEDULES)})")
-    for name in _COUNTS:
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1 (got {value!r})")
+    one_of("schedule", values["schedule"], SCHEDULES)
+    require_counts(**{name: values[name] for name in _COUNTS})
     for name in _COSTS:
         value = values[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
@@ -159,6 +157,7 @@ def _table(t: Timeline) -> str:
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
         ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
         ("hand-overs between GPUs", str(t.schedule.hand_overs)),
+        ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
