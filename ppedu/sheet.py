@@ -293,8 +293,8 @@ class Markdown(str):
 def glossary() -> Markdown:
     """The glossary as a Markdown list.
 
-    >>> glossary().splitlines()[0]
-    '- **stage / GPU (p)**: One of the p devices of the pipeline, holding a contiguous slice of the model's layers.'
+    >>> print(glossary().splitlines()[2])
+    - **chunk (v)**: A slice of the model; interleaving gives each GPU v non-adjacent chunks of 1/v of a stage.
     """
     return Markdown("\n".join(f"- **{k}**: {d}" for k, d in GLOSSARY.items()))
 
