@@ -181,6 +181,38 @@ def agreement(p: int, m: int, v: int = 2) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Limit:
+    """Idle/total of every schedule at one ``m`` (``None`` where it cannot run)."""
+
+    m: int
+    GPipe: str
+    _1F1B: str
+    interleaved: str
+    ZB_H1: str
+    DualPipe: str
+    DualPipeV: str
+
+
+def as_m_grows(p: int, ms: tuple[int, ...], v: int = 2) -> Table[Limit]:
+    """Each schedule's simulated idle/total at ``p`` GPUs for each ``m`` in ``ms``: every one of
+    them tends to zero as ``m`` grows, not DualPipe alone.
+
+    >>> as_m_grows(4, (8,)).rows[0]._1F1B
+    '27.27 %'
+    """
+    rows = []
+    for m in ms:
+        cells = []
+        for x in LAWS:
+            try:
+                cells.append(f"{measure(x.schedule, p, m, v).idle_total:.2%}".replace("%", " %"))
+            except ValueError:
+                cells.append("—")
+        rows.append(Limit(m, *cells))
+    return Table(tuple(rows))
+
+
+@dataclass(frozen=True)
 class Entry:
     """One row of the printed sheet: each closed form with its simulated value at one size."""
 
