@@ -51,6 +51,7 @@ class StepPicker(StaticFallback, widgets.VBox):
         super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams])
         self.add_class("ppedu-step-picker")
         self.button.on_click(lambda _: self.run())
+        self.run()  # the first step of a session pays for warming up autograd: measure the second
         self.run()
 
     def run(self, **changes: Any) -> StepPicker:
