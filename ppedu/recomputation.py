@@ -39,7 +39,8 @@ def trade(model: Model, cluster: Cluster, m: int, schedules: Sequence[str] = ("g
     """Each of ``schedules`` at ``m`` micro-batches under each recomputation mode: step time
     (and its ratio to the same schedule without recomputation), the most activation bytes and
     the most memory on any GPU, and whether every GPU fits. Rows by mode, then schedule."""
-    rows, base = [], {}
+    rows: list[Trade] = []
+    base: dict[str, float] = {}
     for mode in RECOMPUTE:
         for r in plan(model, cluster, [m], list(schedules), recompute=mode):
             base.setdefault(r.schedule, r.step_time)
