@@ -288,7 +288,8 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "It is PipeDream's schedule made synchronous by a flush (PipeDream-Flush).",
     ),
     "4 · Interleaved 1F1B": (
-        "v chunks per GPU divide the bubble time by v at v times the hand-overs per micro-batch.",
+        "v chunks per GPU divide the bubble time by v; a micro-batch crosses GPUs 2(pv−1) times instead of "
+        "2(p−1): (pv−1)/(p−1) times the hand-overs, about v for large p.",
         "Parameters per GPU are unchanged; warm-up activations grow; a slow link can eat the gain.",
     ),
     "5 · DualPipe": (
