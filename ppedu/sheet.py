@@ -88,7 +88,8 @@ LAWS: tuple[Law, ...] = (
     Law("zb-h1", "ZB-H1",
         Formula("(p−1)/(3m+p−1)", lambda p, m, v, j: (p - 1) / (3 * m + p - 1)),
         Formula("(p−1)/(3m)", lambda p, m, v, j: (p - 1) / (3 * m)),
-        Formula("min(p−j, m)", _min_peak),
+        # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
+        Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)),
         Formula("1", lambda p, m, v, j: 1),
         Formula("2m(p−1)", lambda p, m, v, j: 2 * m * (p - 1)),
         "W separable from B; closed forms for m ≥ p", lambda p, m, v: m >= p),
@@ -361,7 +362,8 @@ h3 {{ font-size: 10pt; margin: .4em 0 0; }} dl {{ columns: 2; }} dt {{ font-weig
 <h1>Pipeline parallelism: the formula sheet</h1>
 <p>Costs: forward = input-gradient = weight-gradient = 1 per whole stage (a full backward 2); v chunks pay 1/v each;
 free hand-overs; a DualPipe pair takes F + full B. Values measured by ppedu's simulator at p = {p}, m = {m}, v = {v}.
-GPU j counts from 0; activations are whole stages' worth, freed when the input-gradient pass ends.</p>
+GPU j counts from 0; activations are whole stages' worth, alive from a forward until the last pass that needs them
+ends: the backward, or W where W is split off (ppedu.memory's default).</p>
 <table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{rows}</table>
 <h2>Glossary</h2><dl>{glossary}</dl>
 <h2 class="page">Each chapter's takeaways</h2><div class="takeaways">{takeaways}</div>

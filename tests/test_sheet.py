@@ -78,3 +78,14 @@ def test_bad_size_exits_2_with_one_line(capsys):
         main(["-p", "0"])
     assert e.value.code == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_zb_h1_peak_under_both_memory_models():
+    # W keeps its activations (the default): every GPU holds min(p, m); if B freed them, 1F1B's min(p-j, m).
+    from ppedu.memory import FREE_AT_B
+
+    for p, m in ((4, 8), (5, 3), (8, 20)):
+        s = schedules.zero_bubble_h1(p, m)
+        assert simulate(s, EQUAL).peak_activations == tuple(min(p, m) for _ in range(p))
+        assert simulate(s, EQUAL, memory=FREE_AT_B).peak_activations == tuple(min(p - j, m) for j in range(p))
+    assert "if B freed them" in law("zb-h1").peak.text
