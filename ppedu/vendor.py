@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ppedu.costs import Costs
+from ppedu.errata import Claim
 from ppedu.formulas import bubble_ratio
 from ppedu.lesson import Table
 from ppedu.schedules import build
@@ -82,3 +83,20 @@ def both_at_once(speedup: float = 3.4, utilization: float = 0.942) -> float:
     3.61
     """
     return speedup / utilization
+
+
+def claims() -> Table[Claim]:
+    """The brief's two remaining figures as claims beside ppedu's, each with a verdict.
+
+    >>> [c.holds for c in claims()]
+    [False, False]
+    """
+    naive = [naive_idle(p) for p in range(2, 65)]
+    both = both_at_once()
+    return Table((
+        Claim("brief", "naive pipeline schedules waste up to 45 % of cluster compute", "≤ 45%",
+              f"a naive pipeline idles {min(naive):.0%} (p = 2) to {max(naive):.0%} (p = 64)",
+              max(naive) <= 0.45),
+        Claim("brief", "3.4× throughput vs one node at 94.2 % utilization", "3.4× at 94.2%",
+              f"needs p = 3.4 / 0.942 = {both:.2f} GPUs", float(both).is_integer()),
+    ))

@@ -3,7 +3,7 @@
 import pytest
 
 from ppedu.formulas import bubble_ratio
-from ppedu.vendor import both_at_once, idle_matches, naive_idle, speedup_matches
+from ppedu.vendor import both_at_once, claims, idle_matches, naive_idle, speedup_matches
 
 
 def test_a_naive_pipeline_idles_at_least_half_the_time():
@@ -21,3 +21,9 @@ def test_3_4x_matches_are_simulated_and_none_at_94_2_percent_utilization():
     assert rows and all(round(r.speedup, 1) == 3.4 for r in rows)
     assert (4, 8, 2) in [(r.p, r.m, r.v) for r in rows]
     assert not float(both_at_once()).is_integer() and not any(r.utilization == 0.942 for r in rows)
+
+
+def test_the_claims_table_gives_each_figure_a_computed_verdict():
+    naive, both = claims()
+    assert not naive.holds and "50%" in naive.computed
+    assert not both.holds and f"{both_at_once():.2f}" in both.computed
