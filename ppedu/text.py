@@ -35,7 +35,7 @@ def render_metrics(timeline: Timeline) -> str:
     """The headline numbers of a simulated schedule as an aligned two-column table."""
     t = timeline
     rows = [
-        ("schedule", f"{t.schedule.name} (p={t.stages}, m={t.schedule.microbatches}, v={t.schedule.virtual})"),
+        ("schedule", f"{t.schedule.name} (p={t.p}, m={t.schedule.microbatches}, v={t.schedule.virtual})"),
         ("makespan", _num(t.makespan)),
         ("total slots", _num(t.total_slots)),
         ("busy slots", _num(t.busy_slots)),
