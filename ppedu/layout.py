@@ -20,6 +20,7 @@ from ppedu.costs import Costs
 from ppedu.lesson import Table
 from ppedu.schedules import one_f_one_b
 from ppedu.simulate import simulate
+from ppedu.validate import whole
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,7 @@ def layout(gpus: int, t: int, p: int, global_batch: int, microbatch: int = 1) ->
     """Lay ``gpus`` out as ``t × p × d`` and derive ``m``; raise ``ValueError`` naming the rule a
     layout breaks (``t·p`` must divide the GPUs, ``d·microbatch`` the global batch)."""
     for name, value in (("gpus", gpus), ("t", t), ("p", p), ("global_batch", global_batch), ("microbatch", microbatch)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1 (got {value!r})")
+        whole(name, value)
     if gpus % (t * p):
         raise ValueError(f"t·p = {t * p} must divide the {gpus} GPUs (d = gpus / (t·p) replicas)")
     d = gpus // (t * p)

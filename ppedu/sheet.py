@@ -26,8 +26,8 @@ from typing import NamedTuple
 from ppedu.costs import Costs
 from ppedu.lesson import Table, hand_overs, parameter_copies
 from ppedu.schedules import build
-from ppedu.schedules._rules import require_counts
 from ppedu.simulate import Timeline, simulate
+from ppedu.validate import one_of, require_counts
 
 #: The sheet's cost model: f = b = w = 1 per whole stage, free hand-overs, a DualPipe pair F + full B.
 EQUAL = Costs(f=1, b=1, w=1, fb=3)
@@ -116,10 +116,8 @@ def law(schedule: str) -> Law:
     >>> law("dualpipe").copies.text
     '2'
     """
-    for x in LAWS:
-        if x.schedule == schedule:
-            return x
-    raise ValueError(f"unknown schedule {schedule!r} (the sheet has {', '.join(x.schedule for x in LAWS)})")
+    by_name = {x.schedule: x for x in LAWS}
+    return by_name[one_of("schedule", schedule, by_name)]
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def test_a_schedule_that_cannot_run_shows_its_constraint():
 
 
 def test_unknown_schedule_is_named():
-    with pytest.raises(ValueError, match="unknown schedule 'pipedream'"):
+    with pytest.raises(ValueError, match="unknown schedule 'pipedream' \\(choose from gpipe"):
         law("pipedream")
 
 
