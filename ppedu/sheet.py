@@ -59,53 +59,46 @@ def _min_peak(p: int, m: int, v: int, j: int) -> float:
     return min(p - j, m)
 
 
+def _bubble(k: int, c: str) -> tuple[Formula, Formula]:
+    """Both bubble definitions when each GPU idles ``(p−k)`` units against ``c·m`` busy ones
+    (``c`` is ``""``, ``"3"`` or ``"v·"``): ``(p−k)/(c·m+p−k)`` and ``(p−k)/(c·m)``."""
+    def busy(m: int, v: int) -> int:
+        return {"": 1, "3": 3, "v·": v}[c] * m
+
+    return (Formula(f"(p−{k})/({c}m+p−{k})", lambda p, m, v, j: (p - k) / (busy(m, v) + p - k)),
+            Formula(f"(p−{k})/({c}m)" if c else f"(p−{k})/m", lambda p, m, v, j: (p - k) / busy(m, v)))
+
+
+def _hand_overs(text: str, per_boundary: Callable[[int, int], int]) -> Formula:
+    return Formula(text, lambda p, m, v, j: 2 * m * per_boundary(p, v))
+
+
+_ONE = Formula("1", lambda p, m, v, j: 1)
+
 #: The course's schedules, in the order the chapters teach them. ``holds`` is where the closed
 #: forms are exact; outside it (but inside the constraints) the simulator still runs the schedule.
 LAWS: tuple[Law, ...] = (
-    Law("gpipe", "GPipe",
-        Formula("(p−1)/(m+p−1)", lambda p, m, v, j: (p - 1) / (m + p - 1)),
-        Formula("(p−1)/m", lambda p, m, v, j: (p - 1) / m),
-        Formula("m", lambda p, m, v, j: m),
-        Formula("1", lambda p, m, v, j: 1),
-        Formula("2m(p−1)", lambda p, m, v, j: 2 * m * (p - 1)),
-        "p ≥ 1, m ≥ 1", lambda p, m, v: True),
-    Law("1f1b", "1F1B",
-        Formula("(p−1)/(m+p−1)", lambda p, m, v, j: (p - 1) / (m + p - 1)),
-        Formula("(p−1)/m", lambda p, m, v, j: (p - 1) / m),
-        Formula("min(p−j, m)", _min_peak),
-        Formula("1", lambda p, m, v, j: 1),
-        Formula("2m(p−1)", lambda p, m, v, j: 2 * m * (p - 1)),
-        "p ≥ 1, m ≥ 1", lambda p, m, v: True),
-    Law("interleaved", "Interleaved 1F1B",
-        Formula("(p−1)/(v·m+p−1)", lambda p, m, v, j: (p - 1) / (v * m + p - 1)),
-        Formula("(p−1)/(v·m)", lambda p, m, v, j: (p - 1) / (v * m)),
+    Law("gpipe", "GPipe", *_bubble(1, ""), Formula("m", lambda p, m, v, j: m), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+    Law("1f1b", "1F1B", *_bubble(1, ""), Formula("min(p−j, m)", _min_peak), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+    Law("interleaved", "Interleaved 1F1B", *_bubble(1, "v·"),
         Formula("min(2(p−j−1)+(v−1)p+1, v·m)/v",
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
-        Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1),
-        Formula("2m(p·v−1)", lambda p, m, v, j: 2 * m * (p * v - 1)),
+        Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
         "m a multiple of p (ppedu, Megatron-LM's original rule; current Megatron-LM and PyTorch relax it); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
-    Law("zb-h1", "ZB-H1",
-        Formula("(p−1)/(3m+p−1)", lambda p, m, v, j: (p - 1) / (3 * m + p - 1)),
-        Formula("(p−1)/(3m)", lambda p, m, v, j: (p - 1) / (3 * m)),
-        # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
-        Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)),
-        Formula("1", lambda p, m, v, j: 1),
-        Formula("2m(p−1)", lambda p, m, v, j: 2 * m * (p - 1)),
-        "W separable from B; closed forms for m ≥ p", lambda p, m, v: m >= p),
-    Law("dualpipe", "DualPipe",
-        Formula("(p−2)/(3m+p−2)", lambda p, m, v, j: (p - 2) / (3 * m + p - 2)),
-        Formula("(p−2)/(3m)", lambda p, m, v, j: (p - 2) / (3 * m)),
-        Formula("p+1", lambda p, m, v, j: p + 1),
-        Formula("2", lambda p, m, v, j: 2),
-        Formula("2m(p−1)", lambda p, m, v, j: 2 * m * (p - 1)),
-        "p even, m even, m ≥ 2p", lambda p, m, v: True),
-    Law("dualpipe-v", "DualPipeV",
-        Formula("(p−1)/(3m+p−1)", lambda p, m, v, j: (p - 1) / (3 * m + p - 1)),
-        Formula("(p−1)/(3m)", lambda p, m, v, j: (p - 1) / (3 * m)),
+    # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
+    Law("zb-h1", "ZB-H1", *_bubble(1, "3"),
+        Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
+        lambda p, m, v: m >= p),
+    Law("dualpipe", "DualPipe", *_bubble(2, "3"), Formula("p+1", lambda p, m, v, j: p + 1),
+        Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1), "p even, m even, m ≥ 2p",
+        lambda p, m, v: True),
+    Law("dualpipe-v", "DualPipeV", *_bubble(1, "3"),
         Formula("p+½ (2p+1 half-stage chunks)", lambda p, m, v, j: p + 0.5),
-        Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1),
-        Formula("4m(p−1)", lambda p, m, v, j: 4 * m * (p - 1)),
+        Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
         "m ≥ 2p", lambda p, m, v: True),
 )
 
