@@ -66,29 +66,26 @@ def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequenc
             if need >= 0:
                 arrival = end[need]
                 if arrival < 0:
-                    waiters[need] = [*(waiters[need] or ()), q]
+                    if (queued := waiters[need]) is None:
+                        waiters[need] = [q]
+                    else:
+                        queued.append(q)
                     break
                 arrival += delay[x]
                 if arrival > t:
                     t = arrival
                     waited[x] = need
-            if glued and i < last and pair[items[i + 1]]:
-                partner = items[i + 1]
-                need = needs[partner]
-                if need >= 0 and need != x:
-                    arrival = end[need]
-                    if arrival < 0:
-                        waiters[need] = [*(waiters[need] or ()), q]
-                        break
-                    arrival += delay[partner]
-                    if arrival > t:
-                        t = arrival
-                        waited[x] = need
+            if glued and i < last and pair[partner := items[i + 1]] and (need := needs[partner]) >= 0 and need != x:
+                if end[need] < 0:  # the pair also waits for its second item's input
+                    waiters[need] = [*(waiters[need] or ()), q]
+                    break
+                if end[need] + delay[partner] > t:
+                    t, waited[x] = end[need] + delay[partner], need
             start[x] = t
             t += length[x]
             end[x] = t
-            if waiters[x] is not None:
-                ready.extend(waiters[x])  # type: ignore[arg-type]
+            if (queued := waiters[x]) is not None:
+                ready += queued
                 waiters[x] = None
         else:
             i = last + 1
