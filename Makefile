@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # As root, jupyter lab refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install lab test test-browser chromium bubblewrap bench slides clean
+.PHONY: install lab test test-browser chromium bubblewrap bench slides sheet clean
 
 install: $(VENV)/.installed
 
@@ -50,6 +50,10 @@ bench: install bubblewrap
 # Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
 slides: install
 	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
+
+# The formula sheet as one printable page (open it in a browser, print to PDF).
+sheet: install
+	$(BIN)/python -m ppedu.sheet --out build/formula-sheet.html
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
