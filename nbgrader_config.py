@@ -7,16 +7,20 @@ them). See docs/instructor.md.
 """
 
 import os
+import sys
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput,
                                     SaveAutoGrades)
 
-from ppedu.grading.course import HARMLESS_STDERR, StudentId
+course = Path(__file__).resolve().parent
+sys.path.insert(0, str(course))  # the instructors' grader/ package, which is not part of ppedu's install
+
+from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
+from ppedu.grading.course import HARMLESS_STDERR, StudentId  # noqa: E402
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
-course = Path(__file__).resolve().parent
 
 c.CourseDirectory.root = str(course)
 c.CourseDirectory.course_id = "ppedu"
@@ -36,6 +40,8 @@ if "PPEDU_EXCHANGE" in os.environ:
 c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
 c.IgnorePattern.pattern = HARMLESS_STDERR
-# nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade.
-c.Autograde.autograde_preprocessors = [StudentId, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade. The widget exam's
+# answers are read from the submission before the notebook runs, and judged in place of its test cells' output.
+c.Autograde.autograde_preprocessors = [StudentId, ReadSavedAnswers, Execute, WriteVerdicts, IgnorePattern,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
+                                       CheckCellMetadata]
