@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput,
-                                    SaveAutoGrades)
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, Execute,
+                                    IgnorePattern, LimitOutput, OverwriteKernelspec, SaveAutoGrades)
 
 course = Path(__file__).resolve().parent
 sys.path.insert(0, str(course))  # the instructors' grader/ package, which is not part of ppedu's install
 
+from grader.cells import RestoreReleasedCells  # noqa: E402
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
 from ppedu.grading.course import HARMLESS_STDERR, StudentId  # noqa: E402
 
@@ -45,3 +46,6 @@ c.IgnorePattern.pattern = HARMLESS_STDERR
 c.Autograde.autograde_preprocessors = [StudentId, ReadSavedAnswers, Execute, WriteVerdicts, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]
+# nbgrader's own first pass, with its OverwriteCells warning only about cells a student changed (grader/cells.py).
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, RestoreReleasedCells,
+                                      CheckCellMetadata]
