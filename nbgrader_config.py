@@ -1,25 +1,30 @@
-"""nbgrader's configuration for the ppedu course (read by every `nbgrader` command run here).
+"""nbgrader's configuration for the ppedu course (read by every `nbgrader` command run here, by the
+formgrader and by `ppedu grade`).
 
 The course directory is this repository: `solutions/` holds the instructor's source assignments
 (nbgrader's "source"), `exercises/` the generated student versions (its "release"); submissions,
 autograded copies and feedback go to `submitted/`, `autograded/` and `feedback/` here (git ignores
-them). See docs/instructor.md.
+them). `grader/` beside this file is the instructor's grading code: keys, judge, sandboxed
+execution. See docs/instructor.md.
 """
 
 import os
 import sys
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput, DeduplicateIds, Execute,
-                                    IgnorePattern, LimitOutput, OverwriteKernelspec, SaveAutoGrades)
-
 course = Path(__file__).resolve().parent
-sys.path.insert(0, str(course))  # the instructors' grader/ package, which is not part of ppedu's install
+if str(course) not in sys.path:  # `grader` lives beside this file, never in the installed ppedu
+    sys.path.insert(0, str(course))
 
-from grader.cells import RestoreReleasedCells  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
+                                    DeduplicateIds, LimitOutput, OverwriteCells, OverwriteKernelspec,
+                                    SaveAutoGrades)
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
-from ppedu.grading.course import HARMLESS_STDERR, StudentId  # noqa: E402
+from grader.execute import HIDDEN, SandboxedExecute  # noqa: E402
+from grader.judge import Judge  # noqa: E402
+from grader.restore import RestoreCells  # noqa: E402
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -40,12 +45,16 @@ if "PPEDU_EXCHANGE" in os.environ:
 # scores 0, the rest of the notebook (and the class) still grades.
 c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
-c.IgnorePattern.pattern = HARMLESS_STDERR
-# nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade. The widget exam's
-# answers are read from the submission before the notebook runs, and judged in place of its test cells' output.
-c.Autograde.autograde_preprocessors = [StudentId, ReadSavedAnswers, Execute, WriteVerdicts, IgnorePattern,
+# Every notebook runs in a bubblewrap sandbox; `ppedu grade --no-sandbox` (trusted notebooks only)
+# sets PPEDU_SANDBOX=off for its own workers.
+c.SandboxedExecute.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
+c.SandboxedExecute.hide = HIDDEN
+# Submissions are rebuilt on their release before nbgrader's checks; the judge, not the kernel,
+# scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
+c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadata]
+# The widget exam's answers are read from the submission before the notebook runs, and judged in place of its
+# test cells' output (grader/exam.py).
+c.Autograde.autograde_preprocessors = [ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]
-# nbgrader's own first pass, with its OverwriteCells warning only about cells a student changed (grader/cells.py).
-c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec, RestoreReleasedCells,
-                                      CheckCellMetadata]
