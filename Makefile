@@ -7,10 +7,13 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser chromium bench slides student-release exchange clean
+.PHONY: test test-browser chromium bubblewrap bench slides sheet student-release exchange clean
+
+# The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
+lab: bubblewrap
 
 # `make test` runs every test, the browser tests in tests/browser/ included.
-test: install chromium
+test: install chromium bubblewrap
 	$(BIN)/python -m pytest
 
 test-browser: install chromium
@@ -22,7 +25,14 @@ chromium:
 		apt-get install -y -qq --no-install-recommends chromium; } \
 		|| echo "Chromium could not be installed: the browser tests will be skipped"
 
-bench: install
+# Debian's bubblewrap: every notebook the autograder (or `ppedu check`) runs is sandboxed with it;
+# without it `ppedu grade` refuses to grade (unless --no-sandbox) and its tests fail.
+bubblewrap:
+	@[ -x /usr/bin/bwrap ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends bubblewrap; } \
+		|| echo "bubblewrap could not be installed: autograding will refuse to run unsandboxed"
+
+bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_mnist.py
@@ -46,6 +56,10 @@ exchange:
 	chmod 777 "$(EXCHANGE)"
 	printf '%s\n' "# Written by ppedu's \`make exchange\`: every user's nbgrader uses the course's exchange." \
 		"c.Exchange.root = \"$(EXCHANGE)\"" > "$(SYSTEM_NBGRADER)"
+
+# The formula sheet as one printable page (open it in a browser, print to PDF).
+sheet: install
+	$(BIN)/python -m ppedu.sheet --out build/formula-sheet.html
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -28,7 +28,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ppedu.grading import saved
 from ppedu.grading.assignments import counting
-from ppedu.grading.slots import check_marking, check_slot_answers
+from ppedu.slots import check_marking, check_slot_answers
 from ppedu.grid import grid
 
 #: Each question's points; the notebook's test cells carry the same (tests/grading/test_exam.py).

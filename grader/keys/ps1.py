@@ -18,7 +18,7 @@ from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion
-from ppedu.grading.slots import check_slot_answers
+from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
 
 #: The grid students count on: a backward takes twice as long as a forward.

@@ -32,9 +32,9 @@ def plain(value: object, depth: int = 0) -> object:
     """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``."""
     try:
         if getattr(value, "shape", None) == () and hasattr(value, "item"):  # numpy/torch scalars, 0-d arrays
-            value = value.item()  # type: ignore[union-attr]
+            value = value.item()
         if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
-            return bool(value)  # type: ignore[arg-type]
+            return bool(value)
         if isinstance(value, numbers.Integral):
             return int(value)
         if isinstance(value, numbers.Real):
@@ -42,7 +42,7 @@ def plain(value: object, depth: int = 0) -> object:
         if isinstance(value, str):
             return str.__str__(value)[:MAX_TEXT]
         if hasattr(value, "stages") and type(value).__name__ == "Schedule":  # a ppedu Schedule: its op lists
-            value = value.stages  # type: ignore[union-attr]
+            value = value.stages
         if depth < 4 and (isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray"):
             return [plain(x, depth + 1) for x in list(value)[:MAX_ITEMS]]  # type: ignore[call-overload]
         if depth < 4 and isinstance(value, dict):

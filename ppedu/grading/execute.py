@@ -65,9 +65,8 @@ class SandboxedExecute(Execute):
     def create_kernel_manager(self) -> Any:
         if getattr(self, "_box", None) is None:
             return super().create_kernel_manager()
-        if not self.kernel_name:
-            self.kernel_name = self.nb.metadata.get("kernelspec", {}).get("name", "python3")
-        self.km = SandboxedKernelManager(sandbox=self._box, kernel_name=self.kernel_name, config=self.config)
+        name: str = self.kernel_name or self.nb.metadata.get("kernelspec", {}).get("name", "python3")
+        self.km = SandboxedKernelManager(sandbox=self._box, kernel_name=name, config=self.config)
         return self.km
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:

@@ -30,7 +30,9 @@ from traitlets import Instance
 
 import ppedu
 
-#: Where the submission's copy appears inside the sandbox (its working directory).
+#: Inside the sandbox: the folder's copy (read-only), and the working directory the kernel starts
+#: in, a copy of that in the home folder (memory with a size limit, as /tmp is).
+FOLDER = "/submission"
 WORK = "/home/student/work"
 HOME = "/home/student"
 #: When the grader is root, each kernel runs as a user of its own (this base + the grading
@@ -43,16 +45,19 @@ class Limits:
     """What one kernel may use: CPU seconds, address space, processes, bytes per file written."""
 
     cpu_seconds: int = 900
-    memory_bytes: int = 6 * 2**30
-    processes: int = 128
+    memory_bytes: int = 2 * 2**30
+    processes: int = 64
     file_bytes: int = 64 * 2**20
     open_files: int = 512
+    scratch_bytes: int = 256 * 2**20  # each of /tmp and the home folder
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """One kernel's sandbox: ``workdir`` is bound writable at :data:`WORK`; ``hidden`` maps paths of
-    ppedu's files to stand-ins bound over them (the implementations an answer must not call)."""
+    """One kernel's sandbox: ``workdir`` is bound read-only at :data:`FOLDER` and copied to
+    :data:`WORK`, where the kernel starts; ``rundir`` holds the kernel's connection file and
+    sockets; ``hidden`` maps paths of ppedu's files to stand-ins bound over them (the
+    implementations an answer must not call)."""
 
     workdir: Path
     rundir: Path
@@ -82,9 +87,11 @@ class Sandbox:
             cache = Path(target).parent / "__pycache__"
             if cache.is_dir():  # the compiled original would still be readable there
                 args += ["--tmpfs", str(cache)]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp",
-                 "--perms", "1777", "--tmpfs", "/home", "--perms", "1777", "--dir", HOME, "--bind", str(self.workdir), WORK,
-                 *_parents(self.rundir), "--bind", str(self.rundir), str(self.rundir), "--chdir", WORK]
+        size = str(self.limits.scratch_bytes)
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+                 "--perms", "0755", "--dir", "/home", "--perms", "1777", "--size", size, "--tmpfs", HOME,
+                 "--ro-bind", str(self.workdir), FOLDER,
+                 *_parents(self.rundir), "--bind", str(self.rundir), str(self.rundir), "--chdir", "/"]
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME,
                "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
                "MPLCONFIGDIR": "/tmp/matplotlib", "PYDEVD_DISABLE_FILE_VALIDATION": "1", **self.env}
@@ -100,12 +107,14 @@ class Sandbox:
 
 #: Run inside the sandbox before the kernel: set the limits, leave root, become the kernel.
 _LAUNCH = f"""
-import ast, os, resource, sys
+import ast, os, resource, shutil, sys
 uid, limits = ast.literal_eval(sys.argv[1])
 for name, value in limits:
     resource.setrlimit(getattr(resource, name), (value, value))
 if os.getuid() == 0:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
+shutil.copytree("{FOLDER}", "{WORK}", symlinks=True)
+os.chdir("{WORK}")
 os.execv(sys.argv[2], sys.argv[2:])
 """
 
@@ -133,6 +142,7 @@ def unavailable() -> str | None:
     if not shutil.which("bwrap"):
         return "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
     with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o755)
         box = Sandbox(Path(tmp), Path(tmp))
         try:
             run = subprocess.run(box.wrap([sys.executable, "-c", "pass"]), capture_output=True, text=True, timeout=60)
@@ -172,8 +182,9 @@ def prepared(folder: Path, hide: Mapping[str, Sequence[str]] = {}, why: str = ""
             hidden[str(original.resolve())] = str(replacement)
         uid = SANDBOX_UIDS + os.getpid() % 100_000
         if os.geteuid() == 0:
-            for path in (base, work, run, *work.rglob("*")):
-                os.lchown(path, uid, uid)
+            os.lchown(run, uid, uid)
+            for path in (work, *work.rglob("*")):  # readable by the kernel, whatever the submission's modes
+                path.chmod(0o755 if path.is_dir() and not path.is_symlink() else 0o644) if not path.is_symlink() else None
         yield Sandbox(work, run, dict(env), hidden, uid=uid)
 
 

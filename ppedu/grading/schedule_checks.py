@@ -104,8 +104,8 @@ def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int
         if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(PROPERTIES, "— the function is still the stub")
             break
-        if why := raised(result):
-            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {why}")
+        if error := raised(result):
+            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {error}")
             break
         ref = simulate(build(reference, *args), COSTS)
         try:

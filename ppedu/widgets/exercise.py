@@ -11,7 +11,7 @@ import numpy as np
 
 from ppedu.grading import saved
 from ppedu.grading.answers import Wrong
-from ppedu.grading.slots import Answer, Feedback, check_marking, check_slot_answers
+from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
 from ppedu.plot import STYLE

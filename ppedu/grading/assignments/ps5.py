@@ -99,7 +99,8 @@ def run(function: Callable[..., object], spec: Spec) -> dict[str, object]:
         warnings.simplefilter("ignore")
         loss = function(schedule, chunks, xs, ys, cross_entropy, saved)
     grads = [p.grad for c in chunks for p in c.parameters()]
-    flat = None if any(g is None for g in grads) else torch.cat([g.detach().reshape(-1) for g in grads]).float()
+    flat = torch.cat([g.detach().reshape(-1) for g in grads if g is not None]).float() if all(
+        g is not None for g in grads) else None
     return {"loss": plain(loss), "peak": list(saved.peak), "left": len(saved),
             "grads": None if flat is None else base64.b64encode(flat.numpy().tobytes()).decode()}
 
@@ -150,8 +151,8 @@ def report(runs: object, specs: Sequence[Spec], points: float) -> Report:
         if isinstance(out, dict) and out.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(props, "— the function is still the stub")
             break
-        if why := raised(out):
-            failures = dict.fromkeys(props, f"{where}: your function {why}")
+        if error := raised(out):
+            failures = dict.fromkeys(props, f"{where}: your function {error}")
             break
         if not isinstance(out, dict):
             failures = dict.fromkeys(props, f"{where}: your function was not run on this schedule")
@@ -204,14 +205,18 @@ class ExecutorQuestion:
         from ppedu.grading.answers import calls
 
         return {"run_pipeline": calls(namespace, "run_pipeline", [(s,) for s in self.graded_specs(v)],
-                                      run=lambda f, args: run(f, args[0]))}
+                                      run=_run)}
 
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
         from ppedu.grading.answers import calls
 
         specs = [(*s, 0) for s in self.sizes]
-        runs = calls(namespace, "run_pipeline", [(s,) for s in specs], run=lambda f, args: run(f, args[0]))
+        runs = calls(namespace, "run_pipeline", [(s,) for s in specs], run=_run)
         return report(_unwrap(runs), specs, self.points)
+
+
+def _run(function: Callable[..., object], args: Sequence[Any]) -> object:
+    return run(function, args[0])
 
 
 def _unwrap(runs: object) -> object:
