@@ -3,6 +3,8 @@ the grading process on the student's own grids, whatever the notebook does while
 
 import os
 import shutil
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -13,6 +15,7 @@ from conftest import ROOT, graded_cells
 from grader.exam import POINTS, judge
 from ppedu.grading.assignments import counting
 from ppedu.grading.saved import SlotAnswer, read
+from ppedu.grading.students import student_id
 from ppedu.grid import grid
 from ppedu.widgets import SlotCountingExercise
 
@@ -135,3 +138,15 @@ def test_the_feedback_says_what_is_wrong(graded, course):
     assert "1 of 3 points" in outputs["count"] and "2 of 2 points" in outputs["mark"]
     linker = nbformat.read(course / "autograded" / "linker" / "counting" / "counting.ipynb", as_version=4)
     assert "is a link" in "".join(o.get("text", "") for c in linker.cells for o in c.get("outputs", []))
+
+
+def test_ppedu_check_says_what_is_not_saved_yet(tmp_path, monkeypatch):
+    shutil.copy(RELEASED, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    command = [os.path.join(os.path.dirname(sys.executable), "ppedu"), "check", "counting.ipynb"]
+    before = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert before.returncode == 1 and "nothing saved for this question in counting.json" in before.stdout
+    count, _ = _answer(student_id())
+    count.fields["idle slots"].value = ""
+    after = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert after.returncode == 1 and "no answer for idle slots" in after.stdout and "✓ mark" in after.stdout
