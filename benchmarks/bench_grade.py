@@ -70,7 +70,10 @@ def main() -> None:
         plain = timed(autograde, plain_course, PPEDU_SANDBOX="off")
         boxed = timed(autograde, boxed_course)
         parallel = timed([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", jobs], parallel_course)
-        same = scores(plain_course) == scores(boxed_course) == scores(parallel_course)
+        graded = [scores(plain_course), scores(boxed_course), scores(parallel_course)]
+        same = graded[0] == graded[1] == graded[2]
+        if not same:
+            print("scores differ:", {s: [g.get(s) for g in graded] for s in graded[0] if len({g.get(s) for g in graded}) > 1})
     print(f"{n} submissions of ps1, {os.cpu_count()} CPU cores")
     print(f"  nbgrader autograde, plain (sequential):     {plain:7.1f} s  ({plain / n:.2f} s per submission)")
     print(f"  nbgrader autograde, sandboxed (sequential): {boxed:7.1f} s  ({boxed / n:.2f} s per submission)")

@@ -27,6 +27,16 @@ def _id(cell: NotebookNode) -> str | None:
     return meta.get("grade_id") if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) else None
 
 
+#: What of a released cell's metadata a student must not change (its checksum is nbgrader's to check).
+_KEPT = ("grade", "grade_id", "locked", "points", "solution", "task")
+
+
+def _same(cell: NotebookNode, released: NotebookNode) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == released.cell_type and cell.get("source") == released.source and all(
+        meta.get(k) == released.metadata.nbgrader.get(k) for k in _KEPT)
+
+
 def _own(cell: NotebookNode) -> NotebookNode:
     """A student's own cell: code or text, nothing that nbgrader would grade."""
     kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") else "markdown"
@@ -46,8 +56,7 @@ def restore(submitted: NotebookNode, release: NotebookNode) -> tuple[NotebookNod
         if gid in released and gid not in answers:
             if released[gid].metadata.nbgrader.get("solution"):
                 answers[gid] = cell
-            elif cell.get("source") != released[gid].source or cell.get("metadata", {}).get("nbgrader") != \
-                    released[gid].metadata.nbgrader or cell.get("cell_type") != released[gid].cell_type:
+            elif not _same(cell, released[gid]):
                 changed.append(f"cell {gid} was changed")
             anchor = gid
             answers.setdefault(gid, cell)

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
@@ -61,6 +62,8 @@ class SandboxedExecute(Execute):
         # the student's id goes to this kernel only, never into the grading process's environment
         kwargs.setdefault("env", {**os.environ, **self._env})
         await super().async_start_new_kernel(**kwargs)
+
+    start_new_kernel = run_sync(async_start_new_kernel)  # nbclient's own wraps its own, not this one
 
     def create_kernel_manager(self) -> Any:
         if getattr(self, "_box", None) is None:

@@ -72,7 +72,7 @@ class Sandbox:
         # As root, no user namespace: the kernel then drops to a real user id of its own (see _LAUNCH).
         args = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--clearenv", *([] if os.geteuid() == 0 else ["--unshare-user"])]
-        for top in ("/usr", "/etc", "/opt"):
+        for top in ("/usr", "/etc"):
             if os.path.isdir(top):
                 args += ["--ro-bind", top, top]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):

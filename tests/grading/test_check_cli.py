@@ -51,8 +51,12 @@ def test_grade_runs_only_in_an_instructors_course(tmp_path):
 
 def test_grade_refuses_without_a_sandbox_unless_told(course):
     env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no bwrap on PATH: no sandbox here
-    (course / "submitted" / "nobody" / "ps1").mkdir(parents=True, exist_ok=True)
-    run = subprocess.run([sys.executable, "-m", "ppedu", "grade", "ps1", "--student", "nobody"], cwd=course, env=env,
-                         capture_output=True, text=True, timeout=300)
+    (course / "submitted" / "trusted" / "ps1").mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.read(course / "solutions" / "ps1" / "ps1.ipynb", as_version=4),
+                   course / "submitted" / "trusted" / "ps1" / "ps1.ipynb")
+    grade = [sys.executable, "-m", "ppedu", "grade", "ps1", "--student", "trusted"]
+    run = subprocess.run(grade, cwd=course, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 2 and "no sandbox" in run.stderr and "--no-sandbox" in run.stderr
     assert run.stderr.count("\n") == 1
+    run = subprocess.run([*grade, "--no-sandbox"], cwd=course, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "trusted: 10/10" in run.stdout, run.stdout + run.stderr
