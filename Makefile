@@ -1,25 +1,16 @@
 # Two commands set everything up on a fresh machine: `make lab` and `make test`.
-PYTHON ?= python3
-VENV   := .venv
-BIN    := $(VENV)/bin
-# The CPU build of torch; pinned so pip never pulls a multi-GB CUDA build.
-TORCH  ?= torch==2.13.0
-# As root, jupyter lab refuses to start without --allow-root.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# `make lab HOST=0.0.0.0 PORT=9000 OPEN=no` on a server without a screen (student/lab.mk, shared with the students' release).
+EXTRAS := [test]
+include student/lab.mk
+# nbgrader's exchange for the whole machine (`sudo make exchange`): the shared folder, and the system-wide
+# nbgrader config that points every user's nbgrader at it (JUPYTER_SYSTEM_CONFIG=/etc/jupyter is on Jupyter's path).
+EXCHANGE ?= /srv/nbgrader/exchange
+JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: install lab test test-browser chromium bubblewrap bench slides sheet clean
+.PHONY: test test-browser chromium bubblewrap bench slides sheet student-release exchange clean
 
-install: $(VENV)/.installed
-
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH)"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
-	touch $@
-
-lab: install bubblewrap
-	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/notebooks
+# The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
+lab: bubblewrap
 
 # `make test` runs every test, the browser tests in tests/browser/ included.
 test: install chromium bubblewrap
@@ -50,6 +41,21 @@ bench: install bubblewrap
 # Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
 slides: install
 	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
+
+# The students' copy of the course (chapters, exercises/, the library; no solutions, keys or grader/).
+STUDENT_RELEASE ?= build/student
+student-release:
+	$(PYTHON) student/build.py "$(STUDENT_RELEASE)"
+
+# Leaves alone a system-wide nbgrader_config.py that it did not write.
+SYSTEM_NBGRADER := $(JUPYTER_SYSTEM_CONFIG)/nbgrader_config.py
+exchange:
+	@[ ! -e "$(SYSTEM_NBGRADER)" ] || grep -q "make exchange" "$(SYSTEM_NBGRADER)" || \
+		{ echo "$(SYSTEM_NBGRADER) exists: add c.Exchange.root = \"$(EXCHANGE)\" to it yourself" >&2; exit 2; }
+	mkdir -p "$(EXCHANGE)" "$(JUPYTER_SYSTEM_CONFIG)"
+	chmod 777 "$(EXCHANGE)"
+	printf '%s\n' "# Written by ppedu's \`make exchange\`: every user's nbgrader uses the course's exchange." \
+		"c.Exchange.root = \"$(EXCHANGE)\"" > "$(SYSTEM_NBGRADER)"
 
 # The formula sheet as one printable page (open it in a browser, print to PDF).
 sheet: install

@@ -21,6 +21,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     SaveAutoGrades)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 
+from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
 from grader.execute import HIDDEN, SandboxedExecute  # noqa: E402
 from grader.judge import Judge  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
@@ -34,8 +35,11 @@ c.CourseDirectory.release_directory = "exercises"
 # The gradebook: SQLite beside this file; for a large course point PPEDU_DB_URL at PostgreSQL
 # (postgresql://user:password@host/ppedu). The timeout lets parallel autograders (`ppedu grade`) queue.
 c.CourseDirectory.db_url = os.environ.get("PPEDU_DB_URL", f"sqlite:///{course / 'gradebook.db'}?timeout=60")
-# Where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds submissions.
-c.Exchange.root = os.environ.get("PPEDU_EXCHANGE", "/srv/nbgrader/exchange")
+# The exchange (where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds
+# submissions) is the machine's, set for every user by `make exchange` in /etc/jupyter/nbgrader_config.py:
+# students' nbgrader commands, run in their own folders, read only that. PPEDU_EXCHANGE overrides it here.
+if "PPEDU_EXCHANGE" in os.environ:
+    c.Exchange.root = os.environ["PPEDU_EXCHANGE"]
 
 # Every cell gets at most this long when autograding; a cell that runs over is interrupted and
 # scores 0, the rest of the notebook (and the class) still grades.
@@ -49,5 +53,8 @@ c.SandboxedExecute.hide = HIDDEN
 # scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
 c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
                                       CheckCellMetadata]
-c.Autograde.autograde_preprocessors = [SandboxedExecute, Judge, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+# The widget exam's answers are read from the submission before the notebook runs, and judged in place of its
+# test cells' output (grader/exam.py).
+c.Autograde.autograde_preprocessors = [ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
+                                       CheckCellMetadata]

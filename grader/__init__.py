@@ -7,7 +7,9 @@
 * :mod:`grader.restore` — puts back test cells and metadata a submission changed or deleted;
 * :mod:`grader.execute` — nbgrader's Execute in a bubblewrap sandbox, with output, time and crash
   handling that never leaves a submission ungradeable;
-* :mod:`grader.runner` and :mod:`grader.cli` — ``ppedu grade``: a class in parallel.
+* :mod:`grader.runner` and :mod:`grader.cli` — ``ppedu grade``: a class in parallel;
+* :mod:`grader.exam` — the widget exam (``counting``): judges the answers its exercises saved in the
+  submission, read before the notebook runs.
 
 ``nbgrader_config.py`` (the course root) puts the course root on ``sys.path`` and wires these
 preprocessors into nbgrader's autograder, so plain ``nbgrader autograde``, the formgrader's button

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from html import escape
+from pathlib import Path
 from typing import Literal
 
 import ipywidgets as widgets
 import numpy as np
 
+from ppedu.grading import saved
+from ppedu.grading.answers import Wrong
 from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
@@ -28,6 +32,10 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     from the right, so the student reasons about what is hidden. In ``mode="mark"`` the student
     clicks the cells that are idle instead of typing counts.
 
+    As an exam question, ``answers`` names a file beside the notebook (``"counting.json"``) where
+    every change is saved at once under ``question``, for nbgrader's submit to carry and the
+    autograder to grade; the exercise starts from what is saved there, and shows no verdict.
+
     >>> x = SlotCountingExercise("gpipe", p=4, m=4)
     >>> print(x.check(total=56, idle=32, ratio="24/56"))
     total slots: correct.
@@ -41,7 +49,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     """
 
     def __init__(self, schedule_or_timeline: Timeline | Schedule | str, hide: float = 0.0, mode: Mode = "count",
-                 p: int = 4, m: int = 4) -> None:
+                 p: int = 4, m: int = 4, answers: str | None = None, question: str = "slots") -> None:
         if mode not in ("count", "mark"):
             raise ValueError(f"mode is 'count' or 'mark' (got {mode!r})")
         if not 0 <= hide <= 1:
@@ -57,6 +65,9 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.hidden = np.zeros(self.grid.shape, dtype=bool)
         self.hidden[:, steps - round(hide * steps):] = True
         self.marked: set[tuple[int, int]] = set()
+        if answers is not None and Path(answers).name != answers:
+            raise ValueError(f"answers is a file name in the notebook's folder, without a folder (got {answers!r})")
+        self.answers, self.question = (Path(answers) if answers else None), question
         self.feedback = widgets.HTML().add_class("ppedu-feedback")
         self.button = widgets.Button(description="Check", button_style="primary")
         self.button.on_click(lambda _b: self._check_from_ui())
@@ -68,10 +79,47 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             inputs: list[widgets.Widget] = list(self.fields.values())
         else:
             self.picture = CellGrid(*self.grid.shape, on_click=self.toggle).add_class("ppedu-diagram")
-            inputs = [widgets.HTML("Click every idle cell, then check.")]
+            inputs = [widgets.HTML("Click every idle cell, then check." if self.answers is None else
+                                   "Click every idle cell; each click is saved.")]
+        buttons = [self.button] if self.answers is None else []
+        if self.answers is not None:
+            self._restore()
+            for text in self.fields.values():
+                text.observe(lambda _change: self._save(), names="value")
+        if mode == "mark":
             self._paint()
-        super().__init__([self.picture, *inputs, self.button, self.feedback])
+        super().__init__([self.picture, *inputs, *buttons, self.feedback])
         self.add_class("ppedu-slot-exercise")
+
+    @property
+    def answer(self) -> saved.SlotAnswer:
+        """The answer as it stands: the counts typed (count mode) or the cells marked (mark mode)."""
+        if self.mode == "mark":
+            return saved.SlotAnswer(marked=frozenset(self.marked))
+        total, idle, ratio = (self.fields[name].value for name in ("total slots", "idle slots", "bubble ratio"))
+        return saved.SlotAnswer(total=total, idle=idle, ratio=ratio)
+
+    def saved(self) -> str:
+        """What the autograder will grade: the answer saved in the answers file (read from the file, not
+        from this widget); :class:`~ppedu.grading.answers.Wrong` if it is missing or incomplete."""
+        __tracebackhide__ = True
+        if self.answers is None:
+            raise ValueError("this exercise saves nothing: give it answers='<file>.json'")
+        try:
+            answer = saved.read(self.answers).get(self.question)
+        except saved.Unreadable as problem:
+            raise Wrong(f"{problem}; answer in the exercise again to save it anew.") from None
+        if answer is None:
+            raise Wrong(f"nothing saved for this question in {self.answers.name} yet: answer in the exercise above.")
+        if self.mode == "mark":
+            if not answer.marked:
+                raise Wrong("no cell is marked yet: click every idle cell of the grid above.")
+            return f"saved in {self.answers.name}: {len(answer.marked)} cells marked idle."
+        missing = [name for name, text in (("total slots", answer.total), ("idle slots", answer.idle),
+                                           ("bubble ratio", answer.ratio)) if not text.strip()]
+        if missing:
+            raise Wrong(f"no answer for {' and '.join(missing)} yet: type it in the exercise above.")
+        return f"saved in {self.answers.name}: total {answer.total}, idle {answer.idle}, ratio {answer.ratio}."
 
     def check(self, total: Answer = None, idle: Answer = None, ratio: Answer = None) -> Feedback:
         """Check an attempt (and show it in the fields); answers left out are taken from the fields."""
@@ -89,6 +137,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.marked ^= {(stage, step)}
         if self.mode == "mark":
             self._paint(stage, step)
+        self._save()
 
     def check_marking(self) -> Feedback:
         """Check the cells marked so far."""
@@ -98,6 +147,25 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         marked = self.marked if self.mode == "mark" else None
         ask = "Mark every idle cell." if self.mode == "mark" else "Count the total slots, the idle slots and the bubble ratio."
         return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
+
+    def _restore(self) -> None:
+        assert self.answers is not None
+        try:
+            answer = saved.read(self.answers).get(self.question, saved.SlotAnswer())
+        except saved.Unreadable as problem:
+            self.feedback.value = feedback_html(Feedback(False, (f"{problem}: start again; your answers will replace it.",)))
+            return
+        for name, text in zip(("total slots", "idle slots", "bubble ratio"), (answer.total, answer.idle, answer.ratio)):
+            self.fields[name].value = text
+        p, steps = self.grid.shape
+        self.marked = {(s, t) for s, t in answer.marked if 0 <= s < p and 0 <= t < steps}
+
+    def _save(self) -> None:
+        if self.answers is None:
+            return
+        saved.save(self.answers, self.question, self.answer)
+        # Neutral, not green: saving says nothing about whether the answer is right.
+        self.feedback.value = f'<p class="ppedu-saved">Saved in {escape(self.answers.name)}.</p>'
 
     def _check_from_ui(self) -> None:
         if self.mode == "count":

@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = str(Path(sys.executable).parent)
-READY = ("ps1", "ps2", "ps3", "ps4", "ps5")
+READY = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5")
+sys.path.insert(0, str(ROOT))  # the instructors' grader/ package
 
 
 def assignments():

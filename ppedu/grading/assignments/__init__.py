@@ -19,7 +19,7 @@ from typing import Any
 
 from ppedu.grading.students import student_id
 
-ASSIGNMENTS = ("ps1", "ps2", "ps3", "ps4", "ps5")
+ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5")
 #: The media type of a test cell's answers, as the hidden test hands them in (a JSON text).
 MIME = "text/x-ppedu-answers"
 

@@ -1,0 +1,116 @@
+"""The judge of the widget exam (``counting``): grades the answers a student's SlotCountingExercise saved in
+the submission, in the grading process — the student's kernel only shows the exercises again.
+
+:class:`ReadSavedAnswers` runs before nbgrader's Execute: it reads the answer file from the folder nbgrader
+is grading, under submitted/ (the student is the one that folder is filed under), so nothing the notebook does while it runs
+changes what is graded, and judges it against that student's own grids. :class:`WriteVerdicts` runs after
+Execute and puts each verdict in place of its test cell's output: the messages, then the points as the
+cell's value, which nbgrader reads as partial credit.
+
+>>> from ppedu.grading.saved import SlotAnswer
+>>> v = counting.values("alice")
+>>> judge("alice", {}).points
+{'count': 0.0, 'mark': 0.0}
+>>> t = counting.timeline("count", v)
+>>> judge("alice", {"count": SlotAnswer(total=str(int(t.total_slots)), idle="0", ratio="")}).points["count"]
+1.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ppedu.grading import saved
+from ppedu.grading.assignments import counting
+from ppedu.slots import check_marking, check_slot_answers
+from ppedu.grid import grid
+
+#: Each question's points; the notebook's test cells carry the same (tests/grading/test_exam.py).
+POINTS = {"count": 3.0, "mark": 2.0}
+_KEY = "ppedu_exam"
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Per question (the test cell's grade_id): the points earned and the messages for the student."""
+
+    points: dict[str, float]
+    messages: dict[str, tuple[str, ...]]
+
+
+def judge(student: str, answers: dict[str, saved.SlotAnswer]) -> Verdicts:
+    """Grade ``answers`` (as :func:`ppedu.grading.saved.read` gives them) on ``student``'s own grids."""
+    v = counting.values(student)
+    points, messages = {}, {}
+    for question in POINTS:
+        answer = answers.get(question)
+        if answer is None:
+            points[question], messages[question] = 0.0, ("Nothing was saved for this exercise.",)
+            continue
+        g = grid(counting.timeline(question, v))
+        if question == "count":
+            feedback = check_slot_answers(g, total=answer.total, idle=answer.idle, ratio=answer.ratio)
+            right = sum(m.endswith(": correct.") for m in feedback.messages)
+            points[question] = POINTS[question] * right / 3
+        else:
+            feedback = check_marking(g, answer.marked)
+            points[question] = _marking_points(g.idle_slots, answer.marked, g.idle_mask)
+        messages[question] = feedback.messages
+    return Verdicts(points, messages)
+
+
+def _marking_points(idle: float, marked: frozenset[tuple[int, int]], mask: Any) -> float:
+    """Each idle cell marked earns its share, each busy cell marked takes one back; never below 0."""
+    p, steps = mask.shape
+    inside = [(s, t) for s, t in marked if 0 <= s < p and 0 <= t < steps]
+    hits = sum(bool(mask[s, t]) for s, t in inside)
+    wrong = len(marked) - hits
+    return round(POINTS["mark"] * max(0.0, (hits - wrong) / idle), 2)
+
+
+class ReadSavedAnswers(NbGraderPreprocessor):
+    """Before Execute: read and judge the saved answers of the submission being graded."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        if resources["nbgrader"]["assignment"] != "counting":
+            return nb, resources
+        # The submission as collected, not nbgrader's autograded copy: that copy follows links and takes any
+        # file of the same name from solutions/.
+        who = resources["nbgrader"]["student"]
+        course = CourseDirectory(config=self.config)
+        folder = Path(course.format_path(course.submitted_directory, who, "counting"))
+        try:
+            answers = saved.read(folder / counting.ANSWERS)
+        except saved.Unreadable as problem:
+            verdicts = Verdicts(dict.fromkeys(POINTS, 0.0), dict.fromkeys(POINTS, (f"{problem}.",)))
+        else:
+            verdicts = judge(who, answers)
+        resources[_KEY] = verdicts
+        return nb, resources
+
+
+class WriteVerdicts(NbGraderPreprocessor):
+    """After Execute: each exam test cell's output becomes the judge's verdict, whatever the kernel printed."""
+
+    def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        verdicts: Verdicts | None = resources.get(_KEY)
+        if verdicts is None:
+            return nb, resources
+        for cell in nb.cells:
+            question = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade") and question in POINTS:
+                earned = verdicts.points[question]
+                text = "\n".join(verdicts.messages[question]) + f"\n{earned:g} of {POINTS[question]:g} points\n"
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text),
+                                nbformat.v4.new_output("execute_result", data={"text/plain": repr(earned)},
+                                                       execution_count=cell.get("execution_count"))]
+        return nb, resources
+
+
+__all__ = ["ReadSavedAnswers", "Verdicts", "WriteVerdicts", "judge"]
