@@ -8,7 +8,7 @@ import ipywidgets as widgets
 from ppedu.grading.placement import Model, Violation, check_placement, violations
 from ppedu.grading.slots import Feedback
 from ppedu.ops import Op, Schedule
-from ppedu.plot import STYLE
+from ppedu.palette import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 

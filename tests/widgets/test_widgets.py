@@ -16,7 +16,7 @@ def test_the_explorer_shows_what_the_simulator_computes():
     t = simulate(schedules.one_f_one_b(4, 8))
     assert x.metrics()["makespan"] == t.makespan and x.metrics()["peak_activations"] == t.peak_activations
     assert x.metrics()["bubble_over_ideal"] == pytest.approx(3 / 8)
-    assert x.diagram.value.startswith("<svg") and "22" in x.table.value  # makespan of 1F1B, p=4, m=8
+    assert "<svg" in x.diagram.value and "22" in x.table.value  # makespan of 1F1B, p=4, m=8
     assert {"ppedu-explorer"} <= set(x._dom_classes) and "ppedu-diagram" in x.diagram._dom_classes
     assert "ppedu-metrics" in x.table._dom_classes
 
@@ -53,11 +53,17 @@ def test_every_schedule_in_the_picker_draws():
 
 def test_an_impossible_combination_shows_one_line_not_a_traceback():
     x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    drawn = x.diagram.value + x.table.value
     x.set(m=6)
-    assert x.timeline is None and x.metrics() == {} and x.diagram.value == ""
+    assert x.timeline is None and x.metrics() == {} and x.table.value == ""
+    # The last diagram stays, dimmed and hidden from screen readers, so the widget keeps its height.
+    assert drawn in x.diagram.value and 'aria-hidden="true"' in x.diagram.value
     assert "multiple of p" in x.message.value and "\n" not in x.error
-    x.set(m=8)
-    assert x.error is None and x.message.value == "" and x.timeline.schedule.virtual == 2
+    assert x.nearest_m == 4 and x.fix.description == "use m = 4" and x.fix.layout.visibility == "visible"
+    x.set(m=7)
+    assert x.nearest_m == 8  # equally near: the smaller first, but 6 does not work either
+    x.fix.click()
+    assert x.error is None and x.message.value == "" and x.values["m"] == 8 and x.fix.layout.visibility == "hidden"
 
 
 def test_v_is_only_for_interleaved():
