@@ -17,12 +17,11 @@ EMPTY = "\u00a0"
 
 
 def feedback_html(feedback: Feedback) -> str:
-    """The messages as a list in the theme's text colour (readable in every theme), marked ✓ or ✗
-    and edged green or red; a screen reader announces it (``role="alert"``)."""
-    colour, mark = (OK, "✓") if feedback.correct else (ALERT, "✗")
+    """The messages as a list in the theme's text colour (readable in every theme), edged green or
+    red (the words say which too); a screen reader announces it (``role="alert"``)."""
+    colour = OK if feedback.correct else ALERT
     lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
     return (f'<div role="alert" style="color:{TEXT};border-left:4px solid {colour};padding-left:.5em;margin:.3em 0">'
-            f'<span aria-hidden="true" style="color:{colour};font-weight:bold">{mark}</span>'
             f'<ul style="margin:0;padding-left:1.2em;white-space:normal">{lines}</ul></div>')
 
 
