@@ -1,13 +1,16 @@
 """The course on screen: the widgets in the dark theme, in a narrow window, at their largest, and live on a slide.
 
-Each test writes a small notebook of its own beside the chapters (in notebooks/, so RISE finds the course's rise.css),
-runs it in JupyterLab and measures the page: contrast ratios from computed colours, sizes from layout boxes.
+Each test writes a small notebook of its own beside the chapters, runs it in JupyterLab and measures the page:
+contrast ratios from computed colours, sizes from layout boxes.
 """
 
 from __future__ import annotations
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from ppedu import Costs, schedules, simulate
+from ppedu.svg import describe
 
 from .conftest import SCREENSHOTS
 
@@ -137,3 +140,31 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     assert worst[1] >= 4.5, f"dark theme: {worst[0]!r} has contrast {worst[1]:.2f}:1"
     worst = min(light, key=lambda t: t[1])
     assert worst[1] >= 4.5, f"light theme: {worst[0]!r} has contrast {worst[1]:.2f}:1"
+
+
+def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
+    """Lecture mode (jupyterlab-slideshow's deck, inside JupyterLab): the widgets on a slide are live."""
+    panel = lab.open(_notebook(server, "screen-slides", *WIDGETS[:2], 'print("the last slide")', slides=True))
+    lab.run_all(panel)
+    panel.locator(".jp-Cell").first.click()  # the deck starts at the selected cell
+    lab.command("Start Deck")
+    page = lab.page
+    page.locator(".jp-deck-mod-onscreen").first.wait_for()
+    explorer = panel.locator(".ppedu-explorer").first
+    for _ in range(4):
+        if explorer.is_visible():
+            break
+        page.keyboard.press("ArrowRight")
+        page.wait_for_timeout(400)
+    assert explorer.is_visible() and not panel.locator("pre", has_text="the last slide").is_visible()
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.wait_for_timeout(500)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "screen-slide-explorer.png"))
+    # Move comm one step on the slide: the diagram redraws as the simulator says it must.
+    wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
+    lab.slider(explorer, "comm").press("ArrowRight")
+    svg = explorer.locator(".ppedu-diagram svg").first
+    page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
+                           arg=[explorer.element_handle(), wanted])
+    assert svg.is_visible()

@@ -1,11 +1,14 @@
-"""Lecture mode: a chapter opened as slides with RISE (jupyterlab-rise) from JupyterLab's command palette."""
+"""Lecture mode: a chapter presented as slides with jupyterlab-slideshow's deck, started from the command palette.
+
+The deck is JupyterLab's own notebook shown slide by slide (not a separate page), so its widgets are the live ones.
+"""
 
 import re
 
 import nbformat
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, SCREENSHOTS
 
 CHAPTER = next(iter(sorted((ROOT / "notebooks").glob("0*.ipynb"))), None)
 
@@ -17,12 +20,13 @@ def first_heading(notebook) -> str:
 
 @pytest.mark.skipif(CHAPTER is None, reason="no chapter notebooks in notebooks/ yet")
 def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
-    lab.open(f"notebooks/{CHAPTER.name}")
-    lab.command("Render as Reveal Slideshow")
-    deck = lab.page.frame_locator("iframe[src*='rise/']").first
-    slide = deck.locator(".reveal .slides > section.present").first
-    slide.wait_for(timeout=60_000)
-    heading = first_heading(CHAPTER)
-    assert re.sub(r"\s+", " ", slide.inner_text()).find(heading) >= 0, slide.inner_text()[:500]
-    assert deck.locator(".reveal .slides > section").count() > 1  # a deck, not one long page
-    lab.shoot(lab.page.locator(".jp-MainAreaWidget:has(iframe[src*='rise/'])").first, f"{CHAPTER.stem}-slides")
+    panel = lab.open(f"notebooks/{CHAPTER.name}")
+    lab.page.set_viewport_size({"width": 1920, "height": 1080})
+    lab.command("Start Deck")
+    lab.page.locator(".jp-deck-mod-onscreen").first.wait_for()
+    shown = [c for c in panel.locator(".jp-Cell").all() if c.is_visible()]
+    assert shown and re.sub(r"\s+", " ", shown[0].inner_text()).find(first_heading(CHAPTER)) >= 0
+    assert len(shown) < panel.locator(".jp-Cell").count()  # one slide, not the whole notebook
+    assert not panel.locator(".jp-Notebook-footer").is_visible()  # no "Click to add a cell" bar on a slide
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    lab.page.screenshot(path=str(SCREENSHOTS / f"{CHAPTER.stem}-slides.png"))
