@@ -26,8 +26,9 @@ def feedback_html(feedback: Feedback) -> str:
 
 
 def scrolling(html: str) -> str:
-    """``html`` (a wide SVG) in a box that scrolls sideways rather than shrinking it."""
-    return f'<div class="ppedu-scroll" style="overflow-x:auto;max-width:100%">{html}</div>'
+    """``html`` (a wide SVG) in a box that scrolls sideways rather than shrinking it. Its width is
+    its container's (width 0, at least 100%): never its content's, which would widen the widget."""
+    return f'<div class="ppedu-scroll" style="overflow-x:auto;width:0;min-width:100%">{html}</div>'
 
 
 class StaticFallback:

@@ -168,3 +168,55 @@ def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
     page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
                            arg=[explorer.element_handle(), wanted])
     assert svg.is_visible()
+
+
+# In the page: the smallest on-screen size (px) of the text in an explorer's diagram, and how many block labels it has.
+TEXT_SIZES_JS = """
+root => {
+  const svg = root.querySelector('.ppedu-diagram svg');
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const sizes = [...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return [Math.min(...sizes), svg.querySelectorAll('text.ppedu-label').length];
+}
+"""
+# Elements inside root that scroll or clip their content (what a student would see as a scrollbar or a cut-off control).
+OVERFLOWING_JS = """
+root => [root, ...root.querySelectorAll('*')].filter(e => {
+  const style = getComputedStyle(e);
+  const clips = /(auto|scroll|hidden)/.test(style.overflowX + style.overflowY);
+  return clips && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1);
+}).map(e => e.className.baseVal ?? e.className)
+"""
+
+
+def test_the_explorer_fits_a_small_screen_and_reads_at_its_largest(lab, server):
+    panel = lab.open(_notebook(server, "screen-narrow", WIDGETS[0], WIDGETS[1], BIG))
+    lab.run_all(panel)
+    assert lab.errors(panel) == []
+    lab.page.set_viewport_size({"width": 1024, "height": 768})
+    assert lab.page.locator("#jp-left-stack").bounding_box()["width"] > 200  # the file browser is open
+    explorer, big = panel.locator(".ppedu-explorer").nth(0), panel.locator(".ppedu-explorer").nth(1)
+    explorer.locator(".ppedu-diagram svg").wait_for()
+    explorer.scroll_into_view_if_needed()
+    lab.shoot(explorer, "screen-narrow-explorer")
+    # The whole explorer: nothing in it scrolls or is cut off, and it ends inside its output area.
+    assert explorer.evaluate(OVERFLOWING_JS) == []
+    area = explorer.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')]").first.bounding_box()
+    box = explorer.bounding_box()
+    assert box["x"] + box["width"] <= area["x"] + area["width"] + 1
+    smallest, _ = explorer.evaluate(TEXT_SIZES_JS)
+    assert smallest >= 10, f"diagram text shrinks to {smallest:.1f} px"
+
+    # p = 8, m = 32, v = 4: every block labelled at full size, the diagram scrolled sideways to its end.
+    timeline = simulate(schedules.interleaved_1f1b(8, 32, v=4), Costs(f=0.25, b=0.25))
+    smallest, labels = big.evaluate(TEXT_SIZES_JS)
+    assert smallest >= 10 and labels == len(timeline.events)
+    scroller = big.locator(".ppedu-scroll").first
+    assert big.evaluate(OVERFLOWING_JS) == ["ppedu-scroll"]  # the diagram scrolls, nothing else
+    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth")
+    scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    last = big.locator("text.ppedu-label").last
+    view, label = scroller.bounding_box(), last.bounding_box()
+    assert view["x"] <= label["x"] and label["x"] + label["width"] <= view["x"] + view["width"]
+    scroller.evaluate("e => { e.scrollLeft = 0; }")
+    lab.shoot(big, "screen-narrow-big")
