@@ -21,6 +21,7 @@ from html import escape
 import numpy as np
 
 from ppedu.grid import Grid, grid, label
+from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade
 from ppedu.simulate import Timeline
 
@@ -29,7 +30,13 @@ _FONT, _CHAR = 11, 7.0  # label size in px, and the width of one of its characte
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
-          "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>'}
+          "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>',
+          # the idle causes' hatches (ppedu.idle.CAUSE_STYLE)
+          "\\\\": '<path d="M0,0 L6,6" stroke="#666" stroke-width=".8"/>',
+          "--": '<path d="M0,3 L6,3" stroke="#666" stroke-width=".8"/>',
+          "||": '<path d="M3,0 L3,6" stroke="#666" stroke-width=".8"/>',
+          "++": '<path d="M3,0 L3,6 M0,3 L6,3" stroke="#666" stroke-width=".6"/>',
+          "oo": '<circle cx="3" cy="3" r="1.8" fill="none" stroke="#666" stroke-width=".6"/>'}
 _drawings = itertools.count()
 
 
@@ -69,12 +76,19 @@ def describe(timeline: Timeline) -> str:
             f"(bubble ratio {timeline.bubble_ratio:.1%}).")
 
 
-def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560.0, title: str | None = None) -> str:
+def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560.0, title: str | None = None,
+               causes: bool = False) -> str:
     """The spacetime diagram of ``timeline`` as SVG; with ``upto``, only what has run by that time
-    (the rest of the grid is left blank and a line marks "now").
+    (the rest of the grid is left blank and a line marks "now"); with ``causes``, each idle
+    interval hatched by why it is idle (:meth:`~ppedu.simulate.Timeline.idle_causes`).
 
     ``width`` is the width to aim for; a diagram whose blocks would be too narrow for their
-    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk."""
+    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk.
+
+    >>> from ppedu import schedules, simulate
+    >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
+    2
+    """
     p, end = timeline.stages, timeline.makespan or 1.0
     shortest = min((e.duration for e in timeline.events if e.duration > 0), default=1.0)
     digits = len(str(max((e.op.microbatch for e in timeline.events), default=0)))
@@ -89,6 +103,12 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
         y = y0 + (p - 1 - s) * _ROW
         body.append(_rect(patterns, _LEFT, y + _GAP / 2, shown * unit, _ROW - _GAP, IDLE, "xx", "ppedu-idle", stroke="none"))
         body.append(_text(_LEFT - 6, y + _ROW / 2 + 4, f"GPU {s}", "end"))
+    for idle in timeline.idle_causes() if causes else ():
+        if idle.start < shown:  # a pale tint, dimmed: no bright strip on a dark theme
+            body.append(_rect(patterns, _LEFT + idle.start * unit, y0 + (p - 1 - idle.stage) * _ROW + _GAP / 2,
+                              (min(idle.end, shown) - idle.start) * unit, _ROW - _GAP, *CAUSE_STYLE[idle.cause],
+                              f"ppedu-idle ppedu-{idle.cause.replace(' ', '-')}", stroke="none", tip=idle.cause,
+                              opacity=".6"))
     for e in timeline.events:
         if e.start >= shown and upto is not None:
             continue
@@ -108,7 +128,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
         body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                     'stroke="#D55E00" stroke-width="2"/>')
     body.append(_axis(end, unit, y0 + inner_h))
-    legend, legend_w = _legend(patterns, timeline, y0 + inner_h + 22)
+    legend, legend_w = _legend(patterns, timeline, y0 + inner_h + 22, causes)
     body.append(legend)
     if title:
         body.append(_text(_LEFT, 14, title, size=12))
@@ -164,11 +184,15 @@ def _svg(w: float, h: float, summary: str, patterns: _Patterns, body: list[str])
             f'<title>{escape(summary)}</title>{patterns.defs()}{"".join(body)}</svg>')
 
 
-def _legend(patterns: _Patterns, timeline: Timeline, y: float) -> tuple[str, float]:
+def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = False) -> tuple[str, float]:
     entries = [(STYLE[k][0], STYLE[k][1], NAMES[k[0]] + ("'" if k[1] else "")) for k in drawn_kinds(timeline)]
     if laps(timeline.schedule)[1] > 1:
         entries.append((shade(STYLE["F", 0][0], 1, 2), "", "later chunk: darker"))
-    entries.append((IDLE, "xx", "idle"))
+    if causes:
+        totals = timeline.idle_causes().totals()
+        entries += [(*CAUSE_STYLE[cause], cause) for cause, time in totals.items() if time > 0]
+    else:
+        entries.append((IDLE, "xx", "idle"))
     out, x = [], float(_LEFT)
     for fill, hatch, name in entries:
         out.append(_rect(patterns, x, y, 12, 12, fill, hatch, "ppedu-key", stroke="currentColor"))
@@ -178,9 +202,10 @@ def _legend(patterns: _Patterns, timeline: Timeline, y: float) -> tuple[str, flo
 
 
 def _rect(patterns: _Patterns, x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str,
-          stroke: str = "#000", tip: str | None = None) -> str:
+          stroke: str = "#000", tip: str | None = None, opacity: str | None = None) -> str:
     body = f"><title>{escape(tip)}</title></rect>" if tip else "/>"
     paint = f'style="stroke:{stroke}"' if stroke.startswith("var(") else f'stroke="{stroke}"'
+    paint += f' opacity="{opacity}"' if opacity else ""
     return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
             f'{patterns.fill(fill, hatch)} {paint} stroke-width=".6"{body}')
 

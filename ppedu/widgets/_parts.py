@@ -9,7 +9,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ppedu.grading.slots import Feedback
+from ppedu.feedback import Feedback
 from ppedu.palette import ALERT, BACKGROUND, BORDER, OK, TEXT, ink
 
 #: An empty cell's text: ipywidgets' button keeps its old text when the description becomes "".

@@ -109,7 +109,7 @@ def test_the_check_button_reads_the_fields():
     for name, value in {"total slots": "56", "idle slots": "24", "bubble ratio": "42.86%"}.items():
         x.fields[name].value = value
     x.button.click()
-    assert "color:#1B7F3B" in x.feedback.value and "ppedu-feedback" in x.feedback._dom_classes
+    assert "solid #1B7F3B" in x.feedback.value and "ppedu-feedback" in x.feedback._dom_classes
     x.fields["bubble ratio"].value = "0.75"
     x.button.click()
     assert "Megatron-LM" in x.feedback.value
