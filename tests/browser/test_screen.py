@@ -126,6 +126,14 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     counting.get_by_role("button", name="Check").click()
     counting.locator(".ppedu-feedback [role=alert]").wait_for()
 
+    # The player's button has a name, and playing moves the diagram on (announced by its caption).
+    player = panel.locator(".ppedu-player").first
+    caption = player.locator(".ppedu-caption [aria-live]")
+    before = caption.inner_text()
+    player.get_by_role("button", name="▶ play").click()
+    page.wait_for_function("([c, b]) => c.innerText !== b", arg=[caption.element_handle(), before])
+    player.get_by_role("button", name="❚❚ pause").click()
+
     light = _texts_contrast(lab, panel)
     lab.command("Use Theme: JupyterLab Dark")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")

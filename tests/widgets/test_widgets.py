@@ -1,5 +1,7 @@
 """The widgets driven as a student would, without a browser: controls change, state and hints follow."""
 
+import asyncio
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -201,7 +203,22 @@ def test_the_player_steps_through_time():
     assert player.seek(14).diagram.value.count('class="ppedu-op') == len(t.events)
     with pytest.raises(ValueError, match="between 0 and 14"):
         player.seek(15)
-    assert "ppedu-player" in player._dom_classes and player.play.max == 14
+    assert "ppedu-player" in player._dom_classes and player.slider.max == 14
+
+
+def test_the_player_plays_to_the_end_and_its_button_says_what_it_does():
+    player = TimelinePlayer(simulate(schedules.gpipe(2, 1)), interval_ms=1)
+    assert player.play.description == "▶ play"
+
+    async def play() -> None:
+        player.play.value = True
+        assert player.play.description == "❚❚ pause"
+        while player.play.value:
+            await asyncio.sleep(0.005)
+
+    asyncio.run(play())
+    assert player.step == player.steps and player.play.description == "▶ play"
+    assert "GPU 0: B0" in player.caption.value
 
 
 # -- still pictures for places without a widget renderer -------------------------------------------
