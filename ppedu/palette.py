@@ -14,6 +14,8 @@ where no JupyterLab theme is loaded (an exported page, a static slide deck).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 #: (face colour, hatch) per (kind, direction).
 STYLE = {
     ("F", 0): ("#0072B2", ""),
@@ -51,11 +53,13 @@ def contrast(a: str, b: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
+@lru_cache(maxsize=256)  # a few colours, asked for once per block drawn
 def ink(background: str) -> str:
     """Black or white text, whichever reads better on ``background``."""
     return max(("#000000", "#FFFFFF"), key=lambda text: contrast(text, background))
 
 
+@lru_cache(maxsize=256)
 def shade(colour: str, lap: int, laps: int) -> str:
     """``colour`` for a GPU's ``lap``-th chunk of ``laps`` (0 first): the first as is, later ones
     darker, so an interleaved or V-shaped schedule's passes through the GPUs can be told apart.
@@ -82,8 +86,12 @@ def laps(schedule) -> tuple[dict[int, int], int]:
     >>> laps(interleaved_1f1b(2, 2, v=2))
     ({0: 0, 1: 0, 2: 1, 3: 1}, 2)
     """
-    homes = schedule.placement[0]
-    lap = {c: sum(homes[k] == homes[c] for k in range(c)) for c in range(len(homes))}
+    return _laps(schedule.placement[0])
+
+
+@lru_cache(maxsize=64)  # asked once per block drawn: thousands of times per diagram
+def _laps(homes: tuple[int, ...]) -> tuple[dict[int, int], int]:
+    lap = {c: homes[:c].count(homes[c]) for c in range(len(homes))}
     return lap, max(lap.values(), default=0) + 1
 
 
