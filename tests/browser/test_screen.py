@@ -13,6 +13,7 @@ from ppedu import Costs, schedules, simulate
 from ppedu.svg import describe
 
 from .conftest import SCREENSHOTS
+from .test_slides import deck
 
 WIDGETS = [
     "from ppedu import Costs, schedules, simulate\n"
@@ -154,27 +155,26 @@ def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
     panel = lab.open(_notebook(server, "screen-slides", *WIDGETS[:2], 'print("the last slide")', slides=True))
     lab.run_all(panel)
     panel.locator(".jp-Cell").first.click()  # the deck starts at the selected cell
-    lab.command("Start Deck")
     page = lab.page
-    page.locator(".jp-deck-mod-onscreen").first.wait_for()
-    explorer = panel.locator(".ppedu-explorer").first
-    for _ in range(4):
-        if explorer.is_visible():
-            break
-        page.keyboard.press("ArrowRight")
-        page.wait_for_timeout(400)
-    assert explorer.is_visible() and not panel.locator("pre", has_text="the last slide").is_visible()
-    page.set_viewport_size({"width": 1920, "height": 1080})
-    page.wait_for_timeout(500)
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "screen-slide-explorer.png"))
-    # Move comm one step on the slide: the diagram redraws as the simulator says it must.
-    wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
-    lab.slider(explorer, "comm").press("ArrowRight")
-    svg = explorer.locator(".ppedu-diagram svg").first
-    page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
-                           arg=[explorer.element_handle(), wanted])
-    assert svg.is_visible()
+    with deck(lab):
+        explorer = panel.locator(".ppedu-explorer").first
+        for _ in range(4):
+            if explorer.is_visible():
+                break
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(400)
+        assert explorer.is_visible() and not panel.locator("pre", has_text="the last slide").is_visible()
+        page.set_viewport_size({"width": 1920, "height": 1080})
+        page.wait_for_timeout(500)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "screen-slide-explorer.png"))
+        # Move comm one step on the slide: the diagram redraws as the simulator says it must.
+        wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
+        lab.slider(explorer, "comm").press("ArrowRight")
+        svg = explorer.locator(".ppedu-diagram svg").first
+        page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
+                               arg=[explorer.element_handle(), wanted])
+        assert svg.is_visible()
 
 
 # In the page: the smallest on-screen size (px) of the text in an explorer's diagram, and how many block labels it has.
