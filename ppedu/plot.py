@@ -76,7 +76,8 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
 
 def _label_blocks(ax: Axes, timeline: Timeline) -> None:
     """Each block's micro-batch and chunk where they fit its width, else its micro-batch, else nothing."""
-    figure = ax.figure
+    figure = ax.get_figure(root=True)
+    assert figure is not None
     figure.draw_without_rendering()  # lays the figure out, so a block's width on screen is known
     (x0, _), (x1, _) = ax.transData.transform([(0, 0), (1, 0)])
     pixels_per_unit = abs(x1 - x0)

@@ -8,9 +8,10 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
+from ppedu.ops import Schedule
+from ppedu.palette import ALERT, TEXT
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
-from ppedu.palette import ALERT, TEXT
 from ppedu.svg import render_svg
 from ppedu.widgets._parts import StaticFallback, scrolling
 
