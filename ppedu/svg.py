@@ -89,7 +89,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
     2
     """
-    p, end = timeline.stages, timeline.makespan or 1.0
+    p, end = timeline.p, timeline.makespan or 1.0
     shortest = min((e.duration for e in timeline.events if e.duration > 0), default=1.0)
     digits = len(str(max((e.op.microbatch for e in timeline.events), default=0)))
     readable = (_CHAR * digits + 4) / shortest  # the unit at which every block shows its micro-batch

@@ -28,9 +28,10 @@ from torch.nn.functional import cross_entropy
 
 from ppedu.mnist.models import split_model
 from ppedu.mnist.training import accuracy, initial_model, optimizer_for, training_batches
+from ppedu.validate import one_of
 
 #: Our names for PyTorch's schedules → (its schedule class name, chunks per rank or None for -v).
-SCHEDULES: dict[str, tuple[str, int | None]] = {
+TORCH_SCHEDULES: dict[str, tuple[str, int | None]] = {
     "gpipe": ("ScheduleGPipe", 1),
     "1f1b": ("Schedule1F1B", 1),
     "interleaved": ("ScheduleInterleaved1F1B", None),
@@ -45,10 +46,8 @@ def stage_indices(schedule: str, rank: int, p: int, v: int = 1) -> list[int]:
     >>> stage_indices("interleaved", 1, 4, v=2), stage_indices("dualpipe-v", 1, 4)
     ([1, 5], [1, 6])
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown schedule {schedule!r} for torch.distributed (choose from {', '.join(SCHEDULES)})")
-    per_rank = SCHEDULES[schedule][1] or v
-    if SCHEDULES[schedule][1] == 2:
+    per_rank = TORCH_SCHEDULES[one_of("schedule for torch.distributed", schedule, TORCH_SCHEDULES)][1] or v
+    if TORCH_SCHEDULES[schedule][1] == 2:
         return [rank, 2 * p - 1 - rank]
     return [rank + k * p for k in range(per_rank)]
 
@@ -60,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from torch.distributed.pipelining import schedules as pp_schedules
 
     parser = argparse.ArgumentParser(prog="python -m torch.distributed.run ... -m ppedu.mnist.distributed")
-    parser.add_argument("--schedule", required=True, choices=list(SCHEDULES))
+    parser.add_argument("--schedule", required=True, choices=list(TORCH_SCHEDULES))
     parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
     parser.add_argument("-v", type=int, default=1, help="chunks per rank (interleaved only)")
     parser.add_argument("--steps", type=int, default=20)
@@ -91,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         chunks = split_model(model, total)  # ValueError if the model has fewer layers than chunks
         local: list[nn.Module] = [chunks[i].to(device) for i in mine]
         stages = [pipelining.PipelineStage(chunk, i, total, device) for i, chunk in zip(mine, local)]
-        kind = getattr(pp_schedules, SCHEDULES[args.schedule][0])
+        kind = getattr(pp_schedules, TORCH_SCHEDULES[args.schedule][0])
         schedule = kind(stages if len(stages) > 1 or kind.__name__ == "ScheduleInterleaved1F1B" else stages[0],
                         n_microbatches=args.m, loss_fn=cross_entropy)
         params = [q for chunk in local for q in chunk.parameters()]

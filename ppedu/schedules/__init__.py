@@ -10,6 +10,7 @@ from ppedu.schedules.gpipe import gpipe
 from ppedu.schedules.interleaved import interleaved_1f1b
 from ppedu.schedules.one_f_one_b import one_f_one_b
 from ppedu.schedules.zero_bubble import zero_bubble_h1
+from ppedu.validate import one_of
 
 #: The course's names for the schedules (as the CLI spells them).
 SCHEDULES: dict[str, Callable[..., Schedule]] = {
@@ -28,8 +29,7 @@ def build(name: str, p: int, m: int, v: int = 1) -> Schedule:
     >>> build("1f1b", 4, 8).name
     '1f1b'
     """
-    if name not in SCHEDULES:
-        raise ValueError(f"unknown schedule {name!r} (choose from {', '.join(SCHEDULES)})")
+    one_of("schedule", name, SCHEDULES)
     if name == "interleaved":
         return interleaved_1f1b(p, m, v)
     if v != 1:

@@ -8,7 +8,7 @@ from ppedu.costs import Costs
 from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
 from ppedu.palette import STYLE
-from ppedu.placement import Model, Violation, check_placement, violations
+from ppedu.placement import PlacementTask, Violation, check_placement, violations
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
@@ -32,7 +32,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
     """
 
     def __init__(self, p: int = 2, m: int = 2, v: int = 1, split_w: bool = False, steps: int | None = None) -> None:
-        self.model = Model(p, m, v, split_w)
+        self.model = PlacementTask(p, m, v, split_w)
         self.steps = steps or 2 * (m * v + p - 1) + (m * v if split_w else 0) + 2
         self.placed: dict[tuple[int, int], Op] = {}
         self._bad: set[tuple[int, int]] = set()  # cells drawn as breaking a rule
