@@ -1,31 +1,27 @@
 """Matplotlib renderings: the spacetime diagram and activation memory over time.
 
-Colours are Okabe and Ito's colour-blind-safe palette; F, B and W also differ by hatching, so
-a diagram reads in greyscale and on a washed-out projector. Idle time is hatched grey.
+Colours are :mod:`ppedu.palette`'s (Okabe and Ito's colour-blind-safe palette); F, B and W also
+differ by hatching, so a diagram reads in greyscale and on a washed-out projector; a GPU's later
+chunks are darker. Idle time is hatched grey. A label is drawn only where it fits its block.
 """
 
 from __future__ import annotations
 
 import io
 
+import numpy as np
+
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
 from ppedu.grid import label
+from ppedu.palette import IDLE_STYLE, NAMES, STYLE, drawn_kinds, ink, laps, op_colour, shade
 from ppedu.simulate import Timeline
 
-#: (face colour, hatch) per (kind, direction).
-STYLE = {
-    ("F", 0): ("#0072B2", ""),
-    ("B", 0): ("#E69F00", "//"),
-    ("W", 0): ("#009E73", ".."),
-    ("F", 1): ("#56B4E9", ""),
-    ("B", 1): ("#D55E00", "//"),
-    ("W", 1): ("#CC79A7", ".."),
-}
-IDLE_STYLE = ("#F2F2F2", "xx")
-_NAMES = {"F": "forward", "B": "backward", "W": "weight gradient"}
+__all__ = ["DisplayFigure", "IDLE_STYLE", "STYLE", "plot_memory", "plot_timeline"]
+_FONT = 8  # label size in points
+_STEPS = ("-", "--", ":", "-.")  # memory lines differ by dash as well as colour
 
 
 class DisplayFigure(Figure):
@@ -42,39 +38,59 @@ class DisplayFigure(Figure):
         return buffer.getvalue()
 
 
-def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None = None) -> Figure:
+def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None = None,
+                  xlabel: str | None = None) -> Figure:
     """Draw ``timeline`` as a spacetime diagram (GPU 0 at the bottom) and return its figure.
+
+    ``xlabel`` defaults to "time step" when every op starts and ends on a whole step, else "time".
 
     >>> from ppedu import schedules, simulate
     >>> fig = plot_timeline(simulate(schedules.one_f_one_b(4, 8)))
-    >>> fig.axes[0].get_ylabel()
-    'GPU'
+    >>> fig.axes[0].get_ylabel(), fig.axes[0].get_xlabel()
+    ('GPU', 'time step')
     """
     ax = ax or _new_axes(timeline)
     p, end = timeline.p, timeline.makespan or 1.0
     for s in range(p):
         ax.add_patch(Rectangle((0, s - 0.4), end, 0.8, facecolor=IDLE_STYLE[0], hatch=IDLE_STYLE[1],
                                edgecolor="#BBBBBB", linewidth=0, zorder=0))
-    labelled = timeline.events if len(timeline.events) <= 600 else ()
     for e in timeline.events:
-        colour, hatch = STYLE[e.op.kind, e.op.direction]
-        ax.add_patch(Rectangle((e.start, e.stage - 0.4), e.duration, 0.8, facecolor=colour, hatch=hatch,
-                               edgecolor="black", linewidth=0.6, zorder=1))
-    for e in labelled:
-        ax.text(e.start + e.duration / 2, e.stage, label(e.op, timeline).lstrip("FBW"), ha="center",
-                va="center", fontsize=8, color="white" if e.op.kind == "F" else "black", zorder=2, clip_on=True)
+        ax.add_patch(Rectangle((e.start, e.stage - 0.4), e.duration, 0.8, facecolor=op_colour(e.op, timeline.schedule),
+                               hatch=STYLE[e.op.kind, e.op.direction][1], edgecolor="black", linewidth=0.6, zorder=1))
     ax.set_xlim(0, end)
     ax.set_ylim(-0.6, p - 0.4)
     ax.set_yticks(range(p), [str(s) for s in range(p)])
-    ax.set_xlabel("time step")
+    whole = all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
+    ax.set_xlabel(xlabel or ("time step" if whole else "time"))
     ax.set_ylabel("GPU")
     ax.set_title(title or _title(timeline))
-    kinds = sorted({(e.op.kind, e.op.direction) for e in timeline.events}, key=lambda k: (k[1], "FBW".index(k[0])))
     handles = [Patch(facecolor=STYLE[k][0], hatch=STYLE[k][1], edgecolor="black",
-                     label=_NAMES[k[0]] + (" (second direction)" if k[1] else "")) for k in kinds]
+                     label=NAMES[k[0]] + (" (second direction)" if k[1] else "")) for k in drawn_kinds(timeline)]
+    if laps(timeline.schedule)[1] > 1:
+        handles.append(Patch(facecolor=shade(STYLE["F", 0][0], 1, 2), edgecolor="black", label="a GPU's later chunk"))
     handles.append(Patch(facecolor=IDLE_STYLE[0], hatch=IDLE_STYLE[1], edgecolor="#BBBBBB", label="idle"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    _label_blocks(ax, timeline)
     return ax.figure  # type: ignore[return-value]
+
+
+def _label_blocks(ax: Axes, timeline: Timeline) -> None:
+    """Each block's micro-batch and chunk where they fit its width, else its micro-batch, else nothing."""
+    figure = ax.get_figure(root=True)
+    assert figure is not None
+    figure.draw_without_rendering()  # lays the figure out, so a block's width on screen is known
+    (x0, _), (x1, _) = ax.transData.transform([(0, 0), (1, 0)])
+    pixels_per_unit = abs(x1 - x0)
+    char = 0.62 * _FONT * figure.dpi / 72  # a digit's width in pixels, roughly
+    for e in timeline.events:
+        short = label(e.op, timeline).lstrip("FBW")
+        width = e.duration * pixels_per_unit
+        fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if width >= char * len(t) + 3]
+        if fits:
+            colour = op_colour(e.op, timeline.schedule)
+            ax.text(e.start + e.duration / 2, e.stage, fits[0], ha="center", va="center", fontsize=_FONT,
+                    color=ink(colour), zorder=2, clip_on=True,
+                    bbox=dict(boxstyle="square,pad=0.05", facecolor=colour, edgecolor="none"))
 
 
 def outline_pairs(figure: Figure, timeline: Timeline) -> int:
@@ -100,15 +116,22 @@ def outline_pairs(figure: Figure, timeline: Timeline) -> int:
 
 
 def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
-    """Chunk-activations alive per GPU over time, one step line per GPU."""
+    """Chunk-activations alive per GPU over time, one step line per GPU (told apart by dash
+    pattern as well as colour, and named at its peak)."""
     if ax is None:
         fig = DisplayFigure(figsize=(8, 3), layout="constrained")
         ax = fig.add_subplot()
     for s in range(timeline.p):
         times, counts = timeline.activations(s)
-        ax.step([0.0, *times], [0, *counts], where="post", label=f"GPU {s}")
+        (line,) = ax.step([0.0, *times], [0, *counts], where="post", label=f"GPU {s}",
+                          linestyle=_STEPS[s % len(_STEPS)], linewidth=1.5)
+        if len(counts):
+            peak = int(np.argmax(counts))
+            ax.annotate(f"GPU {s}", (times[peak], counts[peak]), xytext=(2, 2), textcoords="offset points",
+                        fontsize=7, color=line.get_color())
     ax.set_xlim(0, timeline.makespan or 1.0)
-    ax.set_xlabel("time step")
+    whole = all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
+    ax.set_xlabel("time step" if whole else "time")
     ax.set_ylabel("activations alive")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     return ax.figure  # type: ignore[return-value]

@@ -23,6 +23,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e ".$(EXTRAS)"
+	@# jupyterlab-rise's slide page cannot load the widget manager (it lacks @jupyterlab/console), so its slides show
+	@# dead widgets; lecture mode is jupyterlab-slideshow's deck instead. Remove RISE from a .venv made before.
+	$(BIN)/python -m pip uninstall --quiet --yes jupyterlab-rise 2>/dev/null || true
 	touch $@
 
 lab: install

@@ -10,13 +10,25 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.feedback import Feedback
+from ppedu.palette import ALERT, BACKGROUND, BORDER, OK, TEXT, ink
+
+#: An empty cell's text: ipywidgets' button keeps its old text when the description becomes "".
+EMPTY = "\u00a0"
 
 
 def feedback_html(feedback: Feedback) -> str:
-    """The messages as a list, green when correct, red otherwise."""
-    colour = "#1B7F3B" if feedback.correct else "#B00020"
+    """The messages as a list in the theme's text colour (readable in every theme), edged green or
+    red (the words say which too); a screen reader announces it (``role="alert"``)."""
+    colour = OK if feedback.correct else ALERT
     lines = "".join(f"<li>{escape(message)}</li>" for message in feedback.messages)
-    return f'<ul style="color:{colour};margin:0.3em 0">{lines}</ul>'
+    return (f'<div role="alert" style="color:{TEXT};border-left:4px solid {colour};padding-left:.5em;margin:.3em 0">'
+            f'<ul style="margin:0;padding-left:1.2em;white-space:normal">{lines}</ul></div>')
+
+
+def scrolling(html: str) -> str:
+    """``html`` (a wide SVG) in a box that scrolls sideways rather than shrinking it. Its width is
+    its container's (width 0, at least 100%): never its content's, which would widen the widget."""
+    return f'<div class="ppedu-scroll" style="overflow-x:auto;width:0;min-width:100%">{html}</div>'
 
 
 class StaticFallback:
@@ -33,7 +45,7 @@ class StaticFallback:
         return bundle
 
 
-_BORDER = "1px solid #BDBDBD"  # empty cells must be visible: they are where the student clicks
+_BORDER = f"1px solid {BORDER}"  # empty cells must be visible: they are where the student clicks
 _FLAGS = ("ppedu-marked", "ppedu-violation")
 
 
@@ -51,7 +63,7 @@ class CellGrid(widgets.GridBox):
         for s in reversed(range(p)):
             children.append(widgets.Label(f"GPU {s}"))
             for t in range(steps):
-                cell = widgets.Button(description="", tooltip=f"GPU {s}, t{t + 1}",
+                cell = widgets.Button(description=EMPTY, tooltip=f"GPU {s}, t{t + 1}",
                                       layout=widgets.Layout(width=f"{width}px", height="28px", padding="0",
                                                             border=_BORDER))
                 cell.add_class("ppedu-cell").add_class(f"ppedu-cell-{s}-{t}")
@@ -64,14 +76,16 @@ class CellGrid(widgets.GridBox):
             grid_template_columns=f"56px repeat({steps}, {width}px)", grid_gap="2px"))
 
     def show(self, stage: int, step: int, text: str, colour: str | None, flag: str | None = None) -> None:
-        """Set one cell's text and colour (``None``: the empty-cell look); ``flag`` names a CSS class
-        (``ppedu-marked``, ``ppedu-violation``) that the cell then carries, with a red outline."""
+        """Set one cell's text and colour (``None``: the empty-cell look, in the theme's background);
+        ``flag`` names a CSS class (``ppedu-marked``, ``ppedu-violation``) that the cell then carries,
+        with a thick outline."""
         cell = self.cells[stage, step]
-        cell.description = text
-        cell.style.button_color = colour or "#FFFFFF"
+        cell.description = text or EMPTY
+        cell.style.button_color = colour or BACKGROUND
+        cell.style.text_color = ink(colour) if colour else TEXT
         for name in _FLAGS:
             if name == flag:
                 cell.add_class(name)
             else:
                 cell.remove_class(name)
-        cell.layout.border = "2px solid #B00020" if flag else _BORDER
+        cell.layout.border = f"2px solid {ALERT}" if flag else _BORDER

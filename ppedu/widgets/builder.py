@@ -7,8 +7,8 @@ import ipywidgets as widgets
 from ppedu.costs import Costs
 from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
+from ppedu.palette import STYLE
 from ppedu.placement import PlacementTask, Violation, check_placement, violations
-from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 

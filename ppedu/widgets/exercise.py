@@ -14,7 +14,7 @@ from ppedu.grading.answers import Wrong
 from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
-from ppedu.plot import STYLE
+from ppedu.palette import op_colour
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
@@ -186,10 +186,10 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             marked = (s, t) in self.marked
             flag = "ppedu-marked" if marked else None
             if self.hidden[s, t]:
-                self.picture.show(s, t, "✗" if marked else "?", "#BDBDBD", flag)
+                self.picture.show(s, t, "✗" if marked else "?", "#616161", flag)
             elif kinds[s, t]:
                 op = events[self.grid.cells[s, t]].op
                 self.picture.show(s, t, "✗" if marked else (labels[s, t] if starts[s, t] else "·"),
-                                  STYLE[op.kind, op.direction][0] if not marked else "#F4CCCC", flag)
+                                  op_colour(op, self.timeline.schedule) if not marked else "#F4CCCC", flag)
             else:
                 self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag)

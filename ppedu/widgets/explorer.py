@@ -8,11 +8,13 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
+from ppedu.ops import Schedule
+from ppedu.palette import ALERT, TEXT
 from ppedu.schedules import SCHEDULES, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.validate import one_of, require_counts
-from ppedu.widgets._parts import StaticFallback
+from ppedu.widgets._parts import StaticFallback, scrolling
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
@@ -27,14 +29,15 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
 
     ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
-    interleaved with ``m`` not a multiple of ``p``) shows its one-line reason instead of a
-    diagram, and ``.timeline`` is ``None`` until the next valid choice.
+    interleaved with ``m`` not a multiple of ``p``) shows its one-line reason above the last
+    diagram, dimmed (so the widget keeps its height), with a button to the nearest ``m`` that
+    works; ``.timeline`` is ``None`` until the next valid choice.
 
     >>> x = ScheduleExplorer("gpipe", p=4, m=4)
     >>> x.metrics()["makespan"], x.metrics()["idle_slots"]
     (14.0, 24.0)
-    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None, x.error
-    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=4, m=6)')
+    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None, x.error, x.nearest_m
+    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=4, m=6)', 4)
     """
 
     def __init__(self, schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1, f: float = 1.0, b: float = 1.0,
@@ -49,16 +52,23 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             self.sliders[name] = widgets.FloatSlider(value=values[name], min=min(low, values[name]),
                                                      max=max(high, values[name]), step=step, description=name)
         self.message = widgets.HTML().add_class("ppedu-message")
-        self.diagram = widgets.HTML().add_class("ppedu-diagram")
+        self.fix = widgets.Button(layout=widgets.Layout(visibility="hidden")).add_class("ppedu-fix")
+        self.fix.on_click(lambda _b: self.set(m=self.nearest_m) if self.nearest_m else None)
+        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
         self.table = widgets.HTML().add_class("ppedu-metrics")
         self.timeline: Timeline | None = None
         self.error: str | None = None
+        self.nearest_m: int | None = None
         self._holding = False
+        self._drawn = ""  # the last valid diagram and table, shown dimmed while a choice is impossible
+        # The two columns of controls sit side by side where there is room, one above the other where not.
         controls = widgets.HBox([
             widgets.VBox([self.picker, *(self.sliders[k] for k in _COUNTS)]),
             widgets.VBox([self.sliders[k] for k in _COSTS]),
-        ])
-        super().__init__([controls, self.message, self.diagram, self.table])
+        ], layout=widgets.Layout(flex_flow="row wrap"))
+        # The message line keeps its height whether or not it has something to say.
+        status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
+        super().__init__([controls, status, self.diagram, self.table], layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
         for control in (self.picker, *self.sliders.values()):
             control.observe(self._changed, names="value")
@@ -113,7 +123,10 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
     # -- drawing -------------------------------------------------------------------------------
     def _static_html(self) -> str:
-        return self.message.value + self.diagram.value + self.table.value
+        # Says which settings it shows: a later cell that moves the sliders must not contradict it.
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
+        return (f"<p><em>A still picture of the schedule explorer at {escape(shown)}; "
+                "run the notebook to move its sliders.</em></p>" + self.message.value + self.diagram.value + self.table.value)
 
     def _changed(self, _change: object) -> None:
         if not self._holding:
@@ -124,18 +137,41 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         interleaved = values["schedule"] == "interleaved"
         self.sliders["v"].disabled = not interleaved
         try:
-            schedule = build(values["schedule"], values["p"], values["m"], values["v"] if interleaved else 1)
-            costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
-            self.timeline, self.error = simulate(schedule, costs), None
+            self.timeline, self.error = simulate(self._build(values["m"]), _costs(values)), None
         except ValueError as problem:
             self.timeline, self.error = None, str(problem)
         if self.timeline is None:
-            self.message.value = f'<span style="color:#B00020">{escape(self.error or "")}</span>'
-            self.diagram.value, self.table.value = "", ""
+            self.nearest_m = self._nearest_m()
+            self.message.value = (f'<span role="alert" style="color:{TEXT}"><span aria-hidden="true" '
+                                  f'style="color:{ALERT}">⚠ </span>{escape(self.error or "")}</span>')
+            self.fix.description = f"use m = {self.nearest_m}" if self.nearest_m else ""
+            self.fix.layout.visibility = "visible" if self.nearest_m else "hidden"
+            self.diagram.value = f'<div style="opacity:.3" aria-hidden="true">{self._drawn}</div>'
+            self.table.value = ""
             return
-        self.message.value = ""
-        self.diagram.value = render_svg(self.timeline)
-        self.table.value = _table(self.timeline)
+        self.nearest_m = None
+        self.message.value, self.fix.layout.visibility = "", "hidden"
+        self.diagram.value, self.table.value = scrolling(render_svg(self.timeline)), _table(self.timeline)
+        self._drawn = self.diagram.value + self.table.value
+
+    def _build(self, m: int) -> Schedule:
+        values = self.values
+        return build(values["schedule"], values["p"], m, values["v"] if values["schedule"] == "interleaved" else 1)
+
+    def _nearest_m(self) -> int | None:
+        """The m closest to the chosen one (smaller first) for which the other settings work."""
+        m, low, high = self.values["m"], self.sliders["m"].min, self.sliders["m"].max
+        for candidate in sorted(range(low, high + 1), key=lambda k: (abs(k - m), k)):
+            try:
+                self._build(candidate)
+            except ValueError:
+                continue
+            return candidate
+        return None
+
+
+def _costs(values: dict[str, Any]) -> Costs:
+    return Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:

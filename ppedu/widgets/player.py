@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import ipywidgets as widgets
 
 from ppedu.grid import grid
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
-from ppedu.widgets._parts import StaticFallback
+from ppedu.widgets._parts import StaticFallback, scrolling
 
 
 class TimelinePlayer(StaticFallback, widgets.VBox):
     """A play button and a time slider over ``timeline``'s diagram; at step ``t`` the diagram
     shows what has run by the end of time step ``t`` (0: nothing yet).
+
+    The play button is a labelled toggle (a screen reader names it "play" or "pause"; ipywidgets'
+    own Play shows three unnamed icon buttons) that steps the slider from the kernel's event loop.
 
     >>> from ppedu import schedules, simulate
     >>> player = TimelinePlayer(simulate(schedules.gpipe(2, 2)))
@@ -26,11 +31,14 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         self.dt = cells.dt
         self._labels = cells.labels()
         self.steps = cells.shape[1]
-        self.play = widgets.Play(value=0, min=0, max=self.steps, step=1, interval=interval_ms, description="play")
-        self.slider = widgets.IntSlider(value=0, min=0, max=self.steps, description="t")
-        widgets.jslink((self.play, "value"), (self.slider, "value"))
-        self.diagram = widgets.HTML().add_class("ppedu-diagram")
-        self.caption = widgets.HTML()
+        self.interval_ms = interval_ms
+        self.play = widgets.ToggleButton(description="▶ play", tooltip="play the diagram step by step",
+                                         layout=widgets.Layout(width="7em")).add_class("ppedu-play")
+        self.play.observe(self._toggled, names="value")
+        self.slider = widgets.IntSlider(value=0, min=0, max=self.steps, description="t",
+                                        tooltip="time step shown").add_class("ppedu-time")
+        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
+        self.caption = widgets.HTML().add_class("ppedu-caption")
         self.slider.observe(lambda _change: self._draw(), names="value")
         super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption])
         self.add_class("ppedu-player")
@@ -45,7 +53,6 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         if not 0 <= step <= self.steps:
             raise ValueError(f"step lies between 0 and {self.steps} (got {step})")
         self.slider.value = step
-        self.play.value = step  # jslink syncs them in a browser; here keep both in step
         return self
 
     def running(self) -> tuple[str, ...]:
@@ -57,7 +64,23 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
     def _static_html(self) -> str:
         return render_svg(self.timeline)
 
+    def _toggled(self, change: dict) -> None:
+        self.play.description = "❚❚ pause" if change["new"] else "▶ play"
+        if change["new"]:
+            if self.step == self.steps:
+                self.seek(0)
+            asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        """Step on every ``interval_ms`` until the end or until paused (runs in the kernel's event loop)."""
+        while self.play.value and self.step < self.steps:
+            await asyncio.sleep(self.interval_ms / 1000)
+            if self.play.value:
+                self.seek(self.step + 1)
+        self.play.value = False
+
     def _draw(self) -> None:
-        self.diagram.value = render_svg(self.timeline, upto=self.step * self.dt)
+        self.diagram.value = scrolling(render_svg(self.timeline, upto=self.step * self.dt))
         doing = ", ".join(f"GPU {s}: {x}" for s, x in enumerate(self.running()) if x)
-        self.caption.value = f"t{self.step}: {doing}" if self.step else "t0: nothing has run yet"
+        text = f"t{self.step}: {doing}" if self.step else "t0: nothing has run yet"
+        self.caption.value = f'<span aria-live="polite">{text}</span>'

@@ -29,7 +29,7 @@ PARTS = {
     "ScheduleExplorer": (".ppedu-diagram svg", ".ppedu-metrics table", ".widget-slider"),
     "SlotCountingExercise": (".ppedu-diagram", ".widget-button", ".ppedu-feedback"),
     "ScheduleBuilder": (".ppedu-cell", ".widget-dropdown", ".ppedu-feedback"),
-    "TimelinePlayer": (".ppedu-diagram svg", ".widget-slider", ".widget-play"),
+    "TimelinePlayer": (".ppedu-diagram svg", ".widget-slider", ".ppedu-play"),
 }
 NAMESPACE = {
     "schedules": schedules, "simulate": simulate, "Costs": Costs, "ScheduleExplorer": ScheduleExplorer,

@@ -1,5 +1,7 @@
 """The widgets driven as a student would, without a browser: controls change, state and hints follow."""
 
+import asyncio
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ def test_the_explorer_shows_what_the_simulator_computes():
     t = simulate(schedules.one_f_one_b(4, 8))
     assert x.metrics()["makespan"] == t.makespan and x.metrics()["peak_activations"] == t.peak_activations
     assert x.metrics()["bubble_over_ideal"] == pytest.approx(3 / 8)
-    assert x.diagram.value.startswith("<svg") and "22" in x.table.value  # makespan of 1F1B, p=4, m=8
+    assert "<svg" in x.diagram.value and "22" in x.table.value  # makespan of 1F1B, p=4, m=8
     assert {"ppedu-explorer"} <= set(x._dom_classes) and "ppedu-diagram" in x.diagram._dom_classes
     assert "ppedu-metrics" in x.table._dom_classes
 
@@ -53,11 +55,17 @@ def test_every_schedule_in_the_picker_draws():
 
 def test_an_impossible_combination_shows_one_line_not_a_traceback():
     x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    drawn = x.diagram.value + x.table.value
     x.set(m=6)
-    assert x.timeline is None and x.metrics() == {} and x.diagram.value == ""
+    assert x.timeline is None and x.metrics() == {} and x.table.value == ""
+    # The last diagram stays, dimmed and hidden from screen readers, so the widget keeps its height.
+    assert drawn in x.diagram.value and 'aria-hidden="true"' in x.diagram.value
     assert "multiple of p" in x.message.value and "\n" not in x.error
-    x.set(m=8)
-    assert x.error is None and x.message.value == "" and x.timeline.schedule.virtual == 2
+    assert x.nearest_m == 4 and x.fix.description == "use m = 4" and x.fix.layout.visibility == "visible"
+    x.set(m=7)
+    assert x.nearest_m == 8  # equally near: the smaller first, but 6 does not work either
+    x.fix.click()
+    assert x.error is None and x.message.value == "" and x.values["m"] == 8 and x.fix.layout.visibility == "hidden"
 
 
 def test_v_is_only_for_interleaved():
@@ -103,7 +111,7 @@ def test_the_check_button_reads_the_fields():
     for name, value in {"total slots": "56", "idle slots": "24", "bubble ratio": "42.86%"}.items():
         x.fields[name].value = value
     x.button.click()
-    assert "color:#1B7F3B" in x.feedback.value and "ppedu-feedback" in x.feedback._dom_classes
+    assert "solid #1B7F3B" in x.feedback.value and "ppedu-feedback" in x.feedback._dom_classes
     x.fields["bubble ratio"].value = "0.75"
     x.button.click()
     assert "Megatron-LM" in x.feedback.value
@@ -195,7 +203,22 @@ def test_the_player_steps_through_time():
     assert player.seek(14).diagram.value.count('class="ppedu-op') == len(t.events)
     with pytest.raises(ValueError, match="between 0 and 14"):
         player.seek(15)
-    assert "ppedu-player" in player._dom_classes and player.play.max == 14
+    assert "ppedu-player" in player._dom_classes and player.slider.max == 14
+
+
+def test_the_player_plays_to_the_end_and_its_button_says_what_it_does():
+    player = TimelinePlayer(simulate(schedules.gpipe(2, 1)), interval_ms=1)
+    assert player.play.description == "▶ play"
+
+    async def play() -> None:
+        player.play.value = True
+        assert player.play.description == "❚❚ pause"
+        while player.play.value:
+            await asyncio.sleep(0.005)
+
+    asyncio.run(play())
+    assert player.step == player.steps and player.play.description == "▶ play"
+    assert "GPU 0: B0" in player.caption.value
 
 
 # -- still pictures for places without a widget renderer -------------------------------------------

@@ -1,0 +1,229 @@
+"""The course on screen: the widgets in the dark theme, in a narrow window, at their largest, and live on a slide.
+
+Each test writes a small notebook of its own beside the chapters, runs it in JupyterLab and measures the page:
+contrast ratios from computed colours, sizes from layout boxes.
+"""
+
+from __future__ import annotations
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from ppedu import Costs, schedules, simulate
+from ppedu.svg import describe
+
+from .conftest import SCREENSHOTS
+from .test_slides import deck
+
+WIDGETS = [
+    "from ppedu import Costs, schedules, simulate\n"
+    "from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer",
+    'ScheduleExplorer(schedule="interleaved", p=4, m=8, v=2, f=0.5, b=0.5)',
+    "ScheduleBuilder(p=2, m=2)",
+    'SlotCountingExercise("gpipe", p=2, m=1, mode="mark")',
+    "SlotCountingExercise(schedules.gpipe(3, 2), hide=0.3)",
+    "TimelinePlayer(simulate(schedules.zero_bubble_h1(3, 3), Costs(1, 1, 1))).seek(9)",
+]
+BIG = 'ScheduleExplorer(schedule="interleaved", p=8, m=32, v=4, f=0.25, b=0.25)'
+
+# In the page: each text in the widgets' diagrams, feedback and messages, with its contrast ratio (WCAG 2.1) against
+# what lies behind it: the block under a label, else the nearest opaque backgrounds of its ancestors.
+CONTRAST_JS = """
+root => {
+  const parse = c => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
+    const v = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number); return [v[0], v[1], v[2], v.length > 3 ? v[3] : 1]; };
+  const over = (top, bottom) => top.slice(0, 3).map((c, i) => c * top[3] + bottom[i] * (1 - top[3])).concat([1]);
+  const lum = c => { const l = c.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2]; };
+  const ratio = el => {
+    const layers = [];
+    for (let e = el.parentElement; e; e = e.parentElement) {
+      const bg = parse(getComputedStyle(e).backgroundColor);
+      if (bg && bg[3] > 0) layers.push(bg);
+      if (bg && bg[3] === 1) break;
+    }
+    let back = [255, 255, 255, 1];
+    for (const layer of layers.reverse()) back = over(layer, back);
+    const block = el.classList.contains('ppedu-label') ? el.previousElementSibling : null;
+    if (block) {  // a hatched block's colour is its pattern's background
+      const fill = getComputedStyle(block).fill, url = fill.match(/url\\("?#([^")]+)/);
+      back = over(parse(url ? getComputedStyle(document.getElementById(url[1]).querySelector('rect')).fill : fill), back);
+    }
+    const style = getComputedStyle(el);
+    const fore = over(parse(el instanceof SVGElement ? style.fill : style.color), back);
+    const [a, b] = [lum(fore), lum(back)].sort((x, y) => y - x);
+    return (a + 0.05) / (b + 0.05);
+  };
+  return [...root.querySelectorAll('.ppedu-diagram svg text, .ppedu-feedback li, .ppedu-message span')]
+    .filter(e => e.textContent.trim()).map(e => [e.textContent.trim(), ratio(e)]);
+}
+"""
+
+
+def _notebook(server, name: str, *sources: str, slides: bool = False) -> str:
+    cells = [new_markdown_cell(f"# {name}")]
+    for source in sources:
+        cells.append(new_code_cell(source))
+        if slides:  # each widget on a slide of its own
+            cells[-1].metadata["slideshow"] = {"slide_type": "slide"}
+    metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbformat.write(new_notebook(cells=cells, metadata=metadata), server.root / "notebooks" / f"{name}.ipynb")
+    return f"notebooks/{name}.ipynb"
+
+
+def _texts_contrast(lab, root) -> list[tuple[str, float]]:
+    """Every piece of text in ``root``'s diagrams, feedback and messages, with its contrast ratio."""
+    return [tuple(pair) for pair in root.evaluate(CONTRAST_JS)]
+
+
+def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
+    panel = lab.open(_notebook(server, "screen-widgets", *WIDGETS))
+    lab.run_all(panel)
+    assert lab.errors(panel) == []
+    page = lab.page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    explorer = panel.locator(".ppedu-explorer").first
+    lab.shoot(explorer, "screen-light-explorer")
+
+    # No two drawings share an SVG id (a pattern on a hidden slide would paint another slide's cells).
+    ids = page.evaluate("() => [...document.querySelectorAll('svg [id]')].map(e => e.id)")
+    assert ids and len(ids) == len(set(ids))
+
+    # The builder: place two operations, take them off again; the cells read empty.
+    builder = panel.locator(".ppedu-builder").first
+    for op, cell in (("F0", "0-0"), ("B1", "1-3")):
+        builder.locator("select").select_option(op)
+        builder.locator(f".ppedu-cell-{cell}").click()
+        page.wait_for_function("c => c.innerText.trim() !== ''", arg=builder.locator(f".ppedu-cell-{cell}").element_handle())
+    assert builder.locator(".ppedu-cell-1-3").inner_text().strip() == "B1"
+    for cell in ("0-0", "1-3"):
+        builder.locator(f".ppedu-cell-{cell}").click()
+    page.wait_for_function("b => b.innerText.includes('0 of 8 operations placed')", arg=builder.element_handle())
+    cells = builder.locator(".ppedu-cell").all_inner_texts()
+    assert [t for t in cells if t.strip().replace("\u00a0", "")] == []
+
+    # Mark mode: mark a cell, unmark it; no cross stays behind.
+    marking = panel.locator(".ppedu-slot-exercise").first
+    cell = marking.locator(".ppedu-cell-1-0")
+    cell.click()
+    page.wait_for_function("c => c.innerText.includes('✗')", arg=cell.element_handle())
+    cell.click()
+    page.wait_for_function("c => !c.innerText.includes('✗')", arg=cell.element_handle())
+
+    # An impossible setting (m = 9 with p = 4) keeps the explorer's height, says why and offers the nearest m.
+    height = explorer.bounding_box()["height"]
+    lab.slider(explorer, "m").press("ArrowRight")
+    explorer.locator(".ppedu-fix", has_text="use m = 8").wait_for()
+    assert "multiple of p" in explorer.locator(".ppedu-message").inner_text()
+    assert abs(explorer.bounding_box()["height"] - height) <= 1
+    lab.shoot(explorer, "screen-light-explorer-invalid")
+    explorer.locator(".ppedu-fix").click()
+    explorer.locator(".ppedu-fix").wait_for(state="hidden")
+    assert abs(explorer.bounding_box()["height"] - height) <= 1
+
+    # A wrong count gives feedback to be read too.
+    counting = panel.locator(".ppedu-slot-exercise").nth(1)
+    counting.locator("input").first.fill("1")
+    counting.get_by_role("button", name="Check").click()
+    counting.locator(".ppedu-feedback [role=alert]").wait_for()
+
+    # The player's button has a name, and playing moves the diagram on (announced by its caption).
+    player = panel.locator(".ppedu-player").first
+    assert player.locator(".ppedu-caption [aria-live]").inner_text().startswith("t9:")
+    player.get_by_role("button", name="▶ play").click()
+    page.wait_for_function("c => c.innerText.startsWith('t11:')", arg=player.locator(".ppedu-caption").element_handle())
+    player.get_by_role("button", name="▶ play").wait_for()  # back to "play" at the end
+
+    light = _texts_contrast(lab, panel)
+    lab.command("Use Theme: JupyterLab Dark")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_timeout(500)
+    dark = _texts_contrast(lab, panel)
+    lab.shoot(explorer, "screen-dark-explorer")
+    lab.shoot(panel.locator(".ppedu-player").first, "screen-dark-player")
+    lab.shoot(counting, "screen-dark-counting")
+    lab.command("Use Theme: JupyterLab Light")
+    assert len(dark) > 100 and len(light) == len(dark)
+    worst = min(dark, key=lambda t: t[1])
+    assert worst[1] >= 4.5, f"dark theme: {worst[0]!r} has contrast {worst[1]:.2f}:1"
+    worst = min(light, key=lambda t: t[1])
+    assert worst[1] >= 4.5, f"light theme: {worst[0]!r} has contrast {worst[1]:.2f}:1"
+
+
+def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
+    """Lecture mode (jupyterlab-slideshow's deck, inside JupyterLab): the widgets on a slide are live."""
+    panel = lab.open(_notebook(server, "screen-slides", *WIDGETS[:2], 'print("the last slide")', slides=True))
+    lab.run_all(panel)
+    panel.locator(".jp-Cell").first.click()  # the deck starts at the selected cell
+    page = lab.page
+    with deck(lab):
+        explorer = panel.locator(".ppedu-explorer").first
+        for _ in range(4):
+            if explorer.is_visible():
+                break
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(400)
+        assert explorer.is_visible() and not panel.locator("pre", has_text="the last slide").is_visible()
+        page.set_viewport_size({"width": 1920, "height": 1080})
+        page.wait_for_timeout(500)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "screen-slide-explorer.png"))
+        # Move comm one step on the slide: the diagram redraws as the simulator says it must.
+        wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
+        lab.slider(explorer, "comm").press("ArrowRight")
+        svg = explorer.locator(".ppedu-diagram svg").first
+        page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
+                               arg=[explorer.element_handle(), wanted])
+        assert svg.is_visible()
+
+
+# In the page: the smallest on-screen size (px) of the text in an explorer's diagram, and how many block labels it has.
+TEXT_SIZES_JS = """
+root => {
+  const svg = root.querySelector('.ppedu-diagram svg');
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const sizes = [...svg.querySelectorAll('text')].map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+  return [Math.min(...sizes), svg.querySelectorAll('text.ppedu-label').length];
+}
+"""
+# Elements inside root that scroll or clip their content (what a student would see as a scrollbar or a cut-off control).
+OVERFLOWING_JS = """
+root => [root, ...root.querySelectorAll('*')].filter(e => {
+  const style = getComputedStyle(e);
+  const clips = /(auto|scroll|hidden)/.test(style.overflowX + style.overflowY);
+  return clips && (e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1);
+}).map(e => e.className.baseVal ?? e.className)
+"""
+
+
+def test_the_explorer_fits_a_small_screen_and_reads_at_its_largest(lab, server):
+    panel = lab.open(_notebook(server, "screen-narrow", WIDGETS[0], WIDGETS[1], BIG))
+    lab.run_all(panel)
+    assert lab.errors(panel) == []
+    lab.page.set_viewport_size({"width": 1024, "height": 768})
+    assert lab.page.locator("#jp-left-stack").bounding_box()["width"] > 200  # the file browser is open
+    explorer, big = panel.locator(".ppedu-explorer").nth(0), panel.locator(".ppedu-explorer").nth(1)
+    explorer.locator(".ppedu-diagram svg").wait_for()
+    explorer.scroll_into_view_if_needed()
+    lab.shoot(explorer, "screen-narrow-explorer")
+    # The whole explorer: nothing in it scrolls or is cut off, and it ends inside its output area.
+    assert explorer.evaluate(OVERFLOWING_JS) == []
+    area = explorer.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')]").first.bounding_box()
+    box = explorer.bounding_box()
+    assert box["x"] + box["width"] <= area["x"] + area["width"] + 1
+    smallest, _ = explorer.evaluate(TEXT_SIZES_JS)
+    assert smallest >= 10, f"diagram text shrinks to {smallest:.1f} px"
+
+    # p = 8, m = 32, v = 4: every block labelled at full size, the diagram scrolled sideways to its end.
+    timeline = simulate(schedules.interleaved_1f1b(8, 32, v=4), Costs(f=0.25, b=0.25))
+    smallest, labels = big.evaluate(TEXT_SIZES_JS)
+    assert smallest >= 10 and labels == len(timeline.events)
+    scroller = big.locator(".ppedu-scroll").first
+    assert big.evaluate(OVERFLOWING_JS) == ["ppedu-scroll"]  # the diagram scrolls, nothing else
+    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth")
+    scroller.evaluate("e => { e.scrollLeft = e.scrollWidth; }")
+    last = big.locator("text.ppedu-label").last
+    view, label = scroller.bounding_box(), last.bounding_box()
+    assert view["x"] <= label["x"] and label["x"] + label["width"] <= view["x"] + view["width"]
+    scroller.evaluate("e => { e.scrollLeft = 0; }")
+    lab.shoot(big, "screen-narrow-big")
