@@ -18,7 +18,7 @@ from ppedu.grading import cli as grading_cli
 from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.partition import add_parser as add_partition
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import GROUPED, SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 
 
@@ -32,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    schedule = build(args.schedule, args.p, args.m, args.v)
+    schedule = build(args.schedule, args.p, args.m, args.v, args.group)
     timeline = simulate(schedule, _costs(args))
     if args.json:
         bidirectional = len(schedule.placement) > 1
@@ -81,8 +81,9 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _build_shared(name: str, args: argparse.Namespace) -> Schedule:
-    """``name`` on the shared p and m; ``v`` goes to interleaved, the others keep their own cut."""
-    return build(name, args.p, args.m, args.v if name == "interleaved" else 1)
+    """``name`` on the shared p and m; ``v`` and ``group`` go to the schedules that take them,
+    the others keep their own cut."""
+    return build(name, args.p, args.m, args.v if name in VIRTUAL else 1, args.group if name in GROUPED else None)
 
 
 def _simulate_or_none(schedule: Schedule, costs: Costs, named: bool) -> Timeline | None:
@@ -137,7 +138,10 @@ def _comm(text: str) -> float | tuple:
 def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
     parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
-    parser.add_argument("-v", type=int, default=1, help="model chunks per stage (interleaved only)")
+    parser.add_argument("-v", type=int, default=1, help=f"model chunks per stage ({', '.join(sorted(VIRTUAL))})")
+    parser.add_argument("--group", type=int, default=None,
+                        help="micro-batches per chunk in turn, Megatron's microbatch_group_size_per_vp_stage "
+                        f"({', '.join(sorted(GROUPED))}; default p, or m if m < p)")
     parser.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
     parser.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
     parser.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")

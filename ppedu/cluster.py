@@ -44,7 +44,7 @@ from functools import lru_cache
 from ppedu.costs import Comm, Costs, PerChunk
 from ppedu.ops import Schedule
 from ppedu.partition import Partition, partition
-from ppedu.schedules import SCHEDULES, build, interleaved_1f1b, one_f_one_b
+from ppedu.schedules import SCHEDULES, VIRTUAL, build, interleaved_1f1b, one_f_one_b
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
 
@@ -376,7 +376,7 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
     for m in microbatches:
         for name in schedules or SCHEDULES:
             try:
-                schedule = build(name, cluster.gpus, m, v if name == "interleaved" else 1)
+                schedule = build(name, cluster.gpus, m, v if name in VIRTUAL else 1)
                 costs, cut = costs_for(model, cluster, schedule, recompute)
             except ValueError:
                 if schedules:  # asked for by name: say why it cannot run

@@ -11,7 +11,8 @@ from functools import cache
 from ppedu.ops import Kind, Op, Schedule
 
 #: Course name → PyTorch's schedule name, for the schedules both have.
-TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "dualpipe-v": "DualPipeV"}
+TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "interleaved-zb": "InterleavedZeroBubble",
+               "looped-bfs": "LoopedBFS", "zb-v": "ZBVZeroBubble", "dualpipe-v": "DualPipeV"}
 
 
 def torch_orders(name: str, p: int, m: int, v: int = 1) -> tuple[tuple[Op, ...], ...]:

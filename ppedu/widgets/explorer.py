@@ -9,7 +9,7 @@ import ipywidgets as widgets
 
 from ppedu.costs import Costs
 from ppedu.ops import Schedule
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.widgets._parts import StaticFallback
@@ -26,15 +26,17 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     interleaving on the same model, give each of its ``v`` chunks 1/v of a stage (``f = b = 1/v``
     against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
 
-    ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
-    interleaved with ``m`` not a multiple of ``p``) shows its one-line reason instead of a
-    diagram, and ``.timeline`` is ``None`` until the next valid choice.
+    ``v`` (chunks per GPU) applies to the schedules in :data:`~ppedu.schedules.VIRTUAL` only; an
+    impossible combination (say DualPipe with an odd ``p``) shows its one-line reason instead of
+    a diagram, and ``.timeline`` is ``None`` until the next valid choice.
 
     >>> x = ScheduleExplorer("gpipe", p=4, m=4)
     >>> x.metrics()["makespan"], x.metrics()["idle_slots"]
     (14.0, 24.0)
-    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None, x.error
-    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=4, m=6)')
+    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None
+    False
+    >>> x.set(schedule="dualpipe", p=3).timeline is None, x.error
+    (True, 'dualpipe needs an even number of stages p (got p=3)')
     """
 
     def __init__(self, schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1, f: float = 1.0, b: float = 1.0,
@@ -120,10 +122,10 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
     def _redraw(self) -> None:
         values = self.values
-        interleaved = values["schedule"] == "interleaved"
-        self.sliders["v"].disabled = not interleaved
+        chunked = values["schedule"] in VIRTUAL
+        self.sliders["v"].disabled = not chunked
         try:
-            schedule = build(values["schedule"], values["p"], values["m"], values["v"] if interleaved else 1)
+            schedule = build(values["schedule"], values["p"], values["m"], values["v"] if chunked else 1)
             costs = Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
             self.timeline, self.error = simulate(schedule, costs), None
         except ValueError as problem:

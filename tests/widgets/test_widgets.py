@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grid import grid
-from ppedu.schedules import SCHEDULES
+from ppedu.schedules import SCHEDULES, VIRTUAL
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
 
@@ -47,17 +47,24 @@ def test_every_schedule_in_the_picker_draws():
     x = ScheduleExplorer(p=4, m=8)
     assert list(x.picker.options) == list(SCHEDULES)
     for name in SCHEDULES:
-        x.set(schedule=name, v=2 if name == "interleaved" else 1)
+        x.set(schedule=name, v=2 if name in VIRTUAL else 1)
         assert x.error is None and x.timeline.schedule.name == name
 
 
 def test_an_impossible_combination_shows_one_line_not_a_traceback():
-    x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    x = ScheduleExplorer("dualpipe", p=4, m=8)
     x.set(m=6)
     assert x.timeline is None and x.metrics() == {} and x.diagram.value == ""
-    assert "multiple of p" in x.message.value and "\n" not in x.error
+    assert "m ≥ 2p" in x.message.value and "\n" not in x.error
     x.set(m=8)
-    assert x.error is None and x.message.value == "" and x.timeline.schedule.virtual == 2
+    assert x.error is None and x.message.value == "" and x.timeline.schedule.name == "dualpipe"
+
+
+def test_interleaving_has_no_invalid_m():
+    x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    for m in range(1, 13):
+        x.set(m=m)
+        assert x.error is None and x.timeline.schedule.virtual == 2
 
 
 def test_v_is_only_for_interleaved():
