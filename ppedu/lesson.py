@@ -9,7 +9,7 @@ from math import isclose
 from typing import Generic, TypeVar, overload
 
 from ppedu.costs import Costs
-from ppedu.grading.slots import Feedback
+from ppedu.feedback import Feedback
 from ppedu.ops import Schedule
 from ppedu.schedules import interleaved_1f1b, one_f_one_b
 from ppedu.simulate import Timeline, simulate

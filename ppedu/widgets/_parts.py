@@ -9,7 +9,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ppedu.grading.slots import Feedback
+from ppedu.feedback import Feedback
 
 
 def feedback_html(feedback: Feedback) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ppedu.grading.placement import Model, Violation, check_placement, violations
-from ppedu.grading.slots import Feedback
+from ppedu.placement import Model, Violation, check_placement, violations
+from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate

@@ -7,7 +7,7 @@ from typing import Literal
 import ipywidgets as widgets
 import numpy as np
 
-from ppedu.grading.slots import Answer, Feedback, check_marking, check_slot_answers
+from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
 from ppedu.plot import STYLE

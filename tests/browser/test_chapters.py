@@ -14,7 +14,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from ppedu import Costs, schedules, simulate
-from ppedu.grading.slots import check_marking, check_slot_answers
+from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
 from .conftest import ROOT

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppedu import Costs, schedules, simulate
-from ppedu.grading.placement import check_placement, missing, violations
+from ppedu.placement import check_placement, missing, violations
 
 GOOD = {(0, 0): "F0", (1, 1): "F0", (1, 2): "B0", (0, 3): "B0"}
 

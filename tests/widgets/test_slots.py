@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppedu import Costs, schedules, simulate
-from ppedu.grading.slots import Feedback, check_slot_answers
+from ppedu.slots import Feedback, check_slot_answers
 from ppedu.grid import grid
 from ppedu.schedules import SCHEDULES
 

@@ -16,7 +16,7 @@ from typing import Any
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Choice, Number, Wrong, function
 from ppedu.grading.questions import Question
-from ppedu.grading.slots import check_slot_answers
+from ppedu.slots import check_slot_answers
 from ppedu.grading.students import pick
 from ppedu.simulate import Timeline
 

@@ -24,24 +24,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from ppedu.feedback import Feedback
 from ppedu.grid import Grid, grid
 from ppedu.simulate import Timeline
 
 Answer = int | float | str | Fraction | None
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """The verdict on one attempt: ``correct`` and one message per answer (or per problem)."""
-
-    correct: bool
-    messages: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return "\n".join(self.messages)
-
-    def __bool__(self) -> bool:
-        return self.correct
 
 
 @dataclass(frozen=True)

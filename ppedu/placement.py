@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ppedu.grading.slots import Feedback
+from ppedu.feedback import Feedback
 from ppedu.ops import Kind, Op
 from ppedu.schedules._rules import require_counts
 
