@@ -34,6 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     schedule = build(args.schedule, args.p, args.m, args.v, args.group)
     timeline = simulate(schedule, _costs(args))
+    wrote = _export(schedule, timeline, args)
     if args.json:
         bidirectional = len(schedule.placement) > 1
         print(json.dumps({
@@ -49,7 +50,7 @@ def _simulate(args: argparse.Namespace) -> int:
         from ppedu.plot import plot_timeline
 
         plot_timeline(timeline).savefig(args.png, dpi=150)
-        print(f"wrote {args.png}")
+        print("\n".join(f"wrote {name}" for name in (*wrote, args.png)))
     else:
         from ppedu.text import render_grid, render_metrics
 
@@ -59,7 +60,26 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"(grid of {timeline.makespan:g} time steps not drawn; use --png or --json)")
         print()
         print(render_metrics(timeline))
+        for name in wrote:
+            print(f"wrote {name}")
     return 0
+
+
+def _export(schedule: Schedule, timeline: Timeline, args: argparse.Namespace) -> list[str]:
+    """Write the ``--csv`` and ``--trace`` files asked for; their names, in that order."""
+    from ppedu.export import chrome_trace, torch_csv
+
+    files = []
+    if args.csv:
+        text = torch_csv(schedule)  # before opening: a two-direction schedule leaves no empty file
+        with open(args.csv, "w", encoding="utf-8") as out:
+            out.write(text)
+        files.append(args.csv)
+    if args.trace:
+        with open(args.trace, "w", encoding="utf-8") as out:
+            json.dump(chrome_trace(timeline), out)
+        files.append(args.trace)
+    return files
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -170,6 +190,10 @@ def _parser() -> argparse.ArgumentParser:
     out = sim.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
+    sim.add_argument("--csv", metavar="FILE",
+                     help="also write the order as PyTorch's schedule CSV (for _PipelineScheduleRuntime._load_csv)")
+    sim.add_argument("--trace", metavar="FILE",
+                     help="also write the run as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)")
     sim.set_defaults(run=_simulate)
     add_partition(commands)
     add_plan(commands)
