@@ -100,6 +100,53 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search(args: argparse.Namespace) -> int:
+    from ppedu.search import search
+
+    bar = None
+
+    def progress(tried: int, best: float) -> None:
+        nonlocal bar
+        if args.json:
+            return
+        if bar is None:  # made at the first candidate, so that bad input prints only its one line
+            from tqdm import tqdm
+
+            bar = tqdm(desc="searching", unit=" orders", file=sys.stderr, leave=False)
+        bar.update(tried - bar.n)
+        bar.set_postfix(best=f"{best:g}", refresh=False)
+
+    costs = _costs(args)
+    try:
+        found = search(args.p, args.m, costs, args.memory, activation_bytes=args.activation_bytes,
+                       one_direction=args.one_direction, seconds=args.seconds, seed=args.seed, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.json:
+        print(json.dumps({"p": args.p, "m": args.m, "costs": costs.as_dict(), **found.as_dict()}))
+        return 0
+    if args.png:
+        from ppedu.plot import plot_timeline
+
+        plot_timeline(found.timeline).savefig(args.png, dpi=150)
+    named = found.best_named
+    print(f"best order found: makespan {found.makespan:g} ({found.family}), "
+          f"{found.gap:.1%} above the lower bound {found.lower_bound:g}"
+          + (" — every order with one chunk per GPU tried" if found.exact else ""))
+    if named is not None:
+        print(f"best named schedule within the limit: {named.schedule.name} (v={named.schedule.virtual}), "
+              f"makespan {named.makespan:g}")
+    print(f"peak activations per GPU (stage units): {' '.join(f'{x:g}' for x in found.timeline.peak_stage_activations)}")
+    if found.timeline.makespan <= _MAX_TEXT_STEPS and not args.png:
+        from ppedu.text import render_grid
+
+        print(render_grid(found.timeline))
+    if args.png:
+        print(f"wrote {args.png}")
+    return 0
+
+
 def _build_shared(name: str, args: argparse.Namespace) -> Schedule:
     """``name`` on the shared p and m; ``v`` and ``group`` go to the schedules that take them,
     the others keep their own cut."""
@@ -161,7 +208,11 @@ def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", type=int, default=1, help=f"model chunks per stage ({', '.join(sorted(VIRTUAL))})")
     parser.add_argument("--group", type=int, default=None,
                         help="micro-batches per chunk in turn, Megatron's microbatch_group_size_per_vp_stage "
-                        f"({', '.join(sorted(GROUPED))}; default p, or m if m < p)")
+                        f"({', '.join(sorted(GROUPED))}; default: the smallest Megatron-LM accepts, p when m is a multiple of p)")
+    _add_costs(parser)
+
+
+def _add_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
     parser.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
     parser.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
@@ -207,6 +258,26 @@ def _parser() -> argparse.ArgumentParser:
     _add_shape_and_costs(cmp)
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
+    find = commands.add_parser(
+        "search", help="search for the fastest order under a memory limit, and how far it is from a lower bound",
+        description="Costs are per stage, as in compare; the search tries the named schedules, a list scheduler "
+        "on several placements and a local search, and reports the gap to a lower bound (the busiest GPU's work).")
+    find.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
+    find.add_argument("-m", type=int, required=True, help="micro-batches per step")
+    _add_costs(find)
+    find.add_argument("--memory", type=float, default=None,
+                      help="most activations a GPU may hold, in one stage's activations for one micro-batch "
+                      "(1F1B needs p), or in bytes with --activation-bytes")
+    find.add_argument("--activation-bytes", type=float, default=None,
+                      help="bytes of one stage's activations for one micro-batch (--memory is then in bytes)")
+    find.add_argument("--one-direction", action="store_true",
+                      help="leave out DualPipe and Chimera (two parameter copies; PyTorch's runtime cannot run them)")
+    find.add_argument("--seconds", type=float, default=2.0, help="time for the local search (default 2)")
+    find.add_argument("--seed", type=int, default=0)
+    found_out = find.add_mutually_exclusive_group()
+    found_out.add_argument("--json", action="store_true", help="print one JSON object, with the order")
+    found_out.add_argument("--png", metavar="FILE", help="draw the best order's spacetime diagram into FILE")
+    find.set_defaults(run=_search)
     grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
     return parser
