@@ -174,7 +174,7 @@ class TableRow:
     formula_bubble: float
     simulated_bubble: float
     parameters: str
-    peak_activations: int
+    peak_activations: float
 
 
 def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
@@ -211,5 +211,5 @@ def _steps_of(timeline: Timeline, kind: str) -> tuple[int, int]:
     return steps[0], steps[-1]
 
 
-def _tuple(values: tuple[int, ...]) -> str:
+def _tuple(values: tuple[float, ...]) -> str:
     return "(" + ", ".join(map(str, values)) + ")"

@@ -87,11 +87,7 @@ def grid(timeline: Timeline, dt: float | None = None) -> Grid:
 
 
 def label(op: Op, timeline: Timeline) -> str:
-    schedule = timeline.schedule
-    text = f"{op.kind}{op.microbatch}"
-    if schedule.chunks > schedule.p:
-        text += f"c{op.chunk}"
-    return text + ("'" if op.direction else "")
+    return op.label(chunk=timeline.schedule.chunks > timeline.schedule.p)
 
 
 def _resolution(times: set[float]) -> float:

@@ -62,18 +62,7 @@ def hand_overs(schedule: Schedule) -> int:
     >>> hand_overs(one_f_one_b(4, 8)), hand_overs(interleaved_1f1b(4, 8, 2))
     (48, 112)
     """
-    last = schedule.chunks - 1
-    count = 0
-    for ops in schedule.stages:
-        for kind, _, c, d in ops:
-            if kind == "F" and c > 0:
-                source = c - 1
-            elif kind == "B" and c < last:
-                source = c + 1
-            else:
-                continue
-            count += schedule.placement[d][source] != schedule.placement[d][c]
-    return count
+    return schedule.hand_overs
 
 
 def parameter_copies(schedule: Schedule) -> float:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, NamedTuple
+from itertools import chain
+from operator import itemgetter
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
 
 Kind = Literal["F", "B", "W"]
+_LABEL = re.compile(r"^\s*([FBW])\s*(\d+)\s*(?:c\s*(\d+))?\s*('?)\s*$", re.IGNORECASE)
 
 
 class Op(NamedTuple):
@@ -28,7 +34,84 @@ class Op(NamedTuple):
     direction: int = 0
 
     def __repr__(self) -> str:
-        return f"{self.kind}{self.microbatch}c{self.chunk}" + ("'" if self.direction else "")
+        return self.label()
+
+    def label(self, chunk: bool = True) -> str:
+        """The op's short name: ``F3c5``, or ``F3`` without the chunk (where the GPU names it);
+        a trailing ``'`` marks DualPipe's second direction.
+
+        >>> Op("B", 2, 7, 1).label(), Op("F", 3, 1).label(chunk=False)
+        ("B2c7'", 'F3')
+        """
+        return f"{self.kind}{self.microbatch}" + (f"c{self.chunk}" if chunk else "") + ("'" if self.direction else "")
+
+    @classmethod
+    def parse(cls, text: str, chunk: int | None = None) -> Op | None:
+        """The op a label names (``F2``, ``b1c5``, ``W0c3'``), taking ``chunk`` where the label
+        names none; ``None`` if the text is no label or the chunk is unknown.
+
+        >>> Op.parse("b1 c5"), Op.parse("F2", chunk=0), Op.parse("F2"), Op.parse("X1")
+        (B1c5, F2c0, None, None)
+        """
+        match = _LABEL.match(text)
+        if not match or (match[3] is None and chunk is None):
+            return None
+        return cls(match[1].upper(), int(match[2]), int(match[3]) if match[3] is not None else chunk,  # type: ignore[arg-type]
+                   1 if match[4] else 0)
+
+    def needs(self, chunks: int) -> Op | None:
+        """The op whose output this one consumes in a model of ``chunks`` chunks (see
+        :func:`needed`): same micro-batch, same direction.
+
+        >>> Op("F", 2, 1).needs(4), Op("B", 2, 3).needs(4), Op("B", 2, 1).needs(4), Op("W", 2, 1).needs(4)
+        (F2c0, F2c3, B2c2, B2c1)
+        >>> Op("F", 2, 0).needs(4) is None
+        True
+        """
+        kind, chunk, exists = needed(KINDS.index(self.kind), self.chunk, chunks)
+        return Op(KINDS[kind], self.microbatch, chunk, self.direction) if exists else None
+
+
+#: The kinds in the order of their codes (0, 1, 2) in :func:`needed` and :class:`Columns`.
+KINDS: tuple[Kind, ...] = ("F", "B", "W")
+_CODES = np.full(256, 3, dtype=np.int64)  # an op's kind letter (a byte) → its code; 3: no kind
+_CODES[[ord(k) for k in KINDS]] = (0, 1, 2)
+
+
+def needed(kind: Any, chunk: Any, chunks: int) -> tuple[Any, Any, Any]:
+    """The one dependency rule of the course, on kind codes (0 F, 1 B, 2 W) and chunk numbers —
+    plain ints or numpy arrays alike: ``(kind, chunk, exists)`` of the op consumed, always of the
+    same micro-batch and direction.
+
+    - F on chunk c needs F on chunk c-1; on chunk 0 nothing (its input is the data);
+    - B on chunk c needs B on chunk c+1 (the gradient); on the last chunk its own F (the loss);
+    - W on chunk c needs B on chunk c (W finishes what its B began).
+
+    >>> needed(1, 3, chunks=4), needed(0, 0, chunks=4)
+    ((0, 3, 1), (0, -1, 0))
+    """
+    f, b, w = 1 * (kind == 0), 1 * (kind == 1), 1 * (kind == 2)  # 0/1 as ints or int arrays
+    turn = b * (chunk == chunks - 1)  # the last chunk's backward starts from its own forward
+    return b + w - turn, chunk - f + b - turn, 1 - f * (chunk == 0)
+
+
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """A schedule's ops in one flat order (stage by stage, each in its order), as arrays: what
+    the simulator and the checks read in bulk. ``needs[i]`` is the index of the op that op ``i``
+    consumes (``-1``: none), ``forward[i]`` that of the F whose activations it works on, ``split[i]`` whether it is a B or W
+    of a backward split in two, and ``start[s]`` where stage ``s``'s ops begin."""
+
+    ops: tuple[Op, ...]
+    stage: np.ndarray
+    kind: np.ndarray
+    microbatch: np.ndarray
+    chunk: np.ndarray
+    direction: np.ndarray
+    needs: np.ndarray
+    forward: np.ndarray
+    split: np.ndarray
+    start: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -69,8 +152,110 @@ class Schedule:
         """
         return frozenset(op[1:] for stage in self.stages for op in stage if op.kind == "W")
 
+    @cached_property
+    def columns(self) -> Columns:
+        """The ops as arrays, each op's input found by :func:`needed` in one vectorised pass.
+        Raises ``ValueError`` naming the first problem if the schedule is not well formed.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> one_f_one_b(2, 1).columns.needs.tolist()  # F0c0 B0c0 | F0c1 B0c1
+        [-1, 3, 0, 2]
+        """
+        columns = self._columns()
+        if columns is None:
+            self._explain()  # raises, naming the problem
+            raise ValueError(f"schedule {self.name} is not well formed")
+        return columns
+
+    def _columns(self) -> Columns | None:
+        """:attr:`columns`, or ``None`` where some rule of :meth:`validate` is broken."""
+        ops = tuple(chain.from_iterable(self.stages))
+        n, p, dirs_, chunks_ = len(ops), self.p, len(self.placement), self.chunks
+        lengths = [len(stage) for stage in self.stages]
+        start = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        stage = np.repeat(np.arange(p), lengths)
+        try:
+            letters = np.frombuffer("".join(map(itemgetter(0), ops)).encode("ascii"), dtype=np.uint8)
+            mbs, chunks, dirs = (np.fromiter(map(itemgetter(k), ops), np.int64, n) for k in (1, 2, 3))
+        except (TypeError, ValueError, UnicodeEncodeError):
+            return None
+        kind = _CODES[letters] if len(letters) == n else np.full(n, 3)
+        home = np.array(self.placement) if all(len(row) == chunks_ for row in self.placement) else None
+        if home is None or (kind > 2).any() or (mbs < 0).any() or not ((0 <= dirs) & (dirs < dirs_)).all() \
+                or not ((0 <= chunks) & (chunks < chunks_)).all() or (home[dirs, chunks] != stage).any():
+            return None
+        # Each op's dense id by (kind, direction, micro-batch, chunk), to find its input by id.
+        mb_ids = mbs if mbs.max(initial=0) <= 2 * n else np.unique(mbs, return_inverse=True)[1]
+        size = (3, dirs_, int(mb_ids.max(initial=0)) + 1, chunks_)
+        index = np.full(int(np.prod(size)), -1, dtype=np.int64)
+        own = np.ravel_multi_index((kind, dirs, mb_ids, chunks), size)
+        index[own] = np.arange(n)
+        batches = np.count_nonzero(np.bincount(mb_ids * dirs_ + dirs, minlength=1))
+        counts = np.bincount(kind, minlength=3)
+        if (index[own] != np.arange(n)).any() or counts[0] != batches * chunks_ or counts[1] != batches * chunks_ \
+                or np.count_nonzero(np.bincount(mb_ids, minlength=1)) != batches or batches != self.microbatches:
+            return None
+        need_kind, need_chunk, exists = needed(kind, chunks, chunks_)
+        ids = np.ravel_multi_index((need_kind, dirs, mb_ids, np.clip(need_chunk, 0, chunks_ - 1)), size)
+        needs = np.where(exists.astype(bool), index[ids], -1)
+        forward = index[own % (size[1] * size[2] * size[3])]  # the F of the same micro-batch and chunk
+        split = (index[np.ravel_multi_index((np.full_like(kind, 2), dirs, mb_ids, chunks), size)] >= 0) & (kind > 0)
+        if (needs[kind == 2] < 0).any():
+            return None  # a W without its B
+        if self.overlapped:
+            found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
+            if len(found) < len(self.overlapped) or any(
+                    op.kind != "B" or i == start[stage[i]] or kind[i - 1] != 0 for op, i in found.items()):
+                return None
+        return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split, start)
+
+    def home(self, op: Op) -> int:
+        """The stage that runs ``op``: the one holding its chunk for its direction."""
+        return self.placement[op.direction][op.chunk]
+
+    def hand_over(self, op: Op) -> tuple[int, int] | None:
+        """``(from stage, to stage)`` when ``op``'s input comes from another GPU (an activation
+        or a gradient sent over a link, paying ``comm``), else ``None``.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> s = one_f_one_b(2, 1)
+        >>> s.hand_over(Op("F", 0, 1)), s.hand_over(Op("B", 0, 1))
+        ((0, 1), None)
+        """
+        source = op.needs(self.chunks)
+        if source is None:
+            return None
+        a, b = self.home(source), self.home(op)
+        return (a, b) if a != b else None
+
+    @cached_property
+    def hand_overs(self) -> int:
+        """How many ops take their input from another GPU: ``2·m·(p·v - 1)`` for interleaved
+        1F1B, ``2·m·(p - 1)`` for 1F1B.
+
+        >>> from ppedu.schedules import interleaved_1f1b, one_f_one_b
+        >>> one_f_one_b(4, 8).hand_overs, interleaved_1f1b(4, 8, 2).hand_overs
+        (48, 112)
+        """
+        c = self.columns
+        has = c.needs >= 0
+        return int((c.stage[c.needs[has]] != c.stage[has]).sum())
+
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced."""
+        """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced.
+
+        >>> from ppedu.schedules import gpipe
+        >>> s = gpipe(2, 1)
+        >>> Schedule(((s.stages[0][0],), s.stages[1]), "cut", s.placement, 1).validate()
+        Traceback (most recent call last):
+        ...
+        ValueError: operation B0c0 is missing
+        """
+        self.columns  # checks every rule at once, in bulk, and explains a broken one
+
+    def _explain(self) -> None:
+        """Raise ``ValueError`` naming the first rule the schedule breaks, op by op (slow: it runs
+        only when the bulk check in :attr:`columns` has found a problem)."""
         ops = [op for stage in self.stages for op in stage]
         counts = Counter(ops)
         if len(counts) < len(ops):

@@ -17,7 +17,6 @@ True
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from ppedu.ops import Kind, Op
 from ppedu.schedules._rules import require_counts
 
 Placed = Mapping[tuple[int, int], Op | str] | Iterable[tuple[int, int, Op | str]]
-_LABEL = re.compile(r"^\s*([FBW])\s*(\d+)\s*(?:c\s*(\d+))?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -67,24 +65,19 @@ class Model:
         kinds: tuple[Kind, ...] = ("F", "B", "W") if self.split_w else ("F", "B")
         return tuple(Op(k, mb, c) for k in kinds for mb in range(self.m) for c in range(self.chunks))
 
-    def dependency(self, op: Op) -> Op | None:
-        """The operation whose output ``op`` consumes, or ``None`` for a first-chunk forward."""
-        if op.kind == "F":
-            return Op("F", op.microbatch, op.chunk - 1) if op.chunk else None
-        if op.kind == "B":
-            return Op("F", op.microbatch, op.chunk) if op.chunk == self.chunks - 1 else Op("B", op.microbatch, op.chunk + 1)
-        return Op("B", op.microbatch, op.chunk)
+    def name(self, op: Op) -> str:
+        """The op's label as the grid shows it: the chunk only where a GPU holds several."""
+        return op.label(chunk=self.v > 1)
 
     def parse(self, op: Op | str, stage: int) -> Op | str:
         """``op`` as an :class:`Op`, reading labels like ``F2`` or ``B1c5``, or a message why not."""
         if isinstance(op, str):
-            match = _LABEL.match(op)
-            if not match:
-                return f"{op!r} is not an operation (write F, B{', W' if self.split_w else ''} and a micro-batch, e.g. F2)"
-            chunk = int(match[3]) if match[3] is not None else (stage if self.v == 1 else None)
-            if chunk is None:
+            parsed = Op.parse(op, chunk=stage if self.v == 1 else None)
+            if parsed is None and Op.parse(op, chunk=stage) is not None:
                 return f"{op!r} needs its chunk: each GPU holds {self.v} chunks (write e.g. {op.strip()}c{stage})"
-            op = Op(match[1].upper(), int(match[2]), chunk)  # type: ignore[arg-type]
+            if parsed is None:
+                return f"{op!r} is not an operation (write F, B{', W' if self.split_w else ''} and a micro-batch, e.g. F2)"
+            op = parsed
         if not isinstance(op, Op):
             return f"{op!r} is not an operation"
         if op.kind == "W" and not self.split_w:
@@ -92,14 +85,10 @@ class Model:
         if op.kind not in ("F", "B", "W"):
             return f"{op!r} has kind {op.kind!r}; the kinds are F and B" + (" and W" if self.split_w else "")
         if not 0 <= op.microbatch < self.m:
-            return f"{_name(op, self)} names micro-batch {op.microbatch}, but there are {self.m} (0 to {self.m - 1})"
+            return f"{self.name(op)} names micro-batch {op.microbatch}, but there are {self.m} (0 to {self.m - 1})"
         if not 0 <= op.chunk < self.chunks or op.direction:
-            return f"{_name(op, self)} names chunk {op.chunk}, but the model has chunks 0 to {self.chunks - 1}"
+            return f"{self.name(op)} names chunk {op.chunk}, but the model has chunks 0 to {self.chunks - 1}"
         return op
-
-
-def _name(op: Op, model: Model) -> str:
-    return f"{op.kind}{op.microbatch}" + (f"c{op.chunk}" if model.v > 1 else "")
 
 
 def _items(placed: Placed) -> list[tuple[int, int, Op | str]]:
@@ -130,7 +119,7 @@ def violations(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = False
         if isinstance(op, str):
             found.append(Violation("unknown", stage, step, f"{at}: {op}."))
             continue
-        name = _name(op, model)
+        name = model.name(op)
         end = step + length[op.kind]
         if steps is not None and end > steps:
             found.append(Violation("off-grid", stage, step, f"{at}: {name} runs past the last step t{steps}."))
@@ -144,21 +133,21 @@ def violations(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = False
             continue
         clash = next((occupant[stage, t] for t in range(step, end) if (stage, t) in occupant), None)
         if clash is not None:
-            found.append(Violation("clash", stage, step, f"{at}: {name} overlaps {_name(clash, model)}; "
+            found.append(Violation("clash", stage, step, f"{at}: {name} overlaps {model.name(clash)}; "
                                    "a GPU runs one operation at a time."))
             continue
         where[op] = (stage, step)
         occupant.update({(stage, t): op for t in range(step, end)})
     for op, (stage, step) in sorted(where.items(), key=lambda item: item[1]):
-        dep = model.dependency(op)
+        dep = op.needs(model.chunks)
         if dep is None or dep not in where:
             continue
         dep_stage, dep_step = where[dep]
         dep_end = dep_step + length[dep.kind]
         if step < dep_end:
             source = "" if dep_stage == stage else f" from GPU {dep_stage}"
-            found.append(Violation("dependency", stage, step, f"GPU {stage}, t{step + 1}: {_name(op, model)} starts before its "
-                                   f"input {_name(dep, model)}{source} is ready (GPU {dep_stage} finishes it at the end "
+            found.append(Violation("dependency", stage, step, f"GPU {stage}, t{step + 1}: {model.name(op)} starts before its "
+                                   f"input {model.name(dep)}{source} is ready (GPU {dep_stage} finishes it at the end "
                                    f"of t{dep_end})."))
     return sorted(found, key=lambda x: (x.stage, x.step))
 
@@ -190,7 +179,7 @@ def check_placement(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = 
     found = violations(placed, p, m, v, split_w, steps, durations)
     lacking = missing(placed, p, m, v, split_w)
     rows = [(x.stage, 0, x.step, x.message) for x in found]
-    rows += [(stage, 1, 0, f"GPU {stage} still needs {', '.join(_name(op, model) for op in ops)}.")
+    rows += [(stage, 1, 0, f"GPU {stage} still needs {', '.join(model.name(op) for op in ops)}.")
              for stage, ops in lacking.items()]
     messages = tuple(message for *_, message in sorted(rows, key=lambda r: (r[0], r[1], r[2])))
     if not messages:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from ppedu.costs import Costs
+from ppedu.idle import IdleCauses, idle_causes
+from ppedu.memory import FREE_AT_W, MemoryModel, profile
 from ppedu.ops import Op, Schedule
+from ppedu.replay import Deadlock, replay
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,25 +42,38 @@ class Event:
         return d
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Timeline:
-    """The result of :func:`simulate`: every event, with the course's metrics as properties.
+    """The result of :func:`simulate`: when each op ran, with the course's metrics as properties.
 
-    Slots are measured in time units: ``total_slots`` is stages × makespan, so under unit
-    costs they are the cells of the textbook's spacetime grid.
+    ``start``, ``end`` and ``waited`` hold one entry per op in ``schedule.columns`` order (stage
+    by stage); ``waited[i]`` is the op whose arrival set op ``i``'s start, or ``-1`` if it started
+    as soon as its GPU was free. Slots are measured in time units: ``total_slots`` is GPUs ×
+    makespan, so under unit costs they are the cells of the textbook's spacetime grid.
+    ``memory`` says when activations are released (:mod:`ppedu.memory`).
     """
 
     schedule: Schedule
     costs: Costs
-    events: tuple[Event, ...]
+    start: np.ndarray
+    end: np.ndarray
+    waited: np.ndarray
+    memory: MemoryModel = FREE_AT_W
 
     @property
     def stages(self) -> int:
+        """How many GPUs (stages) ran: ``schedule.p``."""
         return self.schedule.p
 
     @cached_property
+    def events(self) -> tuple[Event, ...]:
+        """Every op as it ran, stage by stage, each stage in its order."""
+        c = self.schedule.columns
+        return tuple(map(Event, c.stage.tolist(), c.ops, self.start.tolist(), self.end.tolist()))
+
+    @cached_property
     def makespan(self) -> float:
-        return max((e.end for e in self.events), default=0.0)
+        return float(self.end.max(initial=0.0))
 
     @property
     def total_slots(self) -> float:
@@ -66,10 +81,8 @@ class Timeline:
 
     @cached_property
     def busy_per_stage(self) -> tuple[float, ...]:
-        busy = [0.0] * self.stages
-        for e in self.events:
-            busy[e.stage] += e.end - e.start
-        return tuple(busy)
+        busy = np.bincount(self.schedule.columns.stage, self.end - self.start, minlength=self.stages)
+        return tuple(busy.tolist())
 
     @property
     def busy_slots(self) -> float:
@@ -95,32 +108,26 @@ class Timeline:
 
     @cached_property
     def _memory(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        return self._profile(None)
+        return self.memory_profile(None)
 
-    def _profile(self, weights: Sequence[float] | None) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        # +w when a forward starts, -w when its backward (input-gradient part) ends; at equal
-        # times the free comes first, as a framework frees before it allocates the next one.
-        ends = {(e.op.microbatch, e.op.chunk, e.op.direction): e.end for e in self.events if e.op.kind == "B"}
-        deltas: list[list[tuple[float, float]]] = [[] for _ in range(self.stages)]
-        for e in self.events:
-            if e.op.kind == "F":
-                w = 1 if weights is None else weights[e.op.chunk]
-                deltas[e.stage] += [(e.start, w), (ends[e.op.microbatch, e.op.chunk, e.op.direction], -w)]
-        out = []
-        for d in deltas:
-            d.sort()
-            times = np.array([t for t, _ in d], dtype=float)
-            out.append((times, np.cumsum([x for _, x in d], dtype=int if weights is None else float)))
-        return tuple(out)
+    def memory_profile(self, weight: np.ndarray | None) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Per stage, ``(times, alive)``: what the F of each op allocates is ``weight[i]`` (by op
+        index; ``None``: one chunk's activations each), released as ``memory`` says."""
+        c = self.schedule.columns
+        w = np.ones(len(c.ops)) if weight is None else np.asarray(weight, dtype=float)
+        out = profile(c.stage, c.kind, c.split, c.forward, self.start, self.end, w, self.stages, self.memory)
+        if weight is None and self.memory.kept_for_w in (0.0, 1.0):  # whole chunks: count them
+            out = tuple((t, np.rint(a).astype(int)) for t, a in out)
+        return out
 
     def activations(self, stage: int) -> tuple[np.ndarray, np.ndarray]:
         """Chunk-activations alive on ``stage`` over time: ``counts[i]`` holds from ``times[i]`` on."""
         return self._memory[stage]
 
     @property
-    def peak_activations(self) -> tuple[int, ...]:
+    def peak_activations(self) -> tuple[float, ...]:
         """Per stage, the most chunk-activations alive at once (one chunk's worth each)."""
-        return tuple(int(c.max(initial=0)) for _, c in self._memory)
+        return tuple(_whole(c.max(initial=0)) for _, c in self._memory)
 
     @property
     def peak_stage_activations(self) -> tuple[float, ...]:
@@ -138,10 +145,26 @@ class Timeline:
         """
         if len(per_chunk) != self.schedule.chunks:
             raise ValueError(f"{len(per_chunk)} activation sizes for {self.schedule.chunks} chunks")
-        return tuple(float(v.max(initial=0)) for _, v in self._profile(per_chunk))
+        weight = np.asarray(per_chunk, dtype=float)[self.schedule.columns.chunk]
+        return tuple(float(v.max(initial=0)) for _, v in self.memory_profile(weight))
+
+    def idle_causes(self) -> IdleCauses:
+        """Every idle interval tagged with its cause, rolled up per GPU and in total
+        (:mod:`ppedu.idle`): the bubble as "fill + drain + hand-over + imbalance + …".
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> print(simulate(one_f_one_b(4, 8), Costs(f=(1, 1, 2, 1), b=(1, 1, 2, 1))).idle_causes())
+        idle 64 of 144 slots = fill 16 + drain 22 + imbalance 26
+        """
+        return self._idle_causes
+
+    @cached_property
+    def _idle_causes(self) -> IdleCauses:
+        return idle_causes(self)
 
     def on_stage(self, stage: int) -> tuple[Event, ...]:
-        return tuple(e for e in self.events if e.stage == stage)
+        a, b = self.schedule.columns.start[stage : stage + 2]
+        return self.events[a:b]
 
     def metrics(self) -> dict[str, object]:
         """The headline numbers, as the CLI's ``--json`` reports them."""
@@ -156,12 +179,18 @@ class Timeline:
         }
 
 
-def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
-    """Run ``schedule`` under ``costs``: each stage takes its ops in order, and an op starts when
-    its stage is free and its input has arrived (plus the hand-over's ``comm`` if it came from
-    another stage).
+def _whole(x: float) -> float:
+    return int(x) if float(x).is_integer() else float(x)
 
-    One pass in dependency order, each op visited once, so large schedules stay fast.
+
+def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel = FREE_AT_W,
+             durations: Mapping[Op, float] | None = None) -> Timeline:
+    """Run ``schedule`` under ``costs``: each stage takes its ops in order, and an op starts when
+    its stage is free and its input (:meth:`~ppedu.ops.Op.needs`) has arrived — plus the
+    hand-over's ``comm`` if it came from another stage. ``durations``, if given, are each op's
+    own duration (measured ones, say) in place of ``costs``' compute times.
+
+    One pass of the replay loop (:func:`ppedu.replay.replay`), each op visited once.
 
     >>> from ppedu.schedules import gpipe
     >>> t = simulate(gpipe(4, 4))
@@ -171,82 +200,43 @@ def simulate(schedule: Schedule, costs: Costs | None = None) -> Timeline:
     costs = costs or Costs()
     schedule.validate()
     costs.check(schedule.p, schedule.chunks)
-    p, placement, last = schedule.p, schedule.placement, schedule.chunks - 1
-    split = schedule.split_backwards
-    # Per stage, kind and chunk it holds: F, full B, input-gradient B and W durations, looked up once.
-    durations = [{k: [0.0] * schedule.chunks for k in "FBIW"} for _ in range(p)]
-    for row in placement:
-        for c, s in enumerate(row):
-            cost = durations[s]
-            cost["F"][c], cost["B"][c] = costs.forward(s, c), costs.backward(s, True, c)
-            cost["I"][c], cost["W"][c] = costs.backward(s, False, c), costs.weight(s, c)
-    # Per direction, the hand-over into chunk c+1 (forward) and back into chunk c (backward).
-    ahead = [[costs.hand_over(row[c], row[c + 1], c) for c in range(last)] for row in placement]
-    back = [[costs.hand_over(row[c + 1], row[c], c) for c in range(last)] for row in placement]
-    pair_times = [costs.pair(s) or 0.0 for s in range(p)]
-    # Without an F&B time the pair's two ops simply run one after the other.
-    pair_heads = [
-        {i for i, op in enumerate(ops[1:]) if op in schedule.overlapped} if costs.fb is not None else set()
-        for ops in schedule.stages
-    ]
-    finished: dict[tuple, float] = {}
-    waiting: defaultdict[tuple, list[int]] = defaultdict(list)
-    free = [0.0] * p
-    pos = [0] * p
-    events: list[list[Event]] = [[] for _ in range(p)]
-    ready = list(range(p))
-    while ready:
-        s = ready.pop()
-        ops, stage_events, cost, heads = schedule.stages[s], events[s], durations[s], pair_heads[s]
-        i, start = pos[s], free[s]
-        while i < len(ops):
-            # A unit is one op, or an F with the B it runs overlapped with (DualPipe's F&B pair),
-            # which starts once both inputs are in.
-            unit = ops[i : i + 2] if i in heads else ops[i : i + 1]
-            blocked = False
-            for kind, mb, c, d in unit:
-                # The input an op consumes: the previous chunk's F, the next chunk's B (the last
-                # chunk's B starts from its own F's output), or, for W, its own B.
-                dep: tuple | None = None
-                delay = 0.0
-                if kind == "F":
-                    if c:
-                        dep, delay = ("F", mb, c - 1, d), ahead[d][c - 1]
-                elif kind == "B":
-                    if c == last:
-                        dep = ("F", mb, c, d)
-                    else:
-                        dep, delay = ("B", mb, c + 1, d), back[d][c]
-                else:
-                    dep = ("B", mb, c, d)
-                if dep is not None:
-                    arrived = finished.get(dep)
-                    if arrived is None:
-                        waiting[dep].append(s)
-                        blocked = True
-                        break
-                    arrived += delay
-                    if arrived > start:
-                        start = arrived
-            if blocked:
-                break
-            lengths = [cost["I" if op[0] == "B" and op[1:] in split else op[0]][op[2]] for op in unit]
-            if len(unit) == 2:  # the pair's F and B share its F&B time in proportion
-                total = sum(lengths)
-                lengths = [x * pair_times[s] / total if total else 0.0 for x in lengths]
-            for op, length in zip(unit, lengths):
-                end = start + length
-                finished[op] = end
-                stage_events.append(Event(s, op, start, end))
-                if op in waiting:
-                    ready.extend(waiting.pop(op))
-                start = end
-            i += len(unit)
-        pos[s], free[s] = i, start
-    if any(pos[s] < len(schedule.stages[s]) for s in range(p)):
-        waits = "; ".join(
-            f"GPU {s} waits at {schedule.stages[s][pos[s]]!r} for {Op(*dep)!r}"
-            for dep, stages in sorted(waiting.items()) for s in stages
-        )
-        raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})")
-    return Timeline(schedule, costs, tuple(e for stage in events for e in stage))
+    c = schedule.columns
+    p, chunks, last = schedule.p, schedule.chunks, schedule.chunks - 1
+    if durations is None:
+        # Per stage and chunk: F, full B, input-gradient B and W durations, looked up once.
+        table = np.zeros((4, p, chunks))
+        for row in schedule.placement:
+            for k, s in enumerate(row):
+                table[:, s, k] = (costs.forward(s, k), costs.backward(s, True, k), costs.backward(s, False, k),
+                                  costs.weight(s, k))
+        code = np.where(c.kind == 1, 1 + c.split, np.where(c.kind == 2, 3, 0))
+        length = table[code, c.stage, c.chunk]
+    else:
+        length = np.array([durations[op] for op in c.ops], dtype=float)
+    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward).
+    delays = np.zeros((2, len(schedule.placement), chunks))
+    for d, row in enumerate(schedule.placement):
+        for k in range(last):
+            delays[0, d, k + 1] = costs.hand_over(row[k], row[k + 1], k)
+            delays[1, d, k] = costs.hand_over(row[k + 1], row[k], k)
+    moved = (c.kind < 2) & ~((c.kind == 1) & (c.chunk == last))
+    delay = np.where(moved, delays[np.minimum(c.kind, 1), c.direction, c.chunk], 0.0)
+    glued = []
+    if costs.fb is not None and schedule.overlapped:
+        where = {op: i for i, op in enumerate(c.ops) if op in schedule.overlapped}
+        for b in where.values():  # the pair's F and B share its F&B time in proportion
+            f, s = b - 1, int(c.stage[b])
+            total = length[f] + length[b]
+            scale = (costs.pair(s) or 0.0) / total if total else 0.0
+            length[f], length[b] = length[f] * scale, length[b] * scale
+            glued.append(b)
+    queues = [range(a, b) for a, b in zip(c.start.tolist(), c.start[1:].tolist())]
+    try:
+        r = replay(queues, c.needs.tolist(), delay.tolist(), length.tolist(), glued)
+    except Deadlock as stuck:
+        waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
+                          for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
+        raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
+    n = len(c.ops)
+    return Timeline(schedule, costs, np.fromiter(r.start, float, n), np.fromiter(r.end, float, n),
+                    np.fromiter(r.waited, np.int64, n), memory)

@@ -4,9 +4,10 @@ Each stage of the schedule is a simulated GPU. ``F`` runs a chunk's forward on o
 and keeps what autograd saved for the backward; ``B`` runs its backward (only the input
 gradient when the schedule has a matching ``W``, which later computes the parameter
 gradients); a micro-batch's saved activations are dropped as soon as the schedule is done with
-them. Every op is timed, the bytes of saved activations are counted per simulated GPU, and the
-measured durations are replayed as if the GPUs ran side by side, next to the simulator's
-prediction from the same measured costs.
+them — after W where W is split off, as :data:`~ppedu.memory.FREE_AT_W` counts them. Every op is
+timed, the bytes of saved activations are counted per simulated GPU, and the measured durations
+are replayed by the simulator itself as if the GPUs ran side by side, next to its prediction
+from the same measured costs.
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from statistics import fmean
 import torch
 from torch import nn
 
+import numpy as np
+
 from ppedu.costs import Costs
+from ppedu.memory import FREE_AT_W
 from ppedu.ops import Op, Schedule
-from ppedu.simulate import Event, Timeline, simulate
+from ppedu.simulate import Timeline, simulate
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -49,7 +53,7 @@ class StepResult:
         """Every op with its measured duration, replayed on simulated GPUs that run side by side
         (an op starts when its GPU is free and its input is ready, hand-overs free); its
         ``costs`` are the measured per-stage mean durations."""
-        return _replay(self.schedule, self.durations, self.schedule.split_backwards)
+        return simulate(self.schedule, _mean_costs(self.schedule, self.durations), FREE_AT_W, self.durations)
 
     @cached_property
     def predicted(self) -> Timeline:
@@ -59,9 +63,11 @@ class StepResult:
     @cached_property
     def memory(self) -> tuple[tuple[tuple[float, int], ...], ...]:
         """Per simulated GPU, ``(time, bytes)`` on ``measured``'s clock: the bytes of saved
-        activations alive from that time on (from an F's start to its B's end, or its W's end
-        where W is split off: the W still needs them)."""
-        return _memory(self.measured, self.saved_bytes, self.schedule.split_backwards)
+        activations alive from that time on, released as the simulator's memory model says
+        (from an F's start to its B's end, or its W's end where W is split off)."""
+        c = self.schedule.columns
+        weight = np.array([self.saved_bytes[op[1:]] for op in c.ops], dtype=float)[c.forward]
+        return tuple(tuple(zip(t.tolist(), np.rint(b).astype(int).tolist())) for t, b in self.measured.memory_profile(weight))
 
     @property
     def peak_activation_bytes(self) -> tuple[int, ...]:
@@ -233,59 +239,13 @@ def _execution_order(schedule: Schedule) -> tuple[Op, ...]:
     return tuple(e.op for e in sorted(timeline.events, key=lambda e: (e.start, e.stage)))
 
 
-def _replay(schedule: Schedule, durations: Mapping[Op, float], split: frozenset[_Key]) -> Timeline:
-    """The measured ops laid out on simulated GPUs that run side by side, with no hand-over cost;
-    its ``costs`` are the measured per-stage means."""
-    stage_of = {op: s for s, ops in enumerate(schedule.stages) for op in ops}
-    ends: dict[Op, float] = {}
-    free = [0.0] * schedule.p
-    last = schedule.chunks - 1
-    events = []
-    for op in durations:  # the execution order: every input is ready before its consumer
-        kind, mb, c, d = op
-        if kind == "F":
-            dep = Op("F", mb, c - 1, d) if c else None
-        elif kind == "B":
-            dep = Op("F", mb, c, d) if c == last else Op("B", mb, c + 1, d)
-        else:
-            dep = Op("B", mb, c, d)
-        s = stage_of[op]
-        start = max(free[s], ends[dep] if dep else 0.0)
-        free[s] = ends[op] = start + durations[op]
-        events.append(Event(s, op, start, ends[op]))
-    events.sort(key=lambda e: (e.stage, e.start))
-    return Timeline(schedule, _mean_costs(events, schedule.p, split), tuple(events))
-
-
-def _mean_costs(events: Sequence[Event], p: int, split: frozenset[_Key]) -> Costs:
+def _mean_costs(schedule: Schedule, durations: Mapping[Op, float]) -> Costs:
     """Per stage, the mean measured F, B (input-gradient part where W is split off) and W."""
     f, b, w = [], [], []
-    for s in range(p):
-        on = [e for e in events if e.stage == s]
-        ws = [e.duration for e in on if e.op.kind == "W"]
-        bs = [e.duration for e in on if e.op.kind == "B" and (not ws or e.op[1:] in split)]
-        f.append(fmean([e.duration for e in on if e.op.kind == "F"] or [0.0]))
+    for s, ops in enumerate(schedule.stages):
+        ws = [durations[op] for op in ops if op.kind == "W"]
+        bs = [durations[op] for op in ops if op.kind == "B" and (not ws or op[1:] in schedule.split_backwards)]
+        f.append(fmean([durations[op] for op in ops if op.kind == "F"] or [0.0]))
         b.append(fmean(bs or [0.0]))
         w.append(fmean(ws or [0.0]))
     return Costs(f=tuple(f), b=tuple(b), w=tuple(w))
-
-
-def _memory(timeline: Timeline, sizes: Mapping[_Key, int], split: frozenset[_Key]) -> tuple[tuple[tuple[float, int], ...], ...]:
-    """Per stage, the saved-activation bytes alive over time: from an F's start until its B's end,
-    or its W's end where W is split off (the W still needs them)."""
-    changes: list[list[tuple[float, int]]] = [[] for _ in range(timeline.stages)]
-    for e in timeline.events:
-        key = e.op[1:]
-        if e.op.kind == "F":
-            changes[e.stage].append((e.start, sizes[key]))
-        elif (e.op.kind == "W") == (key in split):
-            changes[e.stage].append((e.end, -sizes[key]))
-    out = []
-    for stage in changes:
-        stage.sort(key=lambda tb: (tb[0], tb[1]))  # at equal times a free comes before the next allocation
-        alive, points = 0, []
-        for t, delta in stage:
-            alive += delta
-            points.append((t, alive))
-        out.append(tuple(points))
-    return tuple(out)

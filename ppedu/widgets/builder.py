@@ -52,7 +52,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         if not (0 <= stage < self.model.p and 0 <= step < self.steps):
             raise ValueError(f"GPU {stage}, t{step + 1} is not a cell of this {self.model.p}×{self.steps} grid")
         if (stage, step) in self.placed:
-            raise ValueError(f"GPU {stage}, t{step + 1} already holds {self._name(self.placed[stage, step])}; "
+            raise ValueError(f"GPU {stage}, t{step + 1} already holds {self.model.name(self.placed[stage, step])}; "
                              "remove it first")
         parsed = self.model.parse(op, stage)
         if isinstance(parsed, str):
@@ -99,10 +99,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
     # -- drawing -------------------------------------------------------------------------------
     def _labels(self) -> list[str]:
         # With one chunk per GPU a label names no chunk: the GPU clicked decides it.
-        return list(dict.fromkeys(self._name(op) for op in self.model.ops()))
-
-    def _name(self, op: Op) -> str:
-        return f"{op.kind}{op.microbatch}" + (f"c{op.chunk}" if self.model.v > 1 else "")
+        return list(dict.fromkeys(self.model.name(op) for op in self.model.ops()))
 
     def _static_html(self) -> str:
         return (f"<p>Schedule builder: place {len(self.model.ops())} operations on {self.model.p} GPUs × "
@@ -123,7 +120,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         cells = [tuple(only)] if only else list(self.cells.cells)
         for s, t in {*cells, *bad, *self._bad}:
             op = self.placed.get((s, t))
-            self.cells.show(s, t, self._name(op) if op else "", STYLE[op.kind, 0][0] if op else None,
+            self.cells.show(s, t, self.model.name(op) if op else "", STYLE[op.kind, 0][0] if op else None,
                             "ppedu-violation" if (s, t) in bad else None)
         self._bad = bad
         self._show(Feedback(not found, tuple(map(str, found))) if found else

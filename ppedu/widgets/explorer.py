@@ -8,7 +8,6 @@ from typing import Any
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
-from ppedu.ops import Schedule
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
@@ -109,7 +108,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "bubble_over_ideal": t.bubble_over_ideal,
             "peak_activations": t.peak_activations,
             "peak_stage_activations": t.peak_stage_activations,
-            "handovers": handovers(t.schedule),
+            "handovers": t.schedule.hand_overs,
         }
 
     # -- drawing -------------------------------------------------------------------------------
@@ -139,26 +138,6 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         self.table.value = _table(self.timeline)
 
 
-def handovers(schedule: Schedule) -> int:
-    """How many activations and gradients cross from one GPU to another (each pays ``comm``).
-
-    >>> from ppedu.schedules import interleaved_1f1b, one_f_one_b
-    >>> handovers(one_f_one_b(4, 8)), handovers(interleaved_1f1b(4, 8, v=2))
-    (48, 112)
-    """
-    last = schedule.chunks - 1
-    count = 0
-    for d, homes in enumerate(schedule.placement):
-        # Per micro-batch: chunk c-1 → c on the way forward, c+1 → c on the way back.
-        steps = sum(homes[c - 1] != homes[c] for c in range(1, last + 1))
-        count += 2 * steps * len(_microbatches(schedule, d))
-    return count
-
-
-def _microbatches(schedule: Schedule, direction: int) -> set[int]:
-    return {op.microbatch for ops in schedule.stages for op in ops if op.direction == direction}
-
-
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
     if values["schedule"] not in SCHEDULES:
         raise ValueError(f"unknown schedule {values['schedule']!r} (choose from {', '.join(SCHEDULES)})")
@@ -181,7 +160,7 @@ def _table(t: Timeline) -> str:
         ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
         ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
-        ("hand-overs between GPUs", str(handovers(t.schedule))),
+        ("hand-overs between GPUs", str(t.schedule.hand_overs)),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
