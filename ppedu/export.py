@@ -13,6 +13,7 @@ import csv
 import io
 from typing import Any
 
+from ppedu.idle import CAUSES
 from ppedu.ops import Op, Schedule
 from ppedu.simulate import Timeline
 
@@ -52,8 +53,8 @@ _COLOURS = {"F": "thread_state_running", "B": "good", "W": "cq_build_passed", "i
 
 def chrome_trace(timeline: Timeline) -> dict[str, Any]:
     """A simulated run as a Chrome trace (chrome://tracing, ui.perfetto.dev): one track per GPU,
-    a slice per operation, a flow arrow for each hand-over between GPUs, and each wait before
-    an operation as an ``idle`` slice naming the operation whose output it waited for.
+    a slice per operation, a flow arrow for each hand-over between GPUs, and every idle interval
+    as an ``idle`` slice named by its cause (:mod:`ppedu.idle`: fill, drain, hand-over, …).
 
     Times are the simulator's units × 1000 (``ts`` is in microseconds).
     """
@@ -63,38 +64,24 @@ def chrome_trace(timeline: Timeline) -> dict[str, Any]:
                                      "args": {"name": f"{schedule.name}: p={schedule.p}, m={schedule.microbatches}"}}]
     for s in range(schedule.p):
         events.append({"ph": "M", "name": "thread_name", "pid": 0, "tid": s, "args": {"name": f"GPU {s}"}})
+    for gap in timeline.idle_causes():
+        events.append(_slice(f"idle: {gap.cause}", gap.stage, gap.start, gap.end, "idle", {"cause": CAUSES[gap.cause]}))
     flow = 0
-    for s in range(schedule.p):
-        free = 0.0
-        for e in sorted(timeline.on_stage(s), key=lambda e: e.start):
-            source = by_op.get(_consumed(e.op, schedule.chunks))
-            if e.start > free:
-                cause = f"waits for {source.op!r} on GPU {source.stage}" if source else "waits"
-                events.append(_slice("idle", s, free, e.start, "idle", {"cause": cause}))
-            events.append(_slice(repr(e.op), s, e.start, e.end, e.op.kind,
-                                 {"microbatch": e.op.microbatch, "chunk": e.op.chunk, "direction": e.op.direction}))
-            if source is not None and source.stage != s:
-                flow += 1
-                events.append({"ph": "s", "id": flow, "name": "hand-over", "cat": "hand-over", "pid": 0,
-                               "tid": source.stage, "ts": source.end * _SCALE - 1e-3})
-                events.append({"ph": "f", "bp": "e", "id": flow, "name": "hand-over", "cat": "hand-over", "pid": 0,
-                               "tid": s, "ts": e.start * _SCALE})
-            free = max(free, e.end)
+    for e in timeline.events:
+        events.append(_slice(repr(e.op), e.stage, e.start, e.end, e.op.kind,
+                             {"microbatch": e.op.microbatch, "chunk": e.op.chunk, "direction": e.op.direction}))
+        if schedule.hand_over(e.op):
+            source = by_op[e.op.needs(schedule.chunks)]
+            flow += 1
+            events.append({"ph": "s", "id": flow, "name": "hand-over", "cat": "hand-over", "pid": 0,
+                           "tid": source.stage, "ts": source.end * _SCALE - 1e-3})
+            events.append({"ph": "f", "bp": "e", "id": flow, "name": "hand-over", "cat": "hand-over", "pid": 0,
+                           "tid": e.stage, "ts": e.start * _SCALE})
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"schedule": schedule.name, "makespan": timeline.makespan,
-                          "bubble_ratio": timeline.bubble_ratio}}
+                          "bubble_ratio": timeline.bubble_ratio, "idle": timeline.idle_causes().totals()}}
 
 
 def _slice(name: str, tid: int, start: float, end: float, cat: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": tid, "ts": start * _SCALE,
             "dur": (end - start) * _SCALE, "cname": _COLOURS[cat], "args": args}
-
-
-def _consumed(op: Op, chunks: int) -> Op | None:
-    """The op whose output ``op`` consumes (None for a first-chunk forward)."""
-    kind, mb, c, d = op
-    if kind == "F":
-        return Op("F", mb, c - 1, d) if c else None
-    if kind == "W":
-        return Op("B", mb, c, d)
-    return Op("F", mb, c, d) if c == chunks - 1 else Op("B", mb, c + 1, d)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ppedu.costs import Costs, PerChunk
+from ppedu.memory import FREE_AT_W, MemoryModel
 from ppedu.ops import Op, Schedule
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.schedules._rules import require_counts
@@ -97,7 +98,8 @@ def memory_use(timeline: Timeline) -> tuple[float, ...]:
 
 
 def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | None = None, *,
-           activation_bytes: float | None = None, one_direction: bool = False, seconds: float = 2.0, seed: int = 0,
+           activation_bytes: float | None = None, one_direction: bool = False, memory: MemoryModel = FREE_AT_W,
+           seconds: float = 2.0, seed: int = 0,
            progress: Callable[[int, float], None] | None = None) -> Found:
     """The fastest valid order found for ``p`` GPUs and ``m`` micro-batches.
 
@@ -105,6 +107,7 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
     compare``); ``memory_limit`` is the most activations any GPU may hold at once, in one stage's
     activations for one micro-batch (1F1B needs ``p``, GPipe ``m``), or in bytes when
     ``activation_bytes`` (bytes of that unit, from :mod:`ppedu.cluster` say) is given.
+    ``memory`` says when activations are freed (:mod:`ppedu.memory`; by default at W).
     ``one_direction`` leaves out DualPipe and Chimera (two copies of the parameters), whose orders
     PyTorch's runtime cannot run. ``seconds`` bounds the local search (after the named schedules and the list scheduler have
     been tried); ``progress(tried, best)`` is called after each candidate.
@@ -120,7 +123,7 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
     if limit is not None and not limit >= 1:
         raise ValueError(f"memory limit {limit:g} stage-activations is below one micro-batch's (1): no order fits")
     started = time.perf_counter()
-    state = _Best(limit, progress)
+    state = _Best(limit, memory, progress)
     for name in SCHEDULES:
         if one_direction and name in ("dualpipe", "chimera"):
             continue
@@ -132,7 +135,7 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
         chunk_costs = costs.per_chunk(v)
         for split in (True, False) if _has_w(costs) else (False,):
             for rule in dict.fromkeys(">".join(k for k in r.split(">") if split or k != "W") for r in _RULES):
-                state.offer(lambda: _list_schedule(p, m, placement, v, chunk_costs, rule, split, limit),
+                state.offer(lambda: _list_schedule(p, m, placement, v, chunk_costs, rule, split, limit, memory),
                             chunk_costs, family=f"{placement_name(placement, p)}, {rule}, {'split' if split else 'whole'} B")
     if not exact:
         _improve(state, time.perf_counter() + seconds, random.Random(seed))
@@ -145,8 +148,8 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
 class _Best:
     """The best candidate so far that is valid and within the limit."""
 
-    def __init__(self, limit: float | None, progress: Callable[[int, float], None] | None) -> None:
-        self.limit, self.progress = limit, progress
+    def __init__(self, limit: float | None, memory: MemoryModel, progress: Callable[[int, float], None] | None) -> None:
+        self.limit, self.memory, self.progress = limit, memory, progress
         self.best: Timeline | None = None
         self.best_named: Timeline | None = None
         self.family = ""
@@ -163,7 +166,7 @@ class _Best:
             schedule = make()
             if schedule is None:
                 return False
-            t = simulate(schedule, costs)
+            t = simulate(schedule, costs, memory=self.memory)
         except ValueError:
             return False
         if not self.fits(t):
@@ -206,17 +209,17 @@ _RULES = ("B>F>W", "B>W>F", "F>B>W", "W>B>F")
 
 
 def _list_schedule(p: int, m: int, placement: tuple[int, ...], v: int, costs: Costs, rule: str, split: bool,
-                   limit: float | None) -> Schedule | None:
+                   limit: float | None, memory: MemoryModel = FREE_AT_W) -> Schedule | None:
     """One order, built by running the pipeline forward in time: whenever a GPU can start an
     operation, it starts the earliest-ready one, on a tie the kind its rule prefers. Each chunk
     takes its micro-batches in order, kind by kind. A forward is held back while it would take
-    its GPU over ``limit``, counting every forward not yet released by its W (or by its B when
-    backwards are whole)."""
+    its GPU over ``limit``, counting every forward not yet released by its W (by its B when
+    backwards are whole, or when ``memory`` frees at B)."""
     chunks = len(placement)
     kinds = ("F", "B", "W") if split else ("F", "B")
     rank = {k: i for i, k in enumerate(x for x in rule.split(">") if x in kinds)}
     room = math.inf if limit is None else limit * v  # in chunk-activations
-    release = "W" if split else "B"
+    release = "W" if split and memory.kept_for_w > 0 else "B"
     lanes = [[(c, k) for c in range(chunks) if placement[c] == s for k in kinds] for s in range(p)]
     durations = {(c, k): (costs.forward(placement[c], c) if k == "F" else costs.weight(placement[c], c) if k == "W"
                           else costs.backward(placement[c], not split, c)) for c in range(chunks) for k in kinds}
@@ -233,7 +236,7 @@ def _list_schedule(p: int, m: int, placement: tuple[int, ...], v: int, costs: Co
             mb = nxt[c, k]
             if mb == m or (k == "F" and held[s] + 1 > room):
                 continue
-            needs = _consumed(Op(k, mb, c), chunks)
+            needs = Op(k, mb, c).needs(chunks)
             if needs is None:
                 at = free[s]
             elif (key := (needs.kind, mb, needs.chunk)) in end:
@@ -262,16 +265,6 @@ def _list_schedule(p: int, m: int, placement: tuple[int, ...], v: int, costs: Co
         for t in touched:
             cache[t] = candidate(t)
     return Schedule(tuple(map(tuple, orders)), "searched", (placement,), m, v)
-
-
-def _consumed(op: Op, chunks: int) -> Op | None:
-    """The op whose output ``op`` consumes (None for a first-chunk forward)."""
-    kind, mb, c, d = op
-    if kind == "F":
-        return Op("F", mb, c - 1, d) if c else None
-    if kind == "W":
-        return Op("B", mb, c, d)
-    return Op("F", mb, c, d) if c == chunks - 1 else Op("B", mb, c + 1, d)
 
 
 # -- local search ---------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppedu import Costs, Op, schedules, simulate
+from ppedu.memory import FREE_AT_B, FREE_AT_W
 from ppedu.schedules import (build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
                              looped_bfs, one_f_one_b, zero_bubble_h1, zero_bubble_h2, zero_bubble_v)
 
@@ -138,9 +139,11 @@ def test_validate_names_the_faulty_operation():
 UNIT_SPLIT = Costs(f=1, b=1, w=1)  # equal F, B and W: the zero-bubble paper's setting
 
 
-def test_zb_v_matches_dualpipe_v_time_with_fewer_activations():
-    # p = 4, v = 2, m = 16: both take 99 steps for 96 of work; ZB-V keeps 8 chunk-activations, DualPipeV 9.
-    zbv, dpv = simulate(zero_bubble_v(4, 16), UNIT_SPLIT), simulate(dualpipe_v(4, 16), UNIT_SPLIT)
+@pytest.mark.parametrize("memory", [FREE_AT_W, FREE_AT_B])
+def test_zb_v_matches_dualpipe_v_time_with_fewer_activations(memory):
+    # p = 4, v = 2, m = 16: both take 99 steps for 96 of work; ZB-V keeps 8 chunk-activations, DualPipeV 9,
+    # whether B or W frees them.
+    zbv, dpv = (simulate(s, UNIT_SPLIT, memory=memory) for s in (zero_bubble_v(4, 16), dualpipe_v(4, 16)))
     assert zbv.makespan == dpv.makespan == 99
     assert max(zbv.peak_activations) == 8 and max(dpv.peak_activations) == 9
     assert zbv.schedule.placement == dpv.schedule.placement
@@ -176,12 +179,15 @@ def test_zb_h2_is_the_zero_bubble_authors_shape():
 
 @pytest.mark.parametrize("p,m", [(4, 12), (4, 8), (8, 32), (3, 5)])
 def test_zb_h2_leaves_no_gap_on_any_stage_at_twice_1f1bs_activations(p, m):
-    t = simulate(zero_bubble_h2(p, m), UNIT_SPLIT)
+    # The paper counts what B needs (W's layer inputs apart): B frees the activations.
+    t = simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_B)
     for s in range(p):
         events = t.on_stage(s)
         assert max(e.end for e in events) - min(e.start for e in events) == 3 * m  # busy from first op to last
     assert t.peak_activations == tuple(min(2 * (p - 1 - j) + 1, m) for j in range(p))  # 2p-1 on stage 0
     assert simulate(one_f_one_b(p, m)).peak_activations[0] == min(p, m)
+    # If W keeps everything until it ends, the held-back W's keep every micro-batch alive.
+    assert max(simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_W).peak_activations) == m
 
 
 @pytest.mark.parametrize("p", [2, 4, 6, 8])

@@ -35,7 +35,7 @@ def chimera(p: int, m: int) -> Schedule:
         if k == half or (kind == "F" and k - done["B", j, d] >= p - c):
             return None
         op = Op(kind, d * half + k, c, d)
-        needs = _input(op, p - 1)
+        needs = op.needs(p)
         arrived = end.get(needs, now + 1) if needs else 0
         # Forwards first, eagerly (GPipe-like fill); on a tie, the pipeline that came the long way.
         return (kind == "B", arrived, d if 2 * j >= p else 1 - d, op) if arrived <= now else None
@@ -53,10 +53,3 @@ def chimera(p: int, m: int) -> Schedule:
     placement = (tuple(range(p)), tuple(range(p - 1, -1, -1)))
     return Schedule(tuple(map(tuple, orders)), "chimera", placement, m)
 
-
-def _input(op: Op, last: int) -> Op | None:
-    """The op whose output ``op`` consumes (None for a first-chunk forward)."""
-    kind, mb, c, d = op
-    if kind == "F":
-        return Op("F", mb, c - 1, d) if c else None
-    return Op("F", mb, c, d) if c == last else Op("B", mb, c + 1, d)

@@ -33,8 +33,10 @@ def zero_bubble_h2(p: int, m: int) -> Schedule:
     The extra warm-up forwards fill the bubble before the first B, and the held-back W's the one
     after the last F; under equal F, B and W times each stage then runs without a gap from its
     first operation to its last (the parallelogram the paper overlaps with the next step), for
-    about twice 1F1B's activations (2p-1 micro-batches in flight on stage 0 against p). The
-    zero-bubble authors' generator (``zb.py``) draws this shape for its memory limit 2p.
+    about twice 1F1B's activations (2p-1 micro-batches on stage 0 against p) when B frees them,
+    as the paper counts (``memory=FREE_AT_B``); if W holds them all until it ends
+    (``FREE_AT_W``), the held-back W's keep all ``m`` alive. The zero-bubble authors' generator
+    (``zb.py``) draws this shape.
 
     >>> "".join(op.kind for op in zero_bubble_h2(2, 4).stages[0])
     'FFFBFBWBWBWW'
