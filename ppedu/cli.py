@@ -123,6 +123,7 @@ def _search(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    wrote = _export(found.schedule, found.timeline, args)
     if args.json:
         print(json.dumps({"p": args.p, "m": args.m, "costs": costs.as_dict(), **found.as_dict()}))
         return 0
@@ -142,8 +143,8 @@ def _search(args: argparse.Namespace) -> int:
         from ppedu.text import render_grid
 
         print(render_grid(found.timeline))
-    if args.png:
-        print(f"wrote {args.png}")
+    for name in (*wrote, *([args.png] if args.png else [])):
+        print(f"wrote {name}")
     return 0
 
 
@@ -225,6 +226,14 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
                         help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
 
 
+def _add_exports(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--csv", metavar="FILE",
+                        help="also write the order as PyTorch's schedule CSV (for _PipelineScheduleRuntime._load_csv "
+                        "and python -m ppedu.mnist.distributed --csv)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="also write the run as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)")
+
+
 class _Parser(argparse.ArgumentParser):
     """An argument parser whose errors are one line (with a pointer to ``--help``), exit status 2."""
 
@@ -241,10 +250,7 @@ def _parser() -> argparse.ArgumentParser:
     out = sim.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
-    sim.add_argument("--csv", metavar="FILE",
-                     help="also write the order as PyTorch's schedule CSV (for _PipelineScheduleRuntime._load_csv)")
-    sim.add_argument("--trace", metavar="FILE",
-                     help="also write the run as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)")
+    _add_exports(sim)
     sim.set_defaults(run=_simulate)
     add_partition(commands)
     add_plan(commands)
@@ -277,6 +283,7 @@ def _parser() -> argparse.ArgumentParser:
     found_out = find.add_mutually_exclusive_group()
     found_out.add_argument("--json", action="store_true", help="print one JSON object, with the order")
     found_out.add_argument("--png", metavar="FILE", help="draw the best order's spacetime diagram into FILE")
+    _add_exports(find)
     find.set_defaults(run=_search)
     grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
