@@ -98,7 +98,8 @@ def memory_use(timeline: Timeline) -> tuple[float, ...]:
 
 
 def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | None = None, *,
-           activation_bytes: float | None = None, one_direction: bool = False, memory: MemoryModel = FREE_AT_W,
+           activation_bytes: float | None = None, one_direction: bool = False, cut: int | None = None,
+           memory: MemoryModel = FREE_AT_W,
            seconds: float = 2.0, seed: int = 0,
            progress: Callable[[int, float], None] | None = None) -> Found:
     """The fastest valid order found for ``p`` GPUs and ``m`` micro-batches.
@@ -107,7 +108,8 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
     compare``); ``memory_limit`` is the most activations any GPU may hold at once, in one stage's
     activations for one micro-batch (1F1B needs ``p``, GPipe ``m``), or in bytes when
     ``activation_bytes`` (bytes of that unit, from :mod:`ppedu.cluster` say) is given.
-    ``memory`` says when activations are freed (:mod:`ppedu.memory`; by default at W).
+    ``cut`` keeps to one placement: ``v`` chunks per GPU, chunk ``c`` on GPU ``c mod p`` (the
+    schedule builder's grid). ``memory`` says when activations are freed (:mod:`ppedu.memory`; by default at W).
     ``one_direction`` leaves out DualPipe and Chimera (two copies of the parameters), whose orders
     PyTorch's runtime cannot run. ``seconds`` bounds the local search (after the named schedules and the list scheduler have
     been tried); ``progress(tried, best)`` is called after each candidate.
@@ -124,14 +126,15 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
         raise ValueError(f"memory limit {limit:g} stage-activations is below one micro-batch's (1): no order fits")
     started = time.perf_counter()
     state = _Best(limit, memory, progress)
+    only = None if cut is None else (tuple(c % p for c in range(p * cut)),)
     for name in SCHEDULES:
         if one_direction and name in ("dualpipe", "chimera"):
             continue
-        for v in (1, 2) if name in VIRTUAL else (1,):
-            state.offer(lambda: build(name, p, m, v), costs.per_chunk(2 if name in ("zb-v", "dualpipe-v") else v),
+        for v in (1, 2, *([cut] if cut else [])) if name in VIRTUAL else (1,):
+            state.offer(lambda: _kept(build(name, p, m, v), only), costs.per_chunk(2 if name in ("zb-v", "dualpipe-v") else v),
                         family=name, named=True)
-    exact = _enumerate(p, m, costs, state)
-    for placement, v in _placements(p):
+    exact = cut in (None, 1) and _enumerate(p, m, costs, state)
+    for placement, v in _placements(p) if cut is None else [(only[0], cut)]:
         chunk_costs = costs.per_chunk(v)
         for split in (True, False) if _has_w(costs) else (False,):
             for rule in dict.fromkeys(">".join(k for k in r.split(">") if split or k != "W") for r in _RULES):
@@ -179,6 +182,10 @@ class _Best:
         if self.progress:
             self.progress(self.tried, self.best.makespan if self.best else math.inf)
         return better
+
+
+def _kept(schedule: Schedule, only: tuple[tuple[int, ...], ...] | None) -> Schedule | None:
+    return schedule if only is None or schedule.placement == only else None
 
 
 def _finish(t: Timeline) -> tuple[float, float]:

@@ -212,3 +212,16 @@ def test_each_widget_carries_a_still_picture_beside_its_live_view():
         bundle = widget._repr_mimebundle_()
         assert "application/vnd.jupyter.widget-view+json" in bundle and "<svg" in bundle["text/html"]
     assert "place 4 operations" in ScheduleBuilder(p=2, m=1)._repr_mimebundle_()["text/html"]
+
+
+def test_the_builders_challenge_is_the_searchs_best_order_on_the_same_grid():
+    b = ScheduleBuilder(p=2, m=2, challenge=True)
+    assert b.target() == 6  # 1F1B's 6 steps: nothing on this grid is faster
+    for stage, step, op in [(0, 0, "F0"), (0, 1, "F1"), (1, 1, "F0"), (1, 2, "B0"), (1, 3, "F1"), (1, 4, "B1"),
+                            (0, 3, "B0"), (0, 5, "B1")]:
+        b.place(stage, step, op)
+    assert "ties the search's best order (6 steps)" in b.check().messages[-1]
+    b.remove(0, 5)
+    b.place(0, 7, "B1")  # a valid but slower order
+    assert "The search found an order in 6 steps: can you beat it?" in b.check().messages[-1]
+    assert ScheduleBuilder(p=2, m=2).check().messages[-1].find("search") == -1  # no challenge unless asked
