@@ -44,6 +44,7 @@ def _simulate(args: argparse.Namespace) -> int:
             "virtual": schedule.virtual,
             "costs": timeline.costs.as_dict(),
             **timeline.metrics(),
+            "idle_causes": timeline.idle_causes().as_dict(),
             "events": [e.as_dict(with_direction=bidirectional) for e in timeline.events],
         }))
     elif args.png:

@@ -42,6 +42,19 @@ CAUSES: dict[str, str] = {
     "gradient": "waiting for a gradient from downstream, as the schedule's order dictates",
 }
 
+#: How a diagram draws each cause: a pale tint and a hatch of its own, so the causes stay apart
+#: in greyscale and for colour-blind readers (the hatch names are :mod:`ppedu.svg`'s).
+CAUSE_STYLE: dict[str, tuple[str, str]] = {
+    "fill": ("#F2F2F2", "\\\\"),
+    "drain": ("#F2F2F2", "--"),
+    "hand-over": ("#FBE3D6", "||"),
+    "imbalance": ("#FCEFD2", "++"),
+    "deferred W": ("#D9F0E8", "oo"),
+    "pair": ("#E0EEF8", "xx"),
+    "activation": ("#DCE6F2", "//"),
+    "gradient": ("#F9E3D9", ".."),
+}
+
 
 @dataclass(frozen=True)
 class Idle:

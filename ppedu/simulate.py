@@ -176,6 +176,7 @@ class Timeline:
             "bubble_ratio": self.bubble_ratio,
             "utilization": self.utilization,
             "peak_activations": list(self.peak_activations),
+            "idle_causes": self.idle_causes().totals(),
         }
 
 

@@ -16,6 +16,7 @@ from html import escape
 import numpy as np
 
 from ppedu.grid import Grid, grid, label
+from ppedu.idle import CAUSE_STYLE
 from ppedu.plot import IDLE_STYLE, STYLE
 from ppedu.simulate import Timeline
 
@@ -23,10 +24,15 @@ _NAMES = {"F": "forward", "B": "backward", "W": "weight grad"}
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 44, 22, 6
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
-          "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>'}
+          "xx": '<path d="M0,0 L6,6 M0,6 L6,0" stroke="#BBB" stroke-width=".6"/>',
+          "\\\\": '<path d="M0,0 L6,6" stroke="#666" stroke-width=".8"/>',
+          "--": '<path d="M0,3 L6,3" stroke="#666" stroke-width=".8"/>',
+          "||": '<path d="M3,0 L3,6" stroke="#666" stroke-width=".8"/>',
+          "++": '<path d="M3,0 L3,6 M0,3 L6,3" stroke="#666" stroke-width=".6"/>',
+          "oo": '<circle cx="3" cy="3" r="1.8" fill="none" stroke="#666" stroke-width=".6"/>'}
 # One pattern per hatched style, its colour baked in, so each block is a single element.
 _PATTERNS = {(colour, hatch): f"ppedu-p{i}" for i, (colour, hatch) in enumerate(
-    sorted({style for style in (*STYLE.values(), IDLE_STYLE) if style[1]}))}
+    sorted({style for style in (*STYLE.values(), IDLE_STYLE, *CAUSE_STYLE.values()) if style[1]}))}
 _DEFS = "<defs>" + "".join(
     f'<pattern id="{pid}" width="6" height="6" patternUnits="userSpaceOnUse">'
     f'<rect width="6" height="6" fill="{colour}"/>{_HATCH[hatch]}</pattern>'
@@ -37,9 +43,16 @@ def _fill(colour: str, hatch: str) -> str:
     return f"url(#{_PATTERNS[colour, hatch]})" if hatch else colour
 
 
-def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880.0, title: str | None = None) -> str:
+def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880.0, title: str | None = None,
+               causes: bool = False) -> str:
     """The spacetime diagram of ``timeline`` as SVG; with ``upto``, only what has run by that time
-    (the rest of the grid is left blank and a line marks "now")."""
+    (the rest of the grid is left blank and a line marks "now"); with ``causes``, each idle
+    interval hatched by why it is idle (:meth:`~ppedu.simulate.Timeline.idle_causes`).
+
+    >>> from ppedu import schedules, simulate
+    >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
+    2
+    """
     p, end = timeline.stages, timeline.makespan or 1.0
     unit = max(2.0, min(36.0, (width - _LEFT - 8) / end))
     inner_w, inner_h = unit * end, p * _ROW
@@ -51,6 +64,11 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         out.append(_rect(_LEFT, y + _GAP / 2, shown * unit, _ROW - _GAP, IDLE_STYLE[0], IDLE_STYLE[1],
                          "ppedu-idle", stroke="none"))
         out.append(f'<text x="{_LEFT - 6}" y="{y + _ROW / 2 + 4}" text-anchor="end" font-size="11">GPU {s}</text>')
+    for idle in timeline.idle_causes() if causes else ():
+        if idle.start < shown:
+            out.append(_rect(_LEFT + idle.start * unit, y0 + (p - 1 - idle.stage) * _ROW + _GAP / 2,
+                             (min(idle.end, shown) - idle.start) * unit, _ROW - _GAP, *CAUSE_STYLE[idle.cause],
+                             f"ppedu-idle ppedu-{idle.cause.replace(' ', '-')}", stroke="none", tip=idle.cause))
     for e in timeline.events:
         if e.start >= shown and upto is not None:
             continue
@@ -70,7 +88,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
         out.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                    'stroke="#D55E00" stroke-width="2"/>')
     out.append(_axis(end, unit, y0 + inner_h))
-    out.append(_legend(timeline, y0 + inner_h + 22))
+    out.append(_legend(timeline, y0 + inner_h + 22, causes))
     out.append("</svg>")
     return "".join(out)
 
@@ -112,10 +130,14 @@ def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked
     return "".join(out)
 
 
-def _legend(timeline: Timeline, y: float) -> str:
+def _legend(timeline: Timeline, y: float, causes: bool = False) -> str:
     kinds = sorted({(e.op.kind, e.op.direction) for e in timeline.events}, key=lambda k: (k[1], "FBW".index(k[0])))
     entries = [(STYLE[k][0], STYLE[k][1], _NAMES[k[0]] + ("'" if k[1] else "")) for k in kinds]
-    entries.append((IDLE_STYLE[0], IDLE_STYLE[1], "idle"))
+    if causes:
+        totals = timeline.idle_causes().totals()
+        entries += [(*CAUSE_STYLE[cause], cause) for cause, time in totals.items() if time > 0]
+    else:
+        entries.append((IDLE_STYLE[0], IDLE_STYLE[1], "idle"))
     out, x = [], float(_LEFT)
     for fill, hatch, name in entries:
         out.append(_rect(x, y, 12, 12, fill, hatch, "ppedu-key", stroke="#666"))

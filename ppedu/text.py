@@ -44,6 +44,7 @@ def render_metrics(timeline: Timeline) -> str:
         ("bubble / ideal time", f"{t.bubble_over_ideal:.4f}"),
         ("utilization", f"{t.utilization:.2%}"),
         ("peak activations per GPU", " ".join(map(str, t.peak_activations))),
+        ("idle by cause", " + ".join(f"{k} {_num(v)}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "none"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

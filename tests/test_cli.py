@@ -24,8 +24,10 @@ def test_json_carries_every_key_and_event():
     out = ppedu("simulate", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--json")
     data = json.loads(out.stdout)
     assert set(data) == {"schedule", "stages", "microbatches", "virtual", "costs", "makespan", "total_slots",
-                         "busy_slots", "idle_slots", "bubble_ratio", "utilization", "peak_activations", "events"}
+                         "busy_slots", "idle_slots", "bubble_ratio", "utilization", "peak_activations", "idle_causes",
+                         "events"}
     assert (data["idle_slots"], data["total_slots"], data["virtual"]) == (24, 152, 2)
+    assert sum(data["idle_causes"]["totals"].values()) == 24 and len(data["idle_causes"]["per_stage"]) == 4
     assert len(data["events"]) == 4 * 8 * 2 * 2
     assert set(data["events"][0]) == {"stage", "kind", "microbatch", "chunk", "start", "end"}
 

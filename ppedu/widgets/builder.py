@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-
 import ipywidgets as widgets
 
-from ppedu.placement import Model, Violation, check_placement, violations
+from ppedu.costs import Costs
 from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
+from ppedu.placement import Model, Violation, check_placement, violations
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
@@ -115,10 +115,11 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         return Schedule(stages, "built", placement, self.model.m, self.model.v)
 
     def timeline(self) -> Timeline:
-        """The placement's order replayed by the simulator under unit costs (needs it complete)."""
+        """The placement's order replayed by the simulator with every op one step long, as on the
+        grid (W included), which needs it complete."""
         if not self.complete:
             raise ValueError("the schedule is not complete yet: place every operation without breaking a rule")
-        return simulate(self.schedule())
+        return simulate(self.schedule(), Costs(f=1, b=1, w=1 if self.model.split_w else 0))
 
     # -- drawing -------------------------------------------------------------------------------
     def _labels(self) -> list[str]:

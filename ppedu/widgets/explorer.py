@@ -109,6 +109,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "peak_activations": t.peak_activations,
             "peak_stage_activations": t.peak_stage_activations,
             "handovers": t.schedule.hand_overs,
+            "idle_causes": t.idle_causes().totals(),
         }
 
     # -- drawing -------------------------------------------------------------------------------
@@ -161,6 +162,7 @@ def _table(t: Timeline) -> str:
         ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
         ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
         ("hand-overs between GPUs", str(t.schedule.hand_overs)),
+        ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
