@@ -70,8 +70,9 @@ def chrome_trace(timeline: Timeline) -> dict[str, Any]:
     for e in timeline.events:
         events.append(_slice(repr(e.op), e.stage, e.start, e.end, e.op.kind,
                              {"microbatch": e.op.microbatch, "chunk": e.op.chunk, "direction": e.op.direction}))
-        if schedule.hand_over(e.op):
-            source = by_op[e.op.needs(schedule.chunks)]
+        needs = e.op.needs(schedule.chunks)
+        if needs is not None and schedule.hand_over(e.op):
+            source = by_op[needs]
             flow += 1
             events.append({"ph": "s", "id": flow, "name": "hand-over", "cat": "hand-over", "pid": 0,
                            "tid": source.stage, "ts": source.end * _SCALE - 1e-3})

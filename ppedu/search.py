@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from ppedu.costs import Costs, PerChunk
 from ppedu.memory import FREE_AT_W, MemoryModel
-from ppedu.ops import Op, Schedule
+from ppedu.ops import Kind, Op, Schedule
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.schedules._rules import require_counts
 from ppedu.simulate import Timeline, simulate
@@ -126,7 +126,8 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
         raise ValueError(f"memory limit {limit:g} stage-activations is below one micro-batch's (1): no order fits")
     started = time.perf_counter()
     state = _Best(limit, memory, progress)
-    only = None if cut is None else (tuple(c % p for c in range(p * cut)),)
+    cuts = list(_placements(p)) if cut is None else [(tuple(c % p for c in range(p * cut)), cut)]
+    only = None if cut is None else (cuts[0][0],)
     for name in SCHEDULES:
         if one_direction and name in ("dualpipe", "chimera"):
             continue
@@ -134,7 +135,7 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
             state.offer(lambda: _kept(build(name, p, m, v), only), costs.per_chunk(2 if name in ("zb-v", "dualpipe-v") else v),
                         family=name, named=True)
     exact = cut in (None, 1) and _enumerate(p, m, costs, state)
-    for placement, v in _placements(p) if cut is None else [(only[0], cut)]:
+    for placement, v in cuts:
         chunk_costs = costs.per_chunk(v)
         for split in (True, False) if _has_w(costs) else (False,):
             for rule in dict.fromkeys(">".join(k for k in r.split(">") if split or k != "W") for r in _RULES):
@@ -229,7 +230,7 @@ def _list_schedule(p: int, m: int, placement: tuple[int, ...], v: int, costs: Co
     its GPU over ``limit``, counting every forward not yet released by its W (by its B when
     backwards are whole, or when ``memory`` frees at B)."""
     chunks = len(placement)
-    kinds = ("F", "B", "W") if split else ("F", "B")
+    kinds: tuple[Kind, ...] = ("F", "B", "W") if split else ("F", "B")
     rank = {k: i for i, k in enumerate(x for x in rule.split(">") if x in kinds)}
     room = math.inf if limit is None else limit * v  # in chunk-activations
     release = "W" if split and memory.kept_for_w > 0 else "B"
@@ -342,7 +343,7 @@ def _enumerate(p: int, m: int, costs: Costs, state: _Best) -> bool:
         return False
     placement = (tuple(range(p)),)
     for split in variants:
-        kinds = ("F", "B", "W") if split else ("F", "B")
+        kinds: tuple[Kind, ...] = ("F", "B", "W") if split else ("F", "B")
         orders = [list(stage_orders([Op(k, mb, s) for mb in range(m) for k in kinds])) for s in range(p)]
         for stages in itertools.product(*orders):
             state.offer(lambda: Schedule(stages, "searched", placement, m), costs, family="one chunk per GPU, every order")

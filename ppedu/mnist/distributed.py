@@ -108,8 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             mine = stage_indices(args.schedule, rank, p, args.v)
             total = p * len(mine)
         else:
-            mine = sorted({int(re.match(r"\d+", a)[0]) for a in order[rank]})
-            total = 1 + max(int(re.match(r"\d+", a)[0]) for row in order for a in row)
+            mine = sorted({_chunk(a) for a in order[rank]})
+            total = 1 + max(_chunk(a) for row in order for a in row)
         chunks = split_model(model, total)  # ValueError if the model has fewer layers than chunks
         local: list[nn.Module] = [chunks[i].to(device) for i in mine]
         stages = [pipelining.PipelineStage(chunk, i, total, device) for i, chunk in zip(mine, local)]
@@ -158,6 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         dist.destroy_process_group()
     return 0
+
+
+def _chunk(action: str) -> int:
+    """The chunk (PyTorch's stage index) an action such as ``3F0`` runs on."""
+    return int(re.split(r"\D", action, maxsplit=1)[0])
 
 
 def _order(args: argparse.Namespace, p: int) -> list[list[str]]:

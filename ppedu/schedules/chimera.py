@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from ppedu.ops import Op, Schedule
+from ppedu.ops import Kind, Op, Schedule
 from ppedu.schedules._rules import require_counts
+
+
+_BF: tuple[Kind, ...] = ("B", "F")
 
 
 def chimera(p: int, m: int) -> Schedule:
@@ -29,7 +32,7 @@ def chimera(p: int, m: int) -> Schedule:
     done = {(kind, j, d): 0 for kind in "FB" for j in range(p) for d in (0, 1)}
     orders: list[list[Op]] = [[] for _ in range(p)]
 
-    def candidate(kind: str, j: int, d: int, now: int) -> tuple[int, int, int, Op] | None:
+    def candidate(kind: Kind, j: int, d: int, now: int) -> tuple[int, int, int, Op] | None:
         c = j if d == 0 else p - 1 - j  # the chunk (position in its pipeline) GPU j holds
         k = done[kind, j, d]
         if k == half or (kind == "F" and k - done["B", j, d] >= p - c):
@@ -43,7 +46,7 @@ def chimera(p: int, m: int) -> Schedule:
     now = 0
     while len(end) < 2 * m * p:
         picks = [min(options) for j in range(p)
-                 if (options := [o for kind in "BF" for d in (0, 1) if (o := candidate(kind, j, d, now))])]
+                 if (options := [o for kind in _BF for d in (0, 1) if (o := candidate(kind, j, d, now))])]
         for *_, op in picks:
             j = op.chunk if op.direction == 0 else p - 1 - op.chunk
             orders[j].append(op)

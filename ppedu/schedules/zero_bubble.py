@@ -3,7 +3,7 @@ gradient) and W (weight gradient), the W's moved to fill what would be bubbles."
 
 from __future__ import annotations
 
-from ppedu.ops import Op, Schedule
+from ppedu.ops import Kind, Op, Schedule
 from ppedu.schedules._rules import require_counts
 from ppedu.schedules.interleaved import _group, _interleaved_order
 from ppedu.schedules.one_f_one_b import _stage_order
@@ -93,7 +93,7 @@ def zero_bubble_v(p: int, m: int) -> Schedule:
         count = {"F": [0, 0], "B": [0, 0], "W": [0, 0]}
         ops: list[Op] = []
 
-        def run(kind: str, piece: int, same_as_b: bool = False) -> None:
+        def run(kind: Kind, piece: int, same_as_b: bool = False) -> None:
             # A W right after its own B takes that B's micro-batch; a deferred one its own count.
             mb = count["B"][piece] - 1 if same_as_b else count[kind][piece]
             count[kind][piece] = mb + 1
