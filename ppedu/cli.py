@@ -120,7 +120,7 @@ def _search(args: argparse.Namespace) -> int:
     costs = _costs(args)
     try:
         found = search(args.p, args.m, costs, args.memory, activation_bytes=args.activation_bytes,
-                       one_direction=args.one_direction, seconds=args.seconds, seed=args.seed, progress=progress)
+                       one_direction=args.one_direction, cut=args.cut, seconds=args.seconds, seed=args.seed, progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -279,6 +279,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="bytes of one stage's activations for one micro-batch (--memory is then in bytes)")
     find.add_argument("--one-direction", action="store_true",
                       help="leave out DualPipe and Chimera (two parameter copies; PyTorch's runtime cannot run them)")
+    find.add_argument("--cut", type=int, default=None, metavar="V",
+                      help="keep to V chunks per GPU, chunk c on GPU c mod p (default: try several cuts)")
     find.add_argument("--seconds", type=float, default=2.0, help="time for the local search (default 2)")
     find.add_argument("--seed", type=int, default=0)
     found_out = find.add_mutually_exclusive_group()

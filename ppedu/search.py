@@ -116,7 +116,7 @@ def search(p: int, m: int, costs: Costs | None = None, memory_limit: float | Non
 
     Raises ``ValueError`` if no order fits the limit (below one micro-batch's activations).
     """
-    require_counts(p=p, m=m)
+    require_counts(p=p, m=m, **({} if cut is None else {"v": cut}))
     costs = costs or Costs()
     if any(isinstance(x, PerChunk) for x in (costs.f, costs.b, costs.w, costs.comm)):
         raise ValueError("search takes costs per stage (it tries several cuts into chunks), not per chunk")

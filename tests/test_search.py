@@ -99,6 +99,13 @@ def test_a_limit_below_one_micro_batch_is_refused():
         search(4, 8, memory_limit=1e9, activation_bytes=2e9)  # in bytes: half a micro-batch
 
 
+def test_a_cut_keeps_to_one_placement():
+    found = search(4, 8, Costs(f=1, b=1, w=1), 4, cut=2, seconds=0.1)
+    assert found.schedule.placement == (tuple(c % 4 for c in range(8)),)
+    with pytest.raises(ValueError, match="v \\(chunks per stage\\) must be a whole number"):
+        search(4, 8, cut=0)
+
+
 def test_search_from_the_command_line(tmp_path):
     data = json.loads(ppedu("search", "-p", "4", "-m", "8", "--w", "1", "--memory", "4", "--seconds", "0.2",
                             "--json").stdout)
