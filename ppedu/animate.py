@@ -18,6 +18,7 @@ from matplotlib.patches import Rectangle
 from ppedu.grid import grid
 from ppedu.plot import plot_timeline
 from ppedu.simulate import Timeline
+from ppedu.validate import whole
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def frames(timeline: Timeline, dt: float | None = None) -> tuple[Frame, ...]:
     g = grid(timeline, dt)
     labels = g.labels()
     ends = sorted(e.end for e in timeline.events)
-    out = [Frame(0, 0.0, ("",) * timeline.stages, 0)]
+    out = [Frame(0, 0.0, ("",) * timeline.p, 0)]
     done = 0
     for step in range(1, g.shape[1] + 1):
         time = step * g.dt
@@ -55,14 +56,13 @@ def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int 
         raise ValueError(f"an animation is saved as .gif or .mp4 (got {path.name!r})")
     if suffix == ".mp4" and shutil.which("ffmpeg") is None:
         raise ValueError("writing .mp4 needs ffmpeg, which is not installed here; save a .gif instead")
-    if isinstance(fps, bool) or not isinstance(fps, int) or fps < 1:
-        raise ValueError(f"fps (frames per second) must be a whole number ≥ 1 (got {fps!r})")
+    whole("fps", fps, "frames per second")
     steps = frames(timeline)
     fig = plot_timeline(timeline)
     ax = fig.axes[0]
     end = timeline.makespan or 1.0
     # The future is covered, and a line marks "now", so the diagram fills in as time passes.
-    cover = Rectangle((0, -0.6), end, timeline.stages + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
+    cover = Rectangle((0, -0.6), end, timeline.p + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
     ax.add_patch(cover)
     now = ax.axvline(0, color="#D55E00", linewidth=2, zorder=4)
     caption = fig.text(0.01, 0.01, "", fontsize=9)

@@ -11,15 +11,17 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ppedu import PerChunk
-from ppedu.cluster import add_parser as add_plan
-from ppedu.costs import Costs, _is_matrix
+from ppedu.cluster import GPUS, MODELS
+from ppedu.cluster import cli as plan_cli
+from ppedu.costs import Costs, PerChunk, _is_matrix
 from ppedu.grading import cli as grading_cli
 from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
-from ppedu.partition import add_parser as add_partition
+from ppedu.partition import partition
 from ppedu.schedules import GROUPED, SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
+from ppedu.text import columns
+from ppedu.validate import numbers, one_of
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,14 +185,6 @@ def _costs(args: argparse.Namespace) -> Costs:
     return Costs(f=f, b=b, w=w, comm=comm, fb=args.fb)
 
 
-def numbers(text: str) -> tuple[float, ...]:
-    """Comma-separated numbers (``1,1,2,1``), as an ``argparse`` type."""
-    try:
-        return tuple(float(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number or comma-separated numbers: {text!r}") from None
-
-
 def _cost(text: str) -> float | tuple[float, ...]:
     """A cost: one number, or one per stage separated by commas (``1,1,2,1``)."""
     values = numbers(text)
@@ -253,8 +247,8 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
     _add_exports(sim)
     sim.set_defaults(run=_simulate)
-    add_partition(commands)
-    add_plan(commands)
+    _add_partition(commands)
+    plan_cli.add_parser(commands)
 
     cmp = commands.add_parser(
         "compare", help="simulate several schedules of the same model on the same GPUs, side by side",
@@ -291,6 +285,52 @@ def _parser() -> argparse.ArgumentParser:
     grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
     return parser
+
+
+# --- ppedu partition -------------------------------------------------------------------------
+
+
+def _add_partition(commands: argparse._SubParsersAction) -> None:
+    """Register ``ppedu partition`` on the sub-command table."""
+    cmd = commands.add_parser("partition", help="cut a model's layers into p balanced pipeline stages",
+                              description="Exact contiguous partition minimising the slowest stage.")
+    what = cmd.add_mutually_exclusive_group(required=True)
+    what.add_argument("--layers", type=numbers, help="per-layer costs, comma-separated: 1,2,2,1")
+    what.add_argument("--model", help="a model preset of ppedu.cluster (7b, 13b, 70b, 405b): its embedding, "
+                      "blocks and output layer, costed in ms of F+B+W on --gpu")
+    cmd.add_argument("--gpu", default="h100-80gb", help="GPU preset that costs --model's layers (default h100-80gb)")
+    cmd.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
+    cmd.add_argument("--speeds", type=numbers, default=None, help="per-GPU relative speeds, comma-separated")
+    cmd.add_argument("--json", action="store_true", help="print one JSON object")
+    cmd.set_defaults(run=_partition)
+
+
+def _partition(args: argparse.Namespace) -> int:
+    layers = args.layers or _model_layers(args.model, args.gpu)
+    part = partition(layers, args.p, args.speeds)
+    if args.json:
+        print(json.dumps({"bounds": list(part.bounds), "sizes": list(part.sizes), "stage_costs": list(part.stage_costs),
+                          "speeds": list(part.speeds), "bottleneck": part.bottleneck}))
+        return 0
+    rows = [("stage", "layers", "count", "speed", "cost")] + [
+        (str(s), f"{r.start}–{r.stop - 1}", str(len(r)), f"{part.speeds[s]:g}", f"{part.stage_costs[s]:g}")
+        for s in range(part.p) for r in [part.layers(s)]
+    ]
+    print(columns(rows))
+    ideal = sum(layers) / sum(part.speeds)
+    print(f"\nbottleneck {part.bottleneck:g} (stage {part.stage_costs.index(part.bottleneck)}); "
+          f"a perfect split would give {ideal:g}")
+    if args.model:
+        print(f"(layer 0 is the embedding, 1–{len(layers) - 2} the blocks, {len(layers) - 1} the output layer; "
+              f"costs in ms of F+B+W on {args.gpu})")
+    return 0
+
+
+def _model_layers(name: str, gpu: str) -> list[float]:
+    """A preset model's units, each costed as its forward, backward and weight-gradient ms on ``gpu``."""
+    one_of("preset", name, MODELS)
+    one_of("preset", gpu, GPUS)
+    return [3 * GPUS[gpu].seconds(x) * 1e3 for x in MODELS[name].layer_flops()]
 
 
 if __name__ == "__main__":

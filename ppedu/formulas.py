@@ -12,7 +12,7 @@ the first is ``r / (1 + r)``.
 
 from __future__ import annotations
 
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 
 def bubble_ratio(p: int, m: int, v: int = 1) -> float:

@@ -78,9 +78,9 @@ def grid(timeline: Timeline, dt: float | None = None) -> Grid:
     times = {t for e in timeline.events for t in (e.start, e.end)}
     dt = dt or _resolution(times)
     steps = round(timeline.makespan / dt)
-    if timeline.stages * steps > _MAX_CELLS:
-        raise ValueError(f"a grid of {timeline.stages}×{steps} cells is too large to draw; pass a larger dt")
-    cells = np.full((timeline.stages, steps), IDLE, dtype=np.int64)
+    if timeline.p * steps > _MAX_CELLS:
+        raise ValueError(f"a grid of {timeline.p}×{steps} cells is too large to draw; pass a larger dt")
+    cells = np.full((timeline.p, steps), IDLE, dtype=np.int64)
     for i, e in enumerate(timeline.events):
         cells[e.stage, round(e.start / dt) : round(e.end / dt)] = i
     return Grid(timeline, cells, dt)

@@ -137,7 +137,7 @@ def idle_causes(timeline: Timeline) -> IdleCauses:
 
     final = int(timeline.end.argmax()) if len(end) else 0  # the op that ends the step
     intervals: list[Idle] = []
-    for s in range(timeline.stages):
+    for s in range(timeline.p):
         a, b = bounds[s], bounds[s + 1]
         kinds = kind[a:b]
         first_b = a + kinds.index(1) if 1 in kinds else b
@@ -159,7 +159,7 @@ def idle_causes(timeline: Timeline) -> IdleCauses:
                 intervals.append(Idle(s, free, timeline.makespan - latency, "drain"))
             if latency > scale:
                 intervals.append(Idle(s, timeline.makespan - latency, timeline.makespan, "hand-over"))
-    return IdleCauses(tuple(intervals), timeline.stages, timeline.total_slots)
+    return IdleCauses(tuple(intervals), timeline.p, timeline.total_slots)
 
 
 def _latency(i: int, since: float, start: list[float], end: list[float], waited: list[int], head: bytearray) -> float:

@@ -3,13 +3,10 @@ stage, which sets the pipeline's pace, is as fast as it can be."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ppedu.schedules._rules import require_counts
-from ppedu.text import columns
+from ppedu.validate import require_counts
 
 
 @dataclass(frozen=True)
@@ -113,54 +110,3 @@ def _non_negative(x: object) -> float:
     if not 0 <= value < float("inf"):
         raise ValueError(f"layer costs must be finite non-negative numbers (got {x!r})")
     return value
-
-
-# --- ppedu partition -------------------------------------------------------------------------
-
-
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    """Register ``ppedu partition`` on the CLI's sub-command table."""
-    from ppedu.cli import numbers  # late: the CLI imports this module
-
-    cmd = commands.add_parser("partition", help="cut a model's layers into p balanced pipeline stages",
-                              description="Exact contiguous partition minimising the slowest stage.")
-    what = cmd.add_mutually_exclusive_group(required=True)
-    what.add_argument("--layers", type=numbers, help="per-layer costs, comma-separated: 1,2,2,1")
-    what.add_argument("--model", help="a model preset of ppedu.cluster (7b, 13b, 70b, 405b): its embedding, "
-                      "blocks and output layer, costed in ms of F+B+W on --gpu")
-    cmd.add_argument("--gpu", default="h100-80gb", help="GPU preset that costs --model's layers (default h100-80gb)")
-    cmd.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
-    cmd.add_argument("--speeds", type=numbers, default=None, help="per-GPU relative speeds, comma-separated")
-    cmd.add_argument("--json", action="store_true", help="print one JSON object")
-    cmd.set_defaults(run=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    layers = args.layers or _model_layers(args.model, args.gpu)
-    part = partition(layers, args.p, args.speeds)
-    if args.json:
-        print(json.dumps({"bounds": list(part.bounds), "sizes": list(part.sizes), "stage_costs": list(part.stage_costs),
-                          "speeds": list(part.speeds), "bottleneck": part.bottleneck}))
-        return 0
-    rows = [("stage", "layers", "count", "speed", "cost")] + [
-        (str(s), f"{r.start}–{r.stop - 1}", str(len(r)), f"{part.speeds[s]:g}", f"{part.stage_costs[s]:g}")
-        for s in range(part.p) for r in [part.layers(s)]
-    ]
-    print(columns(rows))
-    ideal = sum(layers) / sum(part.speeds)
-    print(f"\nbottleneck {part.bottleneck:g} (stage {part.stage_costs.index(part.bottleneck)}); "
-          f"a perfect split would give {ideal:g}")
-    if args.model:
-        print(f"(layer 0 is the embedding, 1–{len(layers) - 2} the blocks, {len(layers) - 1} the output layer; "
-              f"costs in ms of F+B+W on {args.gpu})")
-    return 0
-
-
-def _model_layers(name: str, gpu: str) -> list[float]:
-    """A preset model's units, each costed as its forward, backward and weight-gradient ms on ``gpu``."""
-    from ppedu.cluster import GPUS, MODELS  # the cluster module builds on this one
-
-    for preset, table in ((name, MODELS), (gpu, GPUS)):
-        if preset not in table:
-            raise ValueError(f"unknown preset {preset!r} (choose from {', '.join(table)})")
-    return [3 * GPUS[gpu].seconds(x) * 1e3 for x in MODELS[name].layer_flops()]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ppedu.feedback import Feedback
 from ppedu.ops import Kind, Op
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 Placed = Mapping[tuple[int, int], Op | str] | Iterable[tuple[int, int, Op | str]]
 
@@ -42,7 +42,7 @@ class Violation:
 
 
 @dataclass(frozen=True)
-class Model:
+class PlacementTask:
     """What is to be placed: ``p`` GPUs, ``m`` micro-batches, ``v`` chunks per GPU, W split off or not."""
 
     p: int
@@ -105,7 +105,7 @@ def violations(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = False
     triples; ``steps``, if given, is the width of the grid. Missing operations are not
     violations here (the student may not be done): :func:`check_placement` reports them.
     """
-    model = Model(p, m, v, split_w)
+    model = PlacementTask(p, m, v, split_w)
     length = {"F": 1, "B": 1, "W": 1, **(durations or {})}
     found: list[Violation] = []
     where: dict[Op, tuple[int, int]] = {}
@@ -154,7 +154,7 @@ def violations(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = False
 
 def missing(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = False) -> dict[int, list[Op]]:
     """Per GPU, the operations not yet placed (correctly on that GPU)."""
-    model = Model(p, m, v, split_w)
+    model = PlacementTask(p, m, v, split_w)
     done = {op for stage, _, raw in _items(placed)
             if isinstance(stage, int) and 0 <= stage < p and isinstance(op := model.parse(raw, stage), Op)
             and model.home(op.chunk) == stage}
@@ -175,7 +175,7 @@ def check_placement(placed: Placed, p: int, m: int, v: int = 1, split_w: bool = 
     GPU 1, t1: F0 starts before its input F0 from GPU 0 is ready (GPU 0 finishes it at the end of t1).
     GPU 1 still needs B0.
     """
-    model = Model(p, m, v, split_w)
+    model = PlacementTask(p, m, v, split_w)
     found = violations(placed, p, m, v, split_w, steps, durations)
     lacking = missing(placed, p, m, v, split_w)
     rows = [(x.stage, 0, x.step, x.message) for x in found]

@@ -51,7 +51,7 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
     'GPU'
     """
     ax = ax or _new_axes(timeline)
-    p, end = timeline.stages, timeline.makespan or 1.0
+    p, end = timeline.p, timeline.makespan or 1.0
     for s in range(p):
         ax.add_patch(Rectangle((0, s - 0.4), end, 0.8, facecolor=IDLE_STYLE[0], hatch=IDLE_STYLE[1],
                                edgecolor="#BBBBBB", linewidth=0, zorder=0))
@@ -77,12 +77,34 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
     return ax.figure  # type: ignore[return-value]
 
 
+def outline_pairs(figure: Figure, timeline: Timeline) -> int:
+    """Draw a shared black border around each overlapped forward-and-backward pair of
+    ``timeline`` (DualPipe's F&B), as DeepSeek's figure does; return how many were outlined.
+
+    >>> from ppedu import schedules, simulate
+    >>> t = simulate(schedules.dualpipe(4, 8))
+    >>> outline_pairs(plot_timeline(t), t) == len(t.schedule.overlapped)
+    True
+    """
+    ax = figure.axes[0]
+    at = {e.op: e for e in timeline.events}
+    count = 0
+    for s, ops in enumerate(timeline.schedule.stages):
+        for before, op in zip(ops, ops[1:]):
+            if op in timeline.schedule.overlapped:
+                start, end = at[before].start, at[op].end
+                ax.add_patch(Rectangle((start, s - 0.45), end - start, 0.9, fill=False, edgecolor="black",
+                                       linewidth=2.2, zorder=3))
+                count += 1
+    return count
+
+
 def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
     """Chunk-activations alive per GPU over time, one step line per GPU."""
     if ax is None:
         fig = DisplayFigure(figsize=(8, 3), layout="constrained")
         ax = fig.add_subplot()
-    for s in range(timeline.stages):
+    for s in range(timeline.p):
         times, counts = timeline.activations(s)
         ax.step([0.0, *times], [0, *counts], where="post", label=f"GPU {s}")
     ax.set_xlim(0, timeline.makespan or 1.0)
@@ -94,11 +116,11 @@ def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
 
 def _new_axes(timeline: Timeline) -> Axes:
     width = min(16.0, 4 + 0.25 * timeline.makespan)
-    fig = DisplayFigure(figsize=(width, 1 + 0.45 * timeline.stages), layout="constrained")
+    fig = DisplayFigure(figsize=(width, 1 + 0.45 * timeline.p), layout="constrained")
     return fig.add_subplot()
 
 
 def _title(t: Timeline) -> str:
     s = t.schedule
     v = f", v={s.virtual}" if s.virtual > 1 else ""
-    return f"{s.name}: p={t.stages}, m={s.microbatches}{v} — bubble {t.bubble_ratio:.1%} of {t.stages}×{t.makespan:g} slots"
+    return f"{s.name}: p={t.p}, m={s.microbatches}{v} — bubble {t.bubble_ratio:.1%} of {t.p}×{t.makespan:g} slots"

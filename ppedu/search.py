@@ -33,7 +33,7 @@ from ppedu.costs import Costs, PerChunk
 from ppedu.memory import FREE_AT_W, MemoryModel
 from ppedu.ops import Kind, Op, Schedule
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 from ppedu.simulate import Timeline, simulate
 
 #: Orders a search may try exhaustively before it falls back on the heuristic.

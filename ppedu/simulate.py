@@ -61,8 +61,14 @@ class Timeline:
     memory: MemoryModel = FREE_AT_W
 
     @property
+    def p(self) -> int:
+        """How many GPUs (stages) ran, as :attr:`Schedule.p <ppedu.ops.Schedule.p>`."""
+        return self.schedule.p
+
+    @property
     def stages(self) -> int:
-        """How many GPUs (stages) ran: ``schedule.p``."""
+        """The same as :attr:`p`, kept for the chapters that count GPUs with it; prefer ``p``
+        (a :class:`~ppedu.ops.Schedule`'s ``stages`` are its per-GPU op lists)."""
         return self.schedule.p
 
     @cached_property
@@ -77,11 +83,11 @@ class Timeline:
 
     @property
     def total_slots(self) -> float:
-        return self.stages * self.makespan
+        return self.p * self.makespan
 
     @cached_property
     def busy_per_stage(self) -> tuple[float, ...]:
-        busy = np.bincount(self.schedule.columns.stage, self.end - self.start, minlength=self.stages)
+        busy = np.bincount(self.schedule.columns.stage, self.end - self.start, minlength=self.p)
         return tuple(busy.tolist())
 
     @property
@@ -115,7 +121,7 @@ class Timeline:
         index; ``None``: one chunk's activations each), released as ``memory`` says."""
         c = self.schedule.columns
         w = np.ones(len(c.ops)) if weight is None else np.asarray(weight, dtype=float)
-        out = profile(c.stage, c.kind, c.split, c.forward, self.start, self.end, w, self.stages, self.memory)
+        out = profile(c.stage, c.kind, c.split, c.forward, self.start, self.end, w, self.p, self.memory)
         if weight is None and self.memory.kept_for_w in (0.0, 1.0):  # whole chunks: count them
             out = tuple((t, np.rint(a).astype(int)) for t, a in out)
         return out

@@ -53,7 +53,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 880
     >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
     2
     """
-    p, end = timeline.stages, timeline.makespan or 1.0
+    p, end = timeline.p, timeline.makespan or 1.0
     unit = max(2.0, min(36.0, (width - _LEFT - 8) / end))
     inner_w, inner_h = unit * end, p * _ROW
     out = [_header(max(_LEFT + inner_w + 8, 420), inner_h + _BOTTOM + _TOP + 20 + (18 if title else 0), title)]

@@ -33,7 +33,7 @@ def timelines(draw):
 @given(timelines())
 def test_the_causes_cover_each_gpus_idle_time_exactly_and_only_idle_time(t):
     causes = t.idle_causes()
-    busy = {s: [(e.start, e.end) for e in t.on_stage(s)] for s in range(t.stages)}
+    busy = {s: [(e.start, e.end) for e in t.on_stage(s)] for s in range(t.p)}
     for s, per in enumerate(causes.per_stage()):
         assert sum(per.values()) == pytest.approx(t.makespan - t.busy_per_stage[s], abs=1e-9)
     for x in causes:

@@ -17,6 +17,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ppedu.validate import whole
+
 Split = Literal["train", "test"]
 
 #: The standard file names, without ``.gz``, per split: (images, labels).
@@ -41,8 +43,8 @@ def load_mnist(split: Split, limit: int | None = None) -> tuple[torch.Tensor, to
     """
     if split not in FILES:
         raise ValueError(f"split must be 'train' or 'test' (got {split!r})")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit must be a whole number ≥ 1 or None (got {limit!r})")
+    if limit is not None:
+        whole("limit", limit)
     folder = Path(os.environ["PPEDU_MNIST_DIR"]) if os.environ.get("PPEDU_MNIST_DIR") else SHIPPED
     images, labels = (read_idx(_find(folder, name), limit) for name in FILES[split])
     if len(images) != len(labels):

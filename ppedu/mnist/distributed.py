@@ -41,9 +41,10 @@ from torch.nn.functional import cross_entropy
 from ppedu import schedules as ppedu_schedules
 from ppedu.mnist.models import split_model
 from ppedu.mnist.training import accuracy, initial_model, optimizer_for, training_batches
+from ppedu.validate import one_of
 
 #: Our names for PyTorch's schedules → (its schedule class name, chunks per rank or None for -v).
-SCHEDULES: dict[str, tuple[str, int | None]] = {
+TORCH_SCHEDULES: dict[str, tuple[str, int | None]] = {
     "gpipe": ("ScheduleGPipe", 1),
     "1f1b": ("Schedule1F1B", 1),
     "interleaved": ("ScheduleInterleaved1F1B", None),
@@ -58,10 +59,8 @@ def stage_indices(schedule: str, rank: int, p: int, v: int = 1) -> list[int]:
     >>> stage_indices("interleaved", 1, 4, v=2), stage_indices("dualpipe-v", 1, 4)
     ([1, 5], [1, 6])
     """
-    if schedule not in SCHEDULES:
-        raise ValueError(f"unknown schedule {schedule!r} for torch.distributed (choose from {', '.join(SCHEDULES)})")
-    per_rank = SCHEDULES[schedule][1] or v
-    if SCHEDULES[schedule][1] == 2:
+    per_rank = TORCH_SCHEDULES[one_of("schedule for torch.distributed", schedule, TORCH_SCHEDULES)][1] or v
+    if TORCH_SCHEDULES[schedule][1] == 2:
         return [rank, 2 * p - 1 - rank]
     return [rank + k * p for k in range(per_rank)]
 
@@ -74,7 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m torch.distributed.run ... -m ppedu.mnist.distributed")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--schedule", choices=[*SCHEDULES, *(n for n in ppedu_schedules.SCHEDULES if n not in SCHEDULES)])
+    which.add_argument("--schedule", choices=[*TORCH_SCHEDULES,
+                                              *(n for n in ppedu_schedules.SCHEDULES if n not in TORCH_SCHEDULES)])
     which.add_argument("--csv", metavar="FILE", help="run this order, in PyTorch's schedule CSV format")
     parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
     parser.add_argument("-v", type=int, default=1, help="chunks per rank (interleaved, interleaved-zb, looped-bfs)")
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         start = time.perf_counter()
         model = initial_model(args.model, args.seed)
         # PyTorch's class where it has one; ppedu's order on its runtime otherwise (or for a --group).
-        order = None if args.schedule in SCHEDULES and args.group is None else _order(args, p)
+        order = None if args.schedule in TORCH_SCHEDULES and args.group is None else _order(args, p)
         if order is None:
             mine = stage_indices(args.schedule, rank, p, args.v)
             total = p * len(mine)
@@ -114,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         local: list[nn.Module] = [chunks[i].to(device) for i in mine]
         stages = [pipelining.PipelineStage(chunk, i, total, device) for i, chunk in zip(mine, local)]
         if order is None:
-            kind = getattr(pp_schedules, SCHEDULES[args.schedule][0])
+            kind = getattr(pp_schedules, TORCH_SCHEDULES[args.schedule][0])
             schedule = kind(stages if len(stages) > 1 or kind.__name__ == "ScheduleInterleaved1F1B" else stages[0],
                             n_microbatches=args.m, loss_fn=cross_entropy)
         else:  # ppedu's order on PyTorch's runtime, loaded as its CSV loader loads one

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from torch import nn
 
+from ppedu.validate import one_of, whole
+
 
 def mlp(layers: int = 8, hidden: int = 128) -> nn.Sequential:
     """A multi-layer perceptron for 28×28 digits: ``layers`` linear layers (ReLU between them).
@@ -46,8 +48,8 @@ def cnn(channels: int = 16) -> nn.Sequential:
     )
 
 
-#: The models by the CLI's names.
-MODELS: dict[str, Callable[[], nn.Sequential]] = {"mlp": mlp, "cnn": cnn}
+#: The networks by the CLI's names.
+NETWORKS: dict[str, Callable[[], nn.Sequential]] = {"mlp": mlp, "cnn": cnn}
 
 
 def build_model(name: str) -> nn.Sequential:
@@ -56,9 +58,7 @@ def build_model(name: str) -> nn.Sequential:
     >>> len(build_model("cnn"))
     6
     """
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r} (choose from {', '.join(MODELS)})")
-    return MODELS[name]()
+    return NETWORKS[one_of("model", name, NETWORKS)]()
 
 
 def split_model(model: nn.Sequential, chunks: int) -> list[nn.Sequential]:
@@ -68,8 +68,7 @@ def split_model(model: nn.Sequential, chunks: int) -> list[nn.Sequential]:
     >>> [len(c) for c in split_model(mlp(layers=8), 3)]
     [3, 3, 2]
     """
-    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise ValueError(f"chunks must be a whole number ≥ 1 (got {chunks!r})")
+    whole("chunks", chunks)
     layers = list(model)
     if chunks > len(layers):
         raise ValueError(f"cannot cut a model of {len(layers)} layers into {chunks} chunks (at most one chunk per layer)")

@@ -12,6 +12,7 @@ from ppedu.schedules.interleaved import interleaved_1f1b
 from ppedu.schedules.looped_bfs import looped_bfs
 from ppedu.schedules.one_f_one_b import one_f_one_b
 from ppedu.schedules.zero_bubble import interleaved_zero_bubble, zero_bubble_h1, zero_bubble_h2, zero_bubble_v
+from ppedu.validate import one_of
 
 #: The course's names for the schedules (as the CLI spells them).
 SCHEDULES: dict[str, Callable[..., Schedule]] = {
@@ -44,8 +45,7 @@ def build(name: str, p: int, m: int, v: int = 1, group: int | None = None) -> Sc
     >>> build("interleaved-zb", 4, 6, v=2).virtual
     2
     """
-    if name not in SCHEDULES:
-        raise ValueError(f"unknown schedule {name!r} (choose from {', '.join(SCHEDULES)})")
+    one_of("schedule", name, SCHEDULES)
     if v != 1 and name not in VIRTUAL:
         raise ValueError(f"v (chunks per stage) applies only to {', '.join(sorted(VIRTUAL))} (got v={v} for {name})")
     if group is not None and name not in GROUPED:

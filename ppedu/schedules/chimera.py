@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppedu.ops import Kind, Op, Schedule
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 
 _BF: tuple[Kind, ...] = ("B", "F")

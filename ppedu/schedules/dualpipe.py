@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from ppedu.ops import Op, Schedule
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 # An abstract action of the eight-phase order: (kind, phase, split W off?, overlapped with the F before?).
 _Action = tuple[str, int, bool, bool]

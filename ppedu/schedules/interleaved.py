@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppedu.ops import Op, Schedule
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 
 def interleaved_1f1b(p: int, m: int, v: int = 2, group: int | None = None) -> Schedule:

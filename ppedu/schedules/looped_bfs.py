@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppedu.ops import Op, Schedule
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 
 def looped_bfs(p: int, m: int, v: int = 2) -> Schedule:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ppedu.ops import Op, Schedule
-from ppedu.schedules._rules import require_counts
+from ppedu.validate import require_counts
 
 
 def one_f_one_b(p: int, m: int) -> Schedule:

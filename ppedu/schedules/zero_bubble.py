@@ -4,9 +4,9 @@ gradient) and W (weight gradient), the W's moved to fill what would be bubbles."
 from __future__ import annotations
 
 from ppedu.ops import Kind, Op, Schedule
-from ppedu.schedules._rules import require_counts
 from ppedu.schedules.interleaved import _group, _interleaved_order
 from ppedu.schedules.one_f_one_b import _stage_order
+from ppedu.validate import require_counts
 
 
 def zero_bubble_h1(p: int, m: int) -> Schedule:

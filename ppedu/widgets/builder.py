@@ -7,7 +7,7 @@ import ipywidgets as widgets
 from ppedu.costs import Costs
 from ppedu.feedback import Feedback
 from ppedu.ops import Op, Schedule
-from ppedu.placement import Model, Violation, check_placement, violations
+from ppedu.placement import PlacementTask, Violation, check_placement, violations
 from ppedu.plot import STYLE
 from ppedu.simulate import Timeline, simulate
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
@@ -33,7 +33,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
 
     def __init__(self, p: int = 2, m: int = 2, v: int = 1, split_w: bool = False, steps: int | None = None,
                  challenge: bool = False) -> None:
-        self.model = Model(p, m, v, split_w)
+        self.model = PlacementTask(p, m, v, split_w)
         self.challenge = challenge
         self._target: float | None = None
         self.steps = steps or 2 * (m * v + p - 1) + (m * v if split_w else 0) + 2

@@ -11,6 +11,7 @@ from ppedu.costs import Costs
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
+from ppedu.validate import one_of, require_counts
 from ppedu.widgets._parts import StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
@@ -140,12 +141,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
-    if values["schedule"] not in SCHEDULES:
-        raise ValueError(f"unknown schedule {values['schedule']!r} (choose from {', '.join(SCHEDULES)})")
-    for name in _COUNTS:
-        value = values[name]
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number ≥ 1 (got {value!r})")
+    one_of("schedule", values["schedule"], SCHEDULES)
+    require_counts(**{name: values[name] for name in _COUNTS})
     for name in _COSTS:
         value = values[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:

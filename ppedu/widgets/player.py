@@ -51,7 +51,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
     def running(self) -> tuple[str, ...]:
         """What each GPU runs in the current step (GPU 0 first; ``""`` where idle)."""
         if self.step == 0:
-            return ("",) * self.timeline.stages
+            return ("",) * self.timeline.p
         return tuple(str(x) for x in self._labels[:, self.step - 1])
 
     def _static_html(self) -> str:

@@ -78,7 +78,7 @@ def test_set_rejects_unknown_controls_and_values_no_slider_takes():
     x = ScheduleExplorer()
     with pytest.raises(ValueError, match="unknown control 'q'"):
         x.set(q=3)
-    with pytest.raises(ValueError, match="p must be a whole number"):
+    with pytest.raises(ValueError, match=r"p \(stages\) must be a whole number"):
         x.set(p=0)
     with pytest.raises(ValueError, match="non-negative"):
         x.set(f=float("nan"))

@@ -1,0 +1,42 @@
+"""From a real model and cluster to schedule costs: per-layer times from FLOP counts, hand-over
+times from link bandwidth and latency, per-GPU memory, and the "which schedule for my cluster"
+table.
+
+The arithmetic is the usual back-of-the-envelope one, stated so that a student can redo it:
+
+* a transformer block with ``P`` parameters costs ``2·P·tokens`` FLOPs forward (one multiply and
+  one add per parameter per token; attention's ``s²`` term is left out) and twice that backward,
+  split evenly into the input-gradient pass ``b`` and the weight-gradient pass ``w``;
+* the embedding is a lookup (no FLOPs); the output layer is a ``hidden × vocab`` matmul;
+* a time is FLOPs ÷ (peak FLOP/s × an achievable-efficiency factor);
+* a hand-over between stages carries ``tokens × hidden`` activations (or their gradients) and
+  takes ``latency + bytes ÷ bandwidth``;
+* memory per GPU is weights + gradients (``dtype`` bytes each per parameter) + optimizer state
+  (Adam in mixed precision: fp32 master weights, momentum and variance, 12 bytes per parameter,
+  16 in all; Rajbhandari et al., "ZeRO", 2020) + the schedule's peak activations, taken from
+  the simulator. Activations per block follow Korthikanti et al., "Reducing Activation
+  Recomputation in Large Transformer Models", 2022: ``s·b·h·(34 + 5·a·s/h)`` bytes at 16 bits
+  with nothing recomputed, ``34·s·b·h`` with selective recomputation (attention scores
+  recomputed, as flash attention does), ``2·s·b·h`` (the block's input) with full recomputation,
+  which costs one more forward inside every backward.
+
+Tensor parallelism, the data-parallel all-reduce and the CUDA context are not modelled; sharding
+Adam's state over data-parallel replicas (ZeRO stage 1) is a smaller ``optimizer_bytes``.
+
+>>> m = MODELS["70b"]
+>>> round(m.params / 1e9, 1), m.layers
+(69.0, 80)
+>>> c = Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"])
+>>> row = best(plan(m, c, [16]))
+>>> row is None  # 69 B parameters × 16 bytes do not fit in 8 × 80 GB
+True
+"""
+
+from ppedu.cluster.break_even import break_even_bandwidth, interleaving_break_even, interleaving_by_link
+from ppedu.cluster.costing import Memory, costs_for, memory_for
+from ppedu.cluster.hardware import ADAM_BYTES, GB, GPU, GPUS, LINKS, MODELS, RECOMPUTE, Cluster, Link, Model
+from ppedu.cluster.planning import PlanRow, best, plan, render_plan
+
+__all__ = ["ADAM_BYTES", "GB", "GPU", "GPUS", "LINKS", "MODELS", "RECOMPUTE", "Cluster", "Link", "Memory", "Model",
+           "PlanRow", "best", "break_even_bandwidth", "costs_for", "interleaving_break_even", "interleaving_by_link",
+           "memory_for", "plan", "render_plan"]

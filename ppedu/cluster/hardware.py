@@ -1,0 +1,212 @@
+"""The hardware and models a plan is made for: transformer shapes, GPUs, links and a cluster of
+them, with published presets (see :mod:`ppedu.cluster` for the arithmetic)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ppedu.costs import Comm
+from ppedu.validate import whole
+
+GB = 1e9
+#: How much of the forward pass a backward recomputes: nothing, the attention core, everything.
+RECOMPUTE = ("none", "selective", "full")
+#: Adam in mixed precision keeps fp32 master weights, momentum and variance: 3 × 4 bytes per parameter.
+ADAM_BYTES = 12.0
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only transformer: ``layers`` blocks of width ``hidden``, an embedding and an
+    untied output layer over ``vocab`` tokens, trained on micro-batches of ``microbatch``
+    sequences of ``seq`` tokens in ``dtype_bytes``-byte precision (2: bf16).
+
+    ``ffn`` is the MLP width (default ``4·hidden``); ``gated`` MLPs (SwiGLU) have three matrices
+    instead of two; ``kv_heads`` below ``heads`` is grouped-query attention.
+
+    >>> toy = Model("toy", layers=2, hidden=8, vocab=10, seq=4, heads=2)
+    >>> toy.block_params, toy.params  # 12·h² + 2·h per block; embedding and head h·V each, + a norm
+    (784, 1736)
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    vocab: int
+    seq: int = 4096
+    microbatch: int = 1
+    heads: int = 1
+    kv_heads: int | None = None
+    ffn: int | None = None
+    gated: bool = False
+    dtype_bytes: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "vocab", "seq", "microbatch", "heads", "dtype_bytes"):
+            whole(name, getattr(self, name))
+        for name in ("kv_heads", "ffn"):
+            if getattr(self, name) is not None:
+                whole(name, getattr(self, name))
+        if self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in one micro-batch."""
+        return self.seq * self.microbatch
+
+    @property
+    def block_params(self) -> int:
+        h, kv = self.hidden, (self.kv_heads or self.heads) * (self.hidden // self.heads)
+        ffn = self.ffn or 4 * h
+        return 2 * h * h + 2 * h * kv + (3 if self.gated else 2) * h * ffn + 2 * h  # + two norms
+
+    @property
+    def params(self) -> int:
+        return sum(self.layer_params())
+
+    def layer_params(self) -> tuple[int, ...]:
+        """Parameters of each unit a partition may cut between: embedding, the blocks, output layer
+        (with the final norm)."""
+        h = self.hidden
+        return (self.vocab * h, *(self.block_params,) * self.layers, self.vocab * h + h)
+
+    def layer_flops(self) -> tuple[float, ...]:
+        """Forward FLOPs of one micro-batch through each unit: ``2 · params · tokens`` (the
+        embedding is a lookup)."""
+        return (0.0, *(2.0 * p * self.tokens for p in self.layer_params()[1:]))
+
+    @property
+    def hand_over_bytes(self) -> int:
+        """Bytes of activations (or gradients) one micro-batch carries between two stages."""
+        return self.tokens * self.hidden * self.dtype_bytes
+
+    def layer_activation_bytes(self, recompute: str = "selective") -> tuple[float, ...]:
+        """Activation bytes each unit keeps for one micro-batch until its backward (see the module
+        docstring); the output layer keeps its input and the fp32 logits for the loss."""
+        if recompute not in RECOMPUTE:
+            raise ValueError(f"recompute is one of {', '.join(RECOMPUTE)} (got {recompute!r})")
+        s, b, h, a = self.seq, self.microbatch, self.hidden, self.heads
+        per_element = {"none": 34 + 5 * a * s / h, "selective": 34.0, "full": 2.0}[recompute]
+        block = s * b * h * per_element * self.dtype_bytes / 2  # the paper's figures are for 16 bits
+        return (0.0, *(block,) * self.layers, float(self.tokens * (h * self.dtype_bytes + 4 * self.vocab)))
+
+
+@dataclass(frozen=True)
+class GPU:
+    """An accelerator: dense 16-bit peak ``tflops`` (TFLOP/s, without sparsity), ``memory`` in
+    bytes, and the fraction of peak a training run achieves (model-FLOPs utilisation)."""
+
+    name: str
+    tflops: float
+    memory: float
+    efficiency: float = 0.4
+
+    @property
+    def flops_per_second(self) -> float:
+        """What it achieves: peak × efficiency."""
+        return self.tflops * 1e12 * self.efficiency
+
+    def seconds(self, flops: float) -> float:
+        return flops / self.flops_per_second
+
+
+@dataclass(frozen=True)
+class Link:
+    """A GPU-to-GPU link: ``bandwidth`` in bytes/s each way, ``latency`` in seconds per message."""
+
+    name: str
+    bandwidth: float
+    latency: float
+
+    def seconds(self, nbytes: float) -> float:
+        return self.latency + nbytes / self.bandwidth
+
+
+#: Dense BF16 peaks and memory from NVIDIA's data sheets (A100: "NVIDIA A100 Tensor Core GPU"
+#: data sheet, 312 TFLOP/s; H100 SXM and PCIe: "NVIDIA H100 Tensor Core GPU" data sheet, 989 and
+#: 756 TFLOP/s, the sheet's 1,979/1,513 being with sparsity; H200 SXM: "NVIDIA H200" data sheet,
+#: 989 TFLOP/s, 141 GB; L4: "NVIDIA L4" data sheet, 121 TFLOP/s, 242 with sparsity). Memory in
+#: 10⁹ bytes. Efficiency 0.4: Meta reports 38–43 % BF16 MFU training Llama 3 405B on H100s
+#: ("The Llama 3 Herd of Models", 2024). Edit with ``dataclasses.replace``.
+GPUS: dict[str, GPU] = {
+    "a100-40gb": GPU("A100 40GB SXM", 312, 40 * GB),
+    "a100-80gb": GPU("A100 80GB SXM", 312, 80 * GB),
+    "h100-80gb": GPU("H100 80GB SXM", 989, 80 * GB),
+    "h100-pcie": GPU("H100 80GB PCIe", 756, 80 * GB),
+    "h200": GPU("H200 141GB SXM", 989, 141 * GB),
+    "l4": GPU("L4 24GB", 121, 24 * GB),
+}
+
+#: Per-direction bandwidths: NVLink 4 (H100) 900 GB/s and NVLink 3 (A100) 600 GB/s in both
+#: directions together (NVIDIA's data sheets); PCIe x16 at 16 and 32 GT/s with 128b/130b
+#: coding; InfiniBand HDR and NDR at 200 and 400 Gb/s per port. Latencies are round
+#: order-of-magnitude figures for one small point-to-point message through NCCL, not
+#: measurements: measure your own and ``replace`` them. Ethernet at 10 and 1 Gb/s (nominal IEEE
+#: 802.3 rates, TCP-class latencies) is there to show where interleaving stops paying.
+LINKS: dict[str, Link] = {
+    "nvlink": Link("NVLink 4", 450 * GB, 3e-6),
+    "nvlink3": Link("NVLink 3", 300 * GB, 3e-6),
+    "pcie-gen5": Link("PCIe Gen5 x16", 63 * GB, 5e-6),
+    "pcie-gen4": Link("PCIe Gen4 x16", 31.5 * GB, 5e-6),
+    "ib-400": Link("InfiniBand NDR 400 Gb/s", 50 * GB, 10e-6),
+    "ib-200": Link("InfiniBand HDR 200 Gb/s", 25 * GB, 10e-6),
+    "eth-10g": Link("Ethernet 10 Gb/s", 1.25 * GB, 50e-6),
+    "eth-1g": Link("Ethernet 1 Gb/s", 0.125 * GB, 50e-6),
+}
+
+#: Published shapes: Llama 2 7B, 13B and 70B (Touvron et al., "Llama 2", 2023; 4,096-token
+#: context, 32,000-token vocabulary, SwiGLU, grouped-query attention in 70B) and Llama 3.1 405B
+#: ("The Llama 3 Herd of Models", 2024, Table 3; pre-trained on 8,192-token sequences).
+MODELS: dict[str, Model] = {
+    "7b": Model("Llama 2 7B", 32, 4096, 32000, 4096, heads=32, ffn=11008, gated=True),
+    "13b": Model("Llama 2 13B", 40, 5120, 32000, 4096, heads=40, ffn=13824, gated=True),
+    "70b": Model("Llama 2 70B", 80, 8192, 32000, 4096, heads=64, kv_heads=8, ffn=28672, gated=True),
+    "405b": Model("Llama 3.1 405B", 126, 16384, 128256, 8192, heads=128, kv_heads=8, ffn=53248, gated=True),
+}
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``gpus`` GPUs in a pipeline, neighbours joined by ``link``; with ``node_size`` and
+    ``between_nodes``, GPUs in different nodes of that size talk over ``between_nodes``.
+
+    ``gpu`` is one kind for all, or a tuple with one per GPU (a mixed cluster: the partition then
+    gives faster GPUs more layers, and each GPU's memory is checked against its own size).
+
+    >>> c = Cluster(GPUS["h100-80gb"], 4, LINKS["nvlink"], node_size=2, between_nodes=LINKS["ib-400"])
+    >>> comm = c.comm(50e9)  # 50 GB from GPU 1 to 2 over InfiniBand, from 0 to 1 over NVLink
+    >>> round(comm[1][2], 4), round(comm[0][1], 4)
+    (1.0, 0.1111)
+    """
+
+    gpu: GPU | tuple[GPU, ...]
+    gpus: int
+    link: Link
+    node_size: int | None = None
+    between_nodes: Link | None = None
+
+    def __post_init__(self) -> None:
+        whole("gpus", self.gpus)
+        if isinstance(self.gpu, tuple) and len(self.gpu) != self.gpus:
+            raise ValueError(f"{len(self.gpu)} GPUs named for a pipeline of {self.gpus}")
+        if (self.node_size is None) != (self.between_nodes is None):
+            raise ValueError("node_size and between_nodes go together")
+        if self.node_size is not None:
+            whole("node_size", self.node_size)
+
+    def device(self, stage: int) -> GPU:
+        """The GPU that runs pipeline stage ``stage``."""
+        return self.gpu[stage] if isinstance(self.gpu, tuple) else self.gpu
+
+    @property
+    def mixed(self) -> bool:
+        return len({self.device(s) for s in range(self.gpus)}) > 1
+
+    def comm(self, nbytes: float) -> Comm:
+        """Hand-over time of ``nbytes``: one number on a uniform cluster, else a GPU × GPU matrix."""
+        if self.node_size is None or self.between_nodes is None or self.node_size >= self.gpus:
+            return self.link.seconds(nbytes)
+        n = self.node_size
+        return tuple(tuple((self.link if a // n == b // n else self.between_nodes).seconds(nbytes)
+                           for b in range(self.gpus)) for a in range(self.gpus))
