@@ -43,6 +43,7 @@ bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_mnist.py
 	$(BIN)/python benchmarks/bench_grade.py
+	$(BIN)/python benchmarks/bench_search.py
 
 # Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
 slides: install

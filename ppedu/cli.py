@@ -18,7 +18,7 @@ from ppedu.grading import cli as grading_cli
 from ppedu.mnist import cli as mnist_cli
 from ppedu.ops import Schedule
 from ppedu.partition import partition
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import GROUPED, SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
 from ppedu.validate import numbers, one_of
@@ -34,8 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    schedule = build(args.schedule, args.p, args.m, args.v)
+    schedule = build(args.schedule, args.p, args.m, args.v, args.group)
     timeline = simulate(schedule, _costs(args))
+    wrote = _export(schedule, timeline, args)
     if args.json:
         bidirectional = len(schedule.placement) > 1
         print(json.dumps({
@@ -52,7 +53,7 @@ def _simulate(args: argparse.Namespace) -> int:
         from ppedu.plot import plot_timeline
 
         plot_timeline(timeline).savefig(args.png, dpi=150)
-        print(f"wrote {args.png}")
+        print("\n".join(f"wrote {name}" for name in (*wrote, args.png)))
     else:
         from ppedu.text import render_grid, render_metrics
 
@@ -62,7 +63,26 @@ def _simulate(args: argparse.Namespace) -> int:
             print(f"(grid of {timeline.makespan:g} time steps not drawn; use --png or --json)")
         print()
         print(render_metrics(timeline))
+        for name in wrote:
+            print(f"wrote {name}")
     return 0
+
+
+def _export(schedule: Schedule, timeline: Timeline, args: argparse.Namespace) -> list[str]:
+    """Write the ``--csv`` and ``--trace`` files asked for; their names, in that order."""
+    from ppedu.export import chrome_trace, torch_csv
+
+    files = []
+    if args.csv:
+        text = torch_csv(schedule)  # before opening: a two-direction schedule leaves no empty file
+        with open(args.csv, "w", encoding="utf-8") as out:
+            out.write(text)
+        files.append(args.csv)
+    if args.trace:
+        with open(args.trace, "w", encoding="utf-8") as out:
+            json.dump(chrome_trace(timeline), out)
+        files.append(args.trace)
+    return files
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -83,9 +103,58 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _search(args: argparse.Namespace) -> int:
+    from ppedu.search import search
+
+    bar = None
+
+    def progress(tried: int, best: float) -> None:
+        nonlocal bar
+        if args.json:
+            return
+        if bar is None:  # made at the first candidate, so that bad input prints only its one line
+            from tqdm import tqdm
+
+            bar = tqdm(desc="searching", unit=" orders", file=sys.stderr, leave=False)
+        bar.update(tried - bar.n)
+        bar.set_postfix(best=f"{best:g}", refresh=False)
+
+    costs = _costs(args)
+    try:
+        found = search(args.p, args.m, costs, args.memory, activation_bytes=args.activation_bytes,
+                       one_direction=args.one_direction, cut=args.cut, seconds=args.seconds, seed=args.seed, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    wrote = _export(found.schedule, found.timeline, args)
+    if args.json:
+        print(json.dumps({"p": args.p, "m": args.m, "costs": costs.as_dict(), **found.as_dict()}))
+        return 0
+    if args.png:
+        from ppedu.plot import plot_timeline
+
+        plot_timeline(found.timeline).savefig(args.png, dpi=150)
+    named = found.best_named
+    print(f"best order found: makespan {found.makespan:g} ({found.family}), "
+          f"{found.gap:.1%} above the lower bound {found.lower_bound:g}"
+          + (" — every order with one chunk per GPU tried" if found.exact else ""))
+    if named is not None:
+        print(f"best named schedule within the limit: {named.schedule.name} (v={named.schedule.virtual}), "
+              f"makespan {named.makespan:g}")
+    print(f"peak activations per GPU (stage units): {' '.join(f'{x:g}' for x in found.timeline.peak_stage_activations)}")
+    if found.timeline.makespan <= _MAX_TEXT_STEPS and not args.png:
+        from ppedu.text import render_grid
+
+        print(render_grid(found.timeline))
+    for name in (*wrote, *([args.png] if args.png else [])):
+        print(f"wrote {name}")
+    return 0
+
+
 def _build_shared(name: str, args: argparse.Namespace) -> Schedule:
-    """``name`` on the shared p and m; ``v`` goes to interleaved, the others keep their own cut."""
-    return build(name, args.p, args.m, args.v if name == "interleaved" else 1)
+    """``name`` on the shared p and m; ``v`` and ``group`` go to the schedules that take them,
+    the others keep their own cut."""
+    return build(name, args.p, args.m, args.v if name in VIRTUAL else 1, args.group if name in GROUPED else None)
 
 
 def _simulate_or_none(schedule: Schedule, costs: Costs, named: bool) -> Timeline | None:
@@ -132,7 +201,14 @@ def _comm(text: str) -> float | tuple:
 def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
     parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
-    parser.add_argument("-v", type=int, default=1, help="model chunks per stage (interleaved only)")
+    parser.add_argument("-v", type=int, default=1, help=f"model chunks per stage ({', '.join(sorted(VIRTUAL))})")
+    parser.add_argument("--group", type=int, default=None,
+                        help="micro-batches per chunk in turn, Megatron's microbatch_group_size_per_vp_stage "
+                        f"({', '.join(sorted(GROUPED))}; default: the smallest Megatron-LM accepts, p when m is a multiple of p)")
+    _add_costs(parser)
+
+
+def _add_costs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--f", type=_cost, default=1.0, help="forward time of one chunk (or one per stage: 1,1,2,1)")
     parser.add_argument("--b", type=_cost, default=1.0, help="backward time (input-gradient part if W is split)")
     parser.add_argument("--w", type=_cost, default=0.0, help="weight-gradient time")
@@ -143,6 +219,14 @@ def _add_shape_and_costs(parser: argparse.ArgumentParser) -> None:
                         help="lists in --f/--b/--w give one value per model chunk (p·v), --comm one per chunk boundary")
     parser.add_argument("--fb", type=_cost, default=None,
                         help="time of an overlapped forward-and-backward pair (DualPipe); default: F plus B")
+
+
+def _add_exports(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--csv", metavar="FILE",
+                        help="also write the order as PyTorch's schedule CSV (for _PipelineScheduleRuntime._load_csv "
+                        "and python -m ppedu.mnist.distributed --csv)")
+    parser.add_argument("--trace", metavar="FILE",
+                        help="also write the run as a Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     out = sim.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="draw the spacetime diagram into FILE")
+    _add_exports(sim)
     sim.set_defaults(run=_simulate)
     _add_partition(commands)
     plan_cli.add_parser(commands)
@@ -174,6 +259,29 @@ def _parser() -> argparse.ArgumentParser:
     _add_shape_and_costs(cmp)
     cmp.add_argument("--json", action="store_true", help="print a JSON list, one object per schedule")
     cmp.set_defaults(run=_compare)
+    find = commands.add_parser(
+        "search", help="search for the fastest order under a memory limit, and how far it is from a lower bound",
+        description="Costs are per stage, as in compare; the search tries the named schedules, a list scheduler "
+        "on several placements and a local search, and reports the gap to a lower bound (the busiest GPU's work).")
+    find.add_argument("-p", type=int, required=True, help="pipeline stages (GPUs)")
+    find.add_argument("-m", type=int, required=True, help="micro-batches per step")
+    _add_costs(find)
+    find.add_argument("--memory", type=float, default=None,
+                      help="most activations a GPU may hold, in one stage's activations for one micro-batch "
+                      "(1F1B needs p), or in bytes with --activation-bytes")
+    find.add_argument("--activation-bytes", type=float, default=None,
+                      help="bytes of one stage's activations for one micro-batch (--memory is then in bytes)")
+    find.add_argument("--one-direction", action="store_true",
+                      help="leave out DualPipe and Chimera (two parameter copies; PyTorch's runtime cannot run them)")
+    find.add_argument("--cut", type=int, default=None, metavar="V",
+                      help="keep to V chunks per GPU, chunk c on GPU c mod p (default: try several cuts)")
+    find.add_argument("--seconds", type=float, default=2.0, help="time for the local search (default 2)")
+    find.add_argument("--seed", type=int, default=0)
+    found_out = find.add_mutually_exclusive_group()
+    found_out.add_argument("--json", action="store_true", help="print one JSON object, with the order")
+    found_out.add_argument("--png", metavar="FILE", help="draw the best order's spacetime diagram into FILE")
+    _add_exports(find)
+    find.set_defaults(run=_search)
     grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
     return parser

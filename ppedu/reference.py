@@ -8,10 +8,12 @@ from __future__ import annotations
 import warnings
 from functools import cache
 
+from ppedu.export import torch_actions
 from ppedu.ops import Kind, Op, Schedule
 
 #: Course name → PyTorch's schedule name, for the schedules both have.
-TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "dualpipe-v": "DualPipeV"}
+TORCH_NAMES = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B", "interleaved-zb": "InterleavedZeroBubble",
+               "looped-bfs": "LoopedBFS", "zb-v": "ZBVZeroBubble", "dualpipe-v": "DualPipeV"}
 
 
 def torch_orders(name: str, p: int, m: int, v: int = 1) -> tuple[tuple[Op, ...], ...]:
@@ -78,18 +80,8 @@ def differences(ours: tuple[tuple[Op, ...], ...], theirs: tuple[tuple[Op, ...], 
 def to_torch_actions(schedule: Schedule) -> dict[int, list]:
     """A ppedu schedule as PyTorch's per-rank compute actions (F, B or I, W), to feed its tools.
 
-    Only single-direction schedules translate: PyTorch names a chunk by its stage index alone.
+    Only single-direction schedules translate: PyTorch names a chunk by its index alone.
     """
-    from torch.distributed.pipelining.schedules import _Action, _ComputationType as T
+    from torch.distributed.pipelining.schedules import _Action
 
-    if len(schedule.placement) > 1:
-        raise ValueError(f"{schedule.name} runs two directions, which PyTorch's action format cannot express")
-    split = {(mb, c) for mb, c, _ in schedule.split_backwards}
-    kinds = {"F": T.FORWARD, "W": T.BACKWARD_WEIGHT}
-
-    def kind(op: Op):
-        if op.kind == "B":
-            return T.BACKWARD_INPUT if (op.microbatch, op.chunk) in split else T.FULL_BACKWARD
-        return kinds[op.kind]
-
-    return {rank: [_Action(op.chunk, kind(op), op.microbatch) for op in ops] for rank, ops in enumerate(schedule.stages)}
+    return {rank: [_Action.from_str(a) for a in row] for rank, row in enumerate(torch_actions(schedule))}

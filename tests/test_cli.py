@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from ppedu.schedules import SCHEDULES
+
 
 def ppedu(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ppedu", *args], capture_output=True, text=True, timeout=120)
@@ -55,7 +57,7 @@ def test_png_output(tmp_path):
         (["gpipe", "-p", "0", "-m", "4"], "p (stages) must be a whole number ≥ 1"),
         (["1f1b", "-p", "4", "-m", "0"], "m (micro-batches) must be a whole number ≥ 1"),
         (["interleaved", "-p", "4", "-m", "8", "-v", "0"], "v (chunks per stage) must be a whole number ≥ 1"),
-        (["interleaved", "-p", "4", "-m", "6", "-v", "2"], "m to be a multiple of p"),
+        (["interleaved", "-p", "4", "-m", "6", "-v", "2", "--group", "7"], "group (micro-batches per chunk in turn)"),
         (["dualpipe", "-p", "3", "-m", "8"], "even number of stages"),
         (["dualpipe", "-p", "4", "-m", "4"], "m ≥ 2p"),
         (["gpipe", "-p", "4", "-m", "4", "--b", "-1"], "costs must be non-negative"),
@@ -77,12 +79,16 @@ def test_bad_input_exits_2_with_one_line_naming_the_rule(args, words):
 def test_compare_runs_the_same_model_through_every_schedule_that_fits():
     data = json.loads(ppedu("compare", "-p", "4", "-m", "8", "-v", "2", "--w", "1", "--json").stdout)
     by_name = {row["schedule"]: row for row in data}
-    assert set(by_name) == {"gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipe-v"}
+    assert set(by_name) == set(SCHEDULES)
     # Interleaving halves each chunk's cost, so the whole model costs the same: the bubble shrinks.
     assert by_name["interleaved"]["makespan"] < by_name["1f1b"]["makespan"]
     assert by_name["zb-h1"]["makespan"] < by_name["1f1b"]["makespan"]
     odd = json.loads(ppedu("compare", "-p", "3", "-m", "5", "--json").stdout)
-    assert [row["schedule"] for row in odd] == ["gpipe", "1f1b", "zb-h1"]  # the rest refuse p=3, m=5
+    refused = {"dualpipe", "dualpipe-v", "chimera"}  # they need an even p, or m ≥ 2p
+    assert [row["schedule"] for row in odd] == [name for name in SCHEDULES if name not in refused]
+    # Megatron's interleaving takes m = 6 on 4 GPUs: groups of 4, then the 2 left over.
+    flexible = json.loads(ppedu("simulate", "interleaved", "-p", "4", "-m", "6", "-v", "2", "--json").stdout)
+    assert flexible["makespan"] > 0 and len(flexible["events"]) == 2 * 6 * 8
 
 
 def test_compare_table_and_unknown_names():

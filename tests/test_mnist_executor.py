@@ -32,6 +32,8 @@ def step(name: str, p: int, m: int, v: int = 1, n: int = 16, model=None):
 @pytest.mark.parametrize("name,p,m,v", [
     ("gpipe", 4, 8, 1), ("1f1b", 4, 8, 1), ("interleaved", 2, 4, 2), ("interleaved", 4, 8, 2),
     ("zb-h1", 4, 8, 1), ("dualpipe", 4, 8, 1), ("dualpipe-v", 4, 8, 1), ("dualpipe-v", 2, 6, 1),
+    ("zb-h2", 4, 8, 1), ("zb-v", 4, 8, 1), ("interleaved-zb", 2, 6, 2), ("looped-bfs", 2, 4, 3),
+    ("interleaved", 4, 6, 2), ("chimera", 4, 8, 1),
 ])
 def test_one_step_gives_the_unpipelined_gradients(name, p, m, v):
     result, chunks, reference = step(name, p, m, v)

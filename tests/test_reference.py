@@ -4,7 +4,7 @@ import pytest
 
 from ppedu import Op, simulate
 from ppedu.reference import TORCH_NAMES, differences, torch_orders, torch_overlapped
-from ppedu.schedules import build, dualpipe_v, one_f_one_b
+from ppedu.schedules import VIRTUAL, build, dualpipe_v, interleaved_1f1b, one_f_one_b
 
 CASES = [(2, 4), (4, 8), (3, 9), (4, 12), (8, 32)]
 
@@ -53,6 +53,33 @@ def test_every_torch_schedule_name_is_known_to_pytorch():
 
     for torch_name in TORCH_NAMES.values():
         assert get_schedule_class(torch_name) is not None
+
+
+@pytest.mark.parametrize("name", ["interleaved", "interleaved-zb"])
+@pytest.mark.parametrize("p,m,v", [(4, 2, 2), (4, 3, 2), (8, 5, 2), (4, 10, 2), (4, 6, 3), (2, 8, 2), (3, 9, 4)])
+def test_flexible_interleaving_matches_pytorch_for_any_m_it_accepts(name, p, m, v):
+    # m < p (one round of m) and m not a multiple of p (m // p rounds); ppedu's default group
+    # (Megatron's smallest valid one) is PyTorch's round wherever PyTorch accepts m.
+    assert m % max(1, m // p) == 0
+    ours = build(name, p, m, v)
+    assert differences(ours.stages, torch_orders(name, p, m, v)) == []
+
+
+@pytest.mark.parametrize("name,v", [("zb-v", 2), ("looped-bfs", 2), ("looped-bfs", 3), ("interleaved-zb", 2)])
+@pytest.mark.parametrize("p,m", CASES + [(4, 16), (4, 3)])
+def test_new_schedules_match_pytorch(name, v, p, m):
+    ours = build(name, p, m, v if name in VIRTUAL else 1)
+    assert differences(ours.stages, torch_orders(name, p, m, v)) == []
+
+
+def test_interleaving_follows_megatrons_own_worked_example():
+    # Megatron-LM's schedule-table docstring: PP 2, 5 micro-batches in groups of 3, VP 2; rank 0
+    # warms up with 5 forwards, then runs chunks in the order 1 1 1 2 2 2 -2 1 -2 1 -2 2 -1 2 -1 -1 -2 -2 -1 -1
+    # (chunk k forward as k, backward as -k).
+    ours = interleaved_1f1b(2, 5, v=2, group=3).stages[0]
+    assert [(op.chunk // 2 + 1) * (1 if op.kind == "F" else -1) for op in ours] == [
+        1, 1, 1, 2, 2, 2, -2, 1, -2, 1, -2, 2, -1, 2, -1, -1, -2, -2, -1, -1]
+    assert [op.microbatch for op in ours if op.kind == "F"] == [0, 1, 2, 0, 1, 2, 3, 4, 3, 4]
 
 
 def test_pytorchs_1f1b_loop_runs_f0_on_its_last_rank_although_its_listed_order_skips_it(tmp_path):

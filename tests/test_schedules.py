@@ -4,8 +4,13 @@ import re
 
 import pytest
 
-from ppedu import Op, schedules
-from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppedu import Costs, Op, schedules, simulate
+from ppedu.memory import FREE_AT_B, FREE_AT_W
+from ppedu.schedules import (build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
+                             looped_bfs, one_f_one_b, zero_bubble_h1, zero_bubble_h2, zero_bubble_v)
 
 
 def ops(text: str) -> tuple[Op, ...]:
@@ -89,14 +94,18 @@ def test_dualpipe_v_folds_the_model_onto_a_v():
         (lambda: gpipe(0, 4), "p (stages) must be a whole number ≥ 1"),
         (lambda: one_f_one_b(4, 0), "m (micro-batches) must be a whole number ≥ 1"),
         (lambda: interleaved_1f1b(4, 8, 0), "v (chunks per stage) must be a whole number ≥ 1"),
-        (lambda: interleaved_1f1b(4, 6, 2), "m to be a multiple of p"),
+        (lambda: interleaved_1f1b(4, 6, 2, group=3), "group (micro-batches per chunk in turn) must be a whole number from min(p, m) = 4 to m = 6"),
+        (lambda: interleaved_1f1b(4, 6, 2, group=4), "the last group, m mod group = 2, must be 0 or at least p = 4"),
+        (lambda: chimera(3, 6), "chimera needs an even number of stages p"),
+        (lambda: build("zb-v", 4, 8, v=3), "v (chunks per stage) applies only to interleaved, interleaved-zb, looped-bfs"),
+        (lambda: build("1f1b", 4, 8, group=4), "group applies only to interleaved, interleaved-zb"),
         (lambda: dualpipe(3, 8), "even number of stages"),
         (lambda: dualpipe(4, 6), "m ≥ 2p"),
         (lambda: dualpipe(4, 9), "even m"),
         (lambda: dualpipe_v(4, 7), "m ≥ 2p"),
         (lambda: gpipe(2.5, 4), "whole number"),
         (lambda: build("pipedream", 4, 4), "unknown schedule 'pipedream'"),
-        (lambda: build("gpipe", 4, 4, v=2), "v (chunks per stage) applies only to interleaved"),
+        (lambda: build("gpipe", 4, 4, v=2), "v (chunks per stage) applies only to"),
     ],
 )
 def test_bad_input_names_the_rule(call, words):
@@ -106,7 +115,7 @@ def test_bad_input_names_the_rule(call, words):
 
 def test_registry_builds_every_schedule():
     for name in schedules.SCHEDULES:
-        s = build(name, 4, 8, v=2 if name == "interleaved" else 1)
+        s = build(name, 4, 8, v=2 if name in schedules.VIRTUAL else 1)
         s.validate()
         assert s.name == name and s.p == 4 and s.microbatches == 8
 
@@ -125,3 +134,94 @@ def test_validate_names_the_faulty_operation():
     moved = type(s)((s.stages[0] + (Op("F", 5, 1),), s.stages[1]), s.name, s.placement, s.microbatches)
     with pytest.raises(ValueError, match=r"F5c1 is on stage 0 but chunk 1 lives on stage 1"):
         moved.validate()
+
+
+UNIT_SPLIT = Costs(f=1, b=1, w=1)  # equal F, B and W: the zero-bubble paper's setting
+
+
+@pytest.mark.parametrize("memory", [FREE_AT_W, FREE_AT_B])
+def test_zb_v_matches_dualpipe_v_time_with_fewer_activations(memory):
+    # p = 4, v = 2, m = 16: both take 99 steps for 96 of work; ZB-V keeps 8 chunk-activations, DualPipeV 9,
+    # whether B or W frees them.
+    zbv, dpv = (simulate(s, UNIT_SPLIT, memory=memory) for s in (zero_bubble_v(4, 16), dualpipe_v(4, 16)))
+    assert zbv.makespan == dpv.makespan == 99
+    assert max(zbv.peak_activations) == 8 and max(dpv.peak_activations) == 9
+    assert zbv.schedule.placement == dpv.schedule.placement
+
+
+def test_interleaved_zero_bubble_cuts_interleavings_bubble():
+    # p = 2, v = 2, m = 8, equal F, B, W per chunk: 2.0 % idle against 5.9 % for interleaved 1F1B.
+    izb = simulate(interleaved_zero_bubble(2, 8, 2), UNIT_SPLIT)
+    i1 = simulate(interleaved_1f1b(2, 8, 2), UNIT_SPLIT)
+    assert round(izb.bubble_ratio * 100, 1) == 2.0 and round(i1.bubble_ratio * 100, 1) == 5.9
+    assert i1.bubble_ratio == pytest.approx((2 - 1) / (2 * 8 + 2 - 1))  # (p-1)/(v·m+p-1)
+
+
+@pytest.mark.parametrize("p,m,v", [(4, 16, 2), (4, 8, 3), (2, 6, 2)])
+def test_looped_bfs_runs_as_fast_as_interleaving_but_holds_every_activation(p, m, v):
+    bfs, inter = simulate(looped_bfs(p, m, v)), simulate(interleaved_1f1b(p, m, v))
+    assert bfs.makespan == inter.makespan
+    assert bfs.peak_activations == (m * v,) * p  # 32 at p=4, m=16, v=2, against interleaving's 11
+    assert max(inter.peak_activations) == min((p - 1) * 2 + (v - 1) * p + 1, m * v)
+
+
+# The zero-bubble authors' drawing of this shape (zb.py, p = 4, m = 12), one row per stage.
+AUTHORS_ZB_2P = """fffffffbfbfbfbfbfbwbwbwbwbwbwbwwwwww
+fffffbfbfbfbfbfbfbfbwbwbwbwbwwwwwwww
+fffbfbfbfbfbfbfbfbfbfbwbwbwwwwwwwwww
+fbfbfbfbfbfbfbfbfbfbfbfbwwwwwwwwwwww"""
+
+
+def test_zb_h2_is_the_zero_bubble_authors_shape():
+    rows = ["".join(op.kind for op in stage).lower() for stage in zero_bubble_h2(4, 12).stages]
+    assert rows == AUTHORS_ZB_2P.splitlines()
+
+
+@pytest.mark.parametrize("p,m", [(4, 12), (4, 8), (8, 32), (3, 5)])
+def test_zb_h2_leaves_no_gap_on_any_stage_at_twice_1f1bs_activations(p, m):
+    # The paper counts what B needs (W's layer inputs apart): B frees the activations.
+    t = simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_B)
+    for s in range(p):
+        events = t.on_stage(s)
+        assert max(e.end for e in events) - min(e.start for e in events) == 3 * m  # busy from first op to last
+    assert t.peak_activations == tuple(min(2 * (p - 1 - j) + 1, m) for j in range(p))  # 2p-1 on stage 0
+    assert simulate(one_f_one_b(p, m)).peak_activations[0] == min(p, m)
+    # If W keeps everything until it ends, the held-back W's keep every micro-batch alive.
+    assert max(simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_W).peak_activations) == m
+
+
+@pytest.mark.parametrize("p", [2, 4, 6, 8])
+@pytest.mark.parametrize("k", [2, 3])
+def test_chimera_leaves_p_minus_2_idle_slots_per_gpu(p, k):
+    # Li and Hoefler: p-2 bubbles per worker against 1F1B's 2(p-1), equal F and B.
+    m = k * p
+    t = simulate(chimera(p, m))
+    assert t.makespan == 2 * m + p - 2 and simulate(one_f_one_b(p, m)).makespan == 2 * m + 2 * (p - 1)
+    assert t.schedule.placement == ((*range(p),), (*range(p - 1, -1, -1),))  # two model replicas
+
+
+def test_chimera_basic_unit_keeps_the_papers_activation_range():
+    # m = p: each worker holds between p/2 + 1 and p micro-batches' activations (the paper's range).
+    t = simulate(chimera(4, 4))
+    assert t.makespan == 3 * 4 - 2
+    assert all(4 // 2 + 1 <= a <= 4 for a in t.peak_activations)
+
+
+@pytest.mark.parametrize("name", sorted(schedules.GROUPED))
+def test_interleaving_accepts_every_m_megatron_or_pytorch_does(name):
+    # Megatron: any m ≥ p, with a group size that leaves a last group of 0 or ≥ p; PyTorch: m < p too.
+    for p in range(2, 6):
+        for m in range(1, 3 * p + 2):
+            for v in (2, 3):
+                t = simulate(build(name, p, m, v), UNIT_SPLIT)
+                assert len(t.events) == (3 if name == "interleaved-zb" else 2) * m * p * v
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(1, 6), m=st.integers(1, 12), v=st.integers(1, 3), data=st.data())
+def test_every_megatron_group_size_gives_a_valid_order(p, m, v, data):
+    group = data.draw(st.integers(min(p, m), m).filter(lambda g: m % g == 0 or m % g >= p))
+    for name in sorted(schedules.GROUPED):
+        s = build(name, p, m, v, group)
+        s.validate()
+        simulate(s)  # no deadlock

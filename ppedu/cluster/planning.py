@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
 
@@ -63,7 +63,7 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
     for m in microbatches:
         for name in schedules or SCHEDULES:
             try:
-                schedule = build(name, cluster.gpus, m, v if name == "interleaved" else 1)
+                schedule = build(name, cluster.gpus, m, v if name in VIRTUAL else 1)
                 costs, cut = costs_for(model, cluster, schedule, recompute)
             except ValueError:
                 if schedules:  # asked for by name: say why it cannot run

@@ -1,23 +1,35 @@
 """The lab's model on PyTorch's own pipeline engine, one process per stage (torchrun).
 
     python -m torch.distributed.run --nproc-per-node P -m ppedu.mnist.distributed \\
-        --schedule S -m M --steps N [--model mlp|cnn] [--json]
+        (--schedule S | --csv FILE) -m M --steps N [--model mlp|cnn] [--json]
 
 Every rank builds the same initial model (same seed), cuts it as ppedu's executor does and
-keeps its own chunks in ``torch.distributed.pipelining.PipelineStage``s, which one of
-PyTorch's schedules drives: ``gpipe`` (``ScheduleGPipe``), ``1f1b`` (``Schedule1F1B``),
+keeps its own chunks in ``torch.distributed.pipelining.PipelineStage``s. PyTorch's own
+schedules drive them for ``gpipe`` (``ScheduleGPipe``), ``1f1b`` (``Schedule1F1B``),
 ``interleaved`` (``ScheduleInterleaved1F1B``, ``-v`` chunks per rank), ``dualpipe-v``
 (``ScheduleDualPipeV``) and ``zbv`` (``ScheduleZBVZeroBubble``; both V-shaped, two chunks per
-rank). On CPU the ranks talk over gloo; with one GPU per rank, over NCCL. Rank 0 prints the
-losses, the first step's largest gradient difference from the unpipelined model and the test
-accuracy, with the same keys as ``ppedu mnist``.
+rank). Every other ppedu schedule (``zb-h1``, ``zb-h2``, ``interleaved-zb``, ``looped-bfs``,
+``zb-v``, and ``interleaved`` with Megatron's ``--group``) runs ppedu's own order on PyTorch's
+``_PipelineScheduleRuntime``, as its actions (F, I, W, B); ``--csv`` runs any order written in
+PyTorch's schedule CSV (``ppedu simulate … --csv``, a searched order). Chunk ``c`` lives where
+the order runs it.
+
+Two schedules cannot run there: DualPipe and Chimera send micro-batches both ways through two
+copies of the model, and PyTorch's runtime names a chunk by its index alone, so it has no way
+to say which copy an action means; they stop with that reason.
+
+On CPU the ranks talk over gloo; with one GPU per rank, over NCCL. Rank 0 prints the losses, the
+first step's largest gradient difference from the unpipelined model and the test accuracy,
+with the same keys as ``ppedu mnist``.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -26,6 +38,7 @@ import torch
 from torch import nn
 from torch.nn.functional import cross_entropy
 
+from ppedu import schedules as ppedu_schedules
 from ppedu.mnist.models import split_model
 from ppedu.mnist.training import accuracy, initial_model, optimizer_for, training_batches
 from ppedu.validate import one_of
@@ -59,9 +72,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from torch.distributed.pipelining import schedules as pp_schedules
 
     parser = argparse.ArgumentParser(prog="python -m torch.distributed.run ... -m ppedu.mnist.distributed")
-    parser.add_argument("--schedule", required=True, choices=list(TORCH_SCHEDULES))
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--schedule", choices=[*TORCH_SCHEDULES,
+                                              *(n for n in ppedu_schedules.SCHEDULES if n not in TORCH_SCHEDULES)])
+    which.add_argument("--csv", metavar="FILE", help="run this order, in PyTorch's schedule CSV format")
     parser.add_argument("-m", type=int, required=True, help="micro-batches per step")
-    parser.add_argument("-v", type=int, default=1, help="chunks per rank (interleaved only)")
+    parser.add_argument("-v", type=int, default=1, help="chunks per rank (interleaved, interleaved-zb, looped-bfs)")
+    parser.add_argument("--group", type=int, default=None, help="micro-batch group size (interleaved, interleaved-zb)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"])
     parser.add_argument("--batch-size", type=int, default=128)
@@ -85,14 +102,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         start = time.perf_counter()
         model = initial_model(args.model, args.seed)
-        mine = stage_indices(args.schedule, rank, p, args.v)
-        total = p * len(mine)
+        # PyTorch's class where it has one; ppedu's order on its runtime otherwise (or for a --group).
+        order = None if args.schedule in TORCH_SCHEDULES and args.group is None else _order(args, p)
+        if order is None:
+            mine = stage_indices(args.schedule, rank, p, args.v)
+            total = p * len(mine)
+        else:
+            mine = sorted({_chunk(a) for a in order[rank]})
+            total = 1 + max(_chunk(a) for row in order for a in row)
         chunks = split_model(model, total)  # ValueError if the model has fewer layers than chunks
         local: list[nn.Module] = [chunks[i].to(device) for i in mine]
         stages = [pipelining.PipelineStage(chunk, i, total, device) for i, chunk in zip(mine, local)]
-        kind = getattr(pp_schedules, TORCH_SCHEDULES[args.schedule][0])
-        schedule = kind(stages if len(stages) > 1 or kind.__name__ == "ScheduleInterleaved1F1B" else stages[0],
-                        n_microbatches=args.m, loss_fn=cross_entropy)
+        if order is None:
+            kind = getattr(pp_schedules, TORCH_SCHEDULES[args.schedule][0])
+            schedule = kind(stages if len(stages) > 1 or kind.__name__ == "ScheduleInterleaved1F1B" else stages[0],
+                            n_microbatches=args.m, loss_fn=cross_entropy)
+        else:  # ppedu's order on PyTorch's runtime, loaded as its CSV loader loads one
+            schedule = pp_schedules._PipelineScheduleRuntime(stages, n_microbatches=args.m, loss_fn=cross_entropy)
+            schedule.pipeline_order = {r: [pp_schedules._Action.from_str(a) for a in row] for r, row in enumerate(order)}
+            schedule._prepare_schedule_with_comms(schedule.pipeline_order)
         params = [q for chunk in local for q in chunk.parameters()]
         optimizer = optimizer_for(params)
         has_first, has_last = 0 in mine, total - 1 in mine
@@ -114,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for i, chunk_state in state.items():
                 chunks[i].load_state_dict(chunk_state)
             result = {
-                "schedule": args.schedule, "p": p, "m": args.m, "v": args.v if args.schedule == "interleaved" else 1,
+                "schedule": args.schedule or args.csv, "p": p, "m": args.m, "v": total // p,
                 "steps": args.steps, "model": args.model, "batch_size": args.batch_size,
                 "backend": dist.get_backend(), "loss_first": losses[0], "loss_last": losses[-1], "losses": losses,
                 "test_accuracy": accuracy(nn.Sequential(*(c.cpu() for c in chunks))),
@@ -123,13 +151,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.json:
                 print(json.dumps(result))
             else:
-                print(f"{args.schedule} on {p} ranks ({result['backend']}): loss {losses[0]:.4f} → {losses[-1]:.4f}, "
+                print(f"{args.schedule or args.csv} on {p} ranks ({result['backend']}): loss {losses[0]:.4f} → {losses[-1]:.4f}, "
                       f"test accuracy {result['test_accuracy']:.2%}, max |Δgrad| {diff:.2e}, {result['seconds']:.1f} s")
     except ValueError as error:  # e.g. more chunks than the model has layers: one line, like the CLI
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     finally:
         dist.destroy_process_group()
     return 0
+
+
+def _chunk(action: str) -> int:
+    """The chunk (PyTorch's stage index) an action such as ``3F0`` runs on."""
+    return int(re.split(r"\D", action, maxsplit=1)[0])
+
+
+def _order(args: argparse.Namespace, p: int) -> list[list[str]]:
+    """Per rank, the actions to run: ppedu's schedule ``--schedule`` or the CSV ``--csv``."""
+    from ppedu.export import torch_actions
+
+    if args.csv:
+        with open(args.csv, newline="", encoding="utf-8") as rows:
+            order = [[a.strip() for a in row if a.strip()] for row in csv.reader(rows)]
+        if len(order) != p:
+            raise ValueError(f"{args.csv} has orders for {len(order)} ranks, but {p} ranks were started")
+        return order
+    chunked = args.schedule in ppedu_schedules.VIRTUAL
+    return torch_actions(ppedu_schedules.build(args.schedule, p, args.m, args.v if chunked else 1,
+                                               args.group if args.schedule in ppedu_schedules.GROUPED else None))
 
 
 def _gradient_check(model: nn.Sequential, mine: list[int], local: list[nn.Module], batch, rank: int, dist) -> float:

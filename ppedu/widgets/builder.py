@@ -31,8 +31,11 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
     (True, 4.0)
     """
 
-    def __init__(self, p: int = 2, m: int = 2, v: int = 1, split_w: bool = False, steps: int | None = None) -> None:
+    def __init__(self, p: int = 2, m: int = 2, v: int = 1, split_w: bool = False, steps: int | None = None,
+                 challenge: bool = False) -> None:
         self.model = PlacementTask(p, m, v, split_w)
+        self.challenge = challenge
+        self._target: float | None = None
         self.steps = steps or 2 * (m * v + p - 1) + (m * v if split_w else 0) + 2
         self.placed: dict[tuple[int, int], Op] = {}
         self._bad: set[tuple[int, int]] = set()  # cells drawn as breaking a rule
@@ -79,9 +82,30 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         feedback = check_placement(self.placed, self.model.p, self.model.m, self.model.v, self.model.split_w, self.steps)
         if feedback.correct:
             span = max(step for _, step in self.placed) + 1
-            feedback = Feedback(True, (*feedback.messages, f"Your schedule takes {span} time steps."))
+            feedback = Feedback(True, (*feedback.messages, f"Your schedule takes {span} time steps.",
+                                       *([self._verdict(span)] if self.challenge else [])))
         self._show(feedback)
         return feedback
+
+    def target(self) -> float:
+        """The makespan of the best order :func:`ppedu.search.search` finds on this grid (same GPUs,
+        micro-batches and chunks, one time step per operation): the one to beat."""
+        if self._target is None:
+            from ppedu.costs import Costs
+            from ppedu.search import search
+
+            m = self.model
+            per_stage = Costs(f=m.v, b=m.v, w=m.v if m.split_w else 0)  # one step per chunk's op
+            self._target = search(m.p, m.m, per_stage, cut=m.v, one_direction=True, seconds=0.5).makespan
+        return self._target
+
+    def _verdict(self, span: int) -> str:
+        best = self.target()
+        if span < best - 1e-9:
+            return f"You beat the search: its best order takes {best:g} steps."
+        if span <= best + 1e-9:
+            return f"That ties the search's best order ({best:g} steps). Can you beat it?"
+        return f"The search found an order in {best:g} steps: can you beat it?"
 
     def schedule(self) -> Schedule:
         """The per-GPU order the placement implies (each GPU's ops by time step)."""

@@ -10,7 +10,7 @@ import ipywidgets as widgets
 from ppedu.costs import Costs
 from ppedu.ops import Schedule
 from ppedu.palette import ALERT, TEXT
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.validate import one_of, require_counts
@@ -28,16 +28,18 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     interleaving on the same model, give each of its ``v`` chunks 1/v of a stage (``f = b = 1/v``
     against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
 
-    ``v`` (chunks per GPU) applies to ``interleaved`` only; an impossible combination (say
-    interleaved with ``m`` not a multiple of ``p``) shows its one-line reason above the last
-    diagram, dimmed (so the widget keeps its height), with a button to the nearest ``m`` that
-    works; ``.timeline`` is ``None`` until the next valid choice.
+    ``v`` (chunks per GPU) applies to the schedules in :data:`~ppedu.schedules.VIRTUAL` only; an
+    impossible combination (say DualPipe with an odd ``p``) shows its one-line reason above the last
+    diagram, dimmed (so the widget keeps its height), with a button to the nearest ``m`` that works;
+    ``.timeline`` is ``None`` until the next valid choice.
 
     >>> x = ScheduleExplorer("gpipe", p=4, m=4)
     >>> x.metrics()["makespan"], x.metrics()["idle_slots"]
     (14.0, 24.0)
-    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None, x.error, x.nearest_m
-    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=4, m=6)', 4)
+    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None
+    False
+    >>> x.set(schedule="dualpipe", m=6).timeline is None, x.error, x.nearest_m
+    (True, 'dualpipe needs an even m with m ≥ 2p micro-batches (got p=4, m=6)', 8)
     """
 
     def __init__(self, schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1, f: float = 1.0, b: float = 1.0,
@@ -134,8 +136,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
     def _redraw(self) -> None:
         values = self.values
-        interleaved = values["schedule"] == "interleaved"
-        self.sliders["v"].disabled = not interleaved
+        chunked = values["schedule"] in VIRTUAL
+        self.sliders["v"].disabled = not chunked
         try:
             self.timeline, self.error = simulate(self._build(values["m"]), _costs(values)), None
         except ValueError as problem:
@@ -156,7 +158,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
     def _build(self, m: int) -> Schedule:
         values = self.values
-        return build(values["schedule"], values["p"], m, values["v"] if values["schedule"] == "interleaved" else 1)
+        return build(values["schedule"], values["p"], m, values["v"] if values["schedule"] in VIRTUAL else 1)
 
     def _nearest_m(self) -> int | None:
         """The m closest to the chosen one (smaller first) for which the other settings work."""

@@ -13,7 +13,7 @@ from torch import nn
 
 from ppedu.mnist.executor import StepResult, run_schedule
 from ppedu.mnist.models import split_model
-from ppedu.schedules import SCHEDULES, build
+from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.svg import render_svg
 from ppedu.widgets._parts import StaticFallback
 
@@ -23,8 +23,8 @@ class StepPicker(StaticFallback, widgets.VBox):
     GPUs; *Run step* runs one real training step of ``batch`` and shows the measured and the
     predicted spacetime diagrams (seconds on the time axis) and the step's numbers.
 
-    An impossible choice (interleaved with ``m`` not a multiple of ``p``) shows its one-line
-    reason and leaves ``.result`` ``None``.
+    An impossible choice (DualPipe with an odd ``m``, say) shows its one-line reason and leaves
+    ``.result`` ``None``.
 
     >>> from torch.nn.functional import cross_entropy
     >>> from ppedu.mnist import mlp
@@ -32,8 +32,8 @@ class StepPicker(StaticFallback, widgets.VBox):
     >>> picker = StepPicker(mlp(layers=4, hidden=8), batch, cross_entropy, p=2, m=4)
     >>> picker.run(schedule="gpipe").result.schedule.name
     'gpipe'
-    >>> picker.run(schedule="interleaved", m=3).result is None, picker.error
-    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=2, m=3)')
+    >>> picker.run(schedule="dualpipe", m=3).result is None, picker.error
+    (True, 'dualpipe needs an even m with m ≥ 2p micro-batches (got p=2, m=3)')
     """
 
     def __init__(self, model: nn.Sequential, batch: tuple[torch.Tensor, torch.Tensor],
@@ -42,7 +42,7 @@ class StepPicker(StaticFallback, widgets.VBox):
         self.model, self.batch, self.loss_fn, self.p = model, batch, loss_fn, p
         self.picker = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description="schedule")
         self.m = widgets.IntSlider(value=m, min=1, max=max(32, m), description="m")
-        self.v = widgets.IntSlider(value=v, min=1, max=4, description="v (interleaved)")
+        self.v = widgets.IntSlider(value=v, min=1, max=4, description="v (chunked)")
         self.button = widgets.Button(description="Run step", button_style="primary")
         self.message = widgets.HTML().add_class("ppedu-message")
         self.diagrams = widgets.HTML().add_class("ppedu-diagram")
@@ -65,7 +65,7 @@ class StepPicker(StaticFallback, widgets.VBox):
             control.value = value
         name = self.picker.value
         try:
-            schedule = build(name, self.p, self.m.value, self.v.value if name == "interleaved" else 1)
+            schedule = build(name, self.p, self.m.value, self.v.value if name in VIRTUAL else 1)
             chunks = split_model(self.model, schedule.chunks)
             self.result, self.error = run_schedule(schedule, chunks, self.batch, self.loss_fn), None
         except ValueError as problem:

@@ -119,7 +119,7 @@ def drive_explorer(lab, panel, root, explorer: ScheduleExplorer) -> None:
     })
     assert f"makespan {explorer.metrics()['makespan']:g}" in before
     m = explorer.values["m"]
-    steps = next(k for k in range(1, 9) if explorer.set(m=m + k).timeline is not None)  # interleaved: m % p == 0
+    steps = next(k for k in range(1, 9) if explorer.set(m=m + k).timeline is not None)  # some schedules refuse some m
     handle = lab.slider(root, "m")
     for _ in range(steps):
         handle.press("ArrowRight")

@@ -120,9 +120,9 @@ def test_only_the_answers_given_are_checked_and_all_must_be_right():
 @settings(max_examples=40, deadline=None)
 @given(name=st.sampled_from(sorted(SCHEDULES)), p=st.integers(1, 6), k=st.integers(1, 4), b=st.sampled_from([1.0, 2.0]))
 def test_the_true_counts_are_always_correct(name, p, k, b):
-    p = p + p % 2 if name == "dualpipe" else p  # dualpipe needs an even p and m ≥ 2p
-    m = {"interleaved": p * k, "dualpipe": 2 * p + 2 * k, "dualpipe-v": 2 * p + k}.get(name, 2 * k - 1)
-    g = grid(simulate(schedules.build(name, p, m, 2 if name == "interleaved" else 1), Costs(f=1, b=b, w=1)))
+    p = p + p % 2 if name in ("dualpipe", "chimera") else p  # they need an even p (dualpipe: m ≥ 2p)
+    m = {"dualpipe": 2 * p + 2 * k, "dualpipe-v": 2 * p + k, "chimera": 2 * k}.get(name, 2 * k - 1)
+    g = grid(simulate(schedules.build(name, p, m, 2 if name in schedules.VIRTUAL else 1), Costs(f=1, b=b, w=1)))
     for ratio in (g.bubble_ratio, f"{g.idle_slots}/{g.total_slots}", f"{g.bubble_ratio:.2%}", f"{g.bubble_ratio:.3f}"):
         assert check_slot_answers(g, total=g.total_slots, idle=g.idle_slots, ratio=ratio).correct
 

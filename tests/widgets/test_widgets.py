@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grid import grid
-from ppedu.schedules import SCHEDULES
+from ppedu.schedules import SCHEDULES, VIRTUAL
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
 
@@ -49,23 +49,29 @@ def test_every_schedule_in_the_picker_draws():
     x = ScheduleExplorer(p=4, m=8)
     assert list(x.picker.options) == list(SCHEDULES)
     for name in SCHEDULES:
-        x.set(schedule=name, v=2 if name == "interleaved" else 1)
+        x.set(schedule=name, v=2 if name in VIRTUAL else 1)
         assert x.error is None and x.timeline.schedule.name == name
 
 
 def test_an_impossible_combination_shows_one_line_not_a_traceback():
-    x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    x = ScheduleExplorer("dualpipe", p=4, m=8)
     drawn = x.diagram.value + x.table.value
     x.set(m=6)
     assert x.timeline is None and x.metrics() == {} and x.table.value == ""
     # The last diagram stays, dimmed and hidden from screen readers, so the widget keeps its height.
     assert drawn in x.diagram.value and 'aria-hidden="true"' in x.diagram.value
-    assert "multiple of p" in x.message.value and "\n" not in x.error
-    assert x.nearest_m == 4 and x.fix.description == "use m = 4" and x.fix.layout.visibility == "visible"
-    x.set(m=7)
-    assert x.nearest_m == 8  # equally near: the smaller first, but 6 does not work either
+    assert "m ≥ 2p" in x.message.value and "\n" not in x.error
+    assert x.nearest_m == 8 and x.fix.description == "use m = 8" and x.fix.layout.visibility == "visible"
     x.fix.click()
     assert x.error is None and x.message.value == "" and x.values["m"] == 8 and x.fix.layout.visibility == "hidden"
+    assert x.timeline.schedule.name == "dualpipe"
+
+
+def test_interleaving_has_no_invalid_m():
+    x = ScheduleExplorer("interleaved", p=4, m=8, v=2)
+    for m in range(1, 13):
+        x.set(m=m)
+        assert x.error is None and x.timeline.schedule.virtual == 2
 
 
 def test_v_is_only_for_interleaved():
@@ -228,3 +234,16 @@ def test_each_widget_carries_a_still_picture_beside_its_live_view():
         bundle = widget._repr_mimebundle_()
         assert "application/vnd.jupyter.widget-view+json" in bundle and "<svg" in bundle["text/html"]
     assert "place 4 operations" in ScheduleBuilder(p=2, m=1)._repr_mimebundle_()["text/html"]
+
+
+def test_the_builders_challenge_is_the_searchs_best_order_on_the_same_grid():
+    b = ScheduleBuilder(p=2, m=2, challenge=True)
+    assert b.target() == 6  # 1F1B's 6 steps: nothing on this grid is faster
+    for stage, step, op in [(0, 0, "F0"), (0, 1, "F1"), (1, 1, "F0"), (1, 2, "B0"), (1, 3, "F1"), (1, 4, "B1"),
+                            (0, 3, "B0"), (0, 5, "B1")]:
+        b.place(stage, step, op)
+    assert "ties the search's best order (6 steps)" in b.check().messages[-1]
+    b.remove(0, 5)
+    b.place(0, 7, "B1")  # a valid but slower order
+    assert "The search found an order in 6 steps: can you beat it?" in b.check().messages[-1]
+    assert ScheduleBuilder(p=2, m=2).check().messages[-1].find("search") == -1  # no challenge unless asked
