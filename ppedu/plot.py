@@ -77,6 +77,28 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
     return ax.figure  # type: ignore[return-value]
 
 
+def outline_pairs(figure: Figure, timeline: Timeline) -> int:
+    """Draw a shared black border around each overlapped forward-and-backward pair of
+    ``timeline`` (DualPipe's F&B), as DeepSeek's figure does; return how many were outlined.
+
+    >>> from ppedu import schedules, simulate
+    >>> t = simulate(schedules.dualpipe(4, 8))
+    >>> outline_pairs(plot_timeline(t), t) == len(t.schedule.overlapped)
+    True
+    """
+    ax = figure.axes[0]
+    at = {e.op: e for e in timeline.events}
+    count = 0
+    for s, ops in enumerate(timeline.schedule.stages):
+        for before, op in zip(ops, ops[1:]):
+            if op in timeline.schedule.overlapped:
+                start, end = at[before].start, at[op].end
+                ax.add_patch(Rectangle((start, s - 0.45), end - start, 0.9, fill=False, edgecolor="black",
+                                       linewidth=2.2, zorder=3))
+                count += 1
+    return count
+
+
 def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
     """Chunk-activations alive per GPU over time, one step line per GPU."""
     if ax is None:

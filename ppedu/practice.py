@@ -1,0 +1,260 @@
+"""An exam-style practice set with a worked answer key, and written answers to every chapter's
+self-check: each number is computed here, by the simulator or the course's closed forms, and the
+worked answer shows the reasoning a student writes by hand.
+
+>>> q = practice_set()[0]
+>>> q.label, q.answer
+('P1', (18.0, 54.0, 18.0))
+>>> print(key(self_check_answers()[:1]).splitlines()[0])
+**Chapter 1, question 1.** Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle slots, bubble ratio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ppedu import recomputation
+from ppedu.cluster import GPUS, LINKS, MODELS, Cluster
+from ppedu.costs import Costs
+from ppedu.formulas import bubble_ratio
+from ppedu.layout import layout
+from ppedu.lesson import hand_overs, parameter_copies
+from ppedu.schedules import dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.sheet import Markdown
+from ppedu.simulate import simulate
+from ppedu.staleness import staleness
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question, its computed answer, and the worked answer in words."""
+
+    label: str
+    question: str
+    answer: object
+    working: str
+
+
+def _frac(x: float, limit: int = 1000) -> str:
+    return str(Fraction(x).limit_denominator(limit))
+
+
+def practice_set() -> tuple[Item, ...]:
+    """The exam-style questions, P1 … P8."""
+    items = []
+
+    # P1: counting by hand with f ≠ b.
+    t = simulate(gpipe(3, 4), Costs(f=1, b=2))
+    busy = t.busy_per_stage[0]
+    items.append(Item(
+        "P1", "GPipe with *p* = 3 GPUs and *m* = 4 micro-batches; a forward takes 1 time unit, a backward 2. "
+        "Without the simulator: the makespan *T*, the total slots *p·T*, the idle slots. (Answer as a triple.)",
+        (t.makespan, t.total_slots, t.idle_slots),
+        f"The last forward leaves GPU 0 at *m* = 4 and reaches GPU 2 after *p* − 1 = 2 more units, so the forwards "
+        f"end at {4 + 2}. The backward wave then needs *m·b* = 8 units on GPU 2 and *(p − 1)·b* = 4 more to reach "
+        f"GPU 0's last backward: *T* = (*m* + *p* − 1)(*f* + *b*) = {t.makespan:g}. Total slots *p·T* = "
+        f"{t.total_slots:g}. Each GPU is busy *m*(*f* + *b*) = {busy:g}, so idle = {t.total_slots:g} − 3 × {busy:g} "
+        f"= {t.idle_slots:g}; the ratio {_frac(t.bubble_ratio)} is (*p* − 1)/(*m* + *p* − 1) = "
+        f"{_frac(bubble_ratio(3, 4))} — unequal costs do not change it when every stage has the same *f* and *b*."))
+
+    # P2: 1F1B under the same costs, and what it saves.
+    o, g = simulate(one_f_one_b(4, 8), Costs(f=1, b=2)), simulate(gpipe(4, 8), Costs(f=1, b=2))
+    items.append(Item(
+        "P2", "*p* = 4, *m* = 8, *f* = 1, *b* = 2. Give 1F1B's makespan, and the peak number of micro-batches "
+        "whose activations GPU 0 holds under 1F1B and under GPipe. (Answer as a triple.)",
+        (o.makespan, o.peak_activations[0], g.peak_activations[0]),
+        f"1F1B reorders work but keeps every dependency chain of GPipe, and with equal stages its idle time per GPU is "
+        f"the same (*p* − 1)(*f* + *b*) = {(4 - 1) * 3}: *T* = *m*(*f* + *b*) + {(4 - 1) * 3} = {o.makespan:g}, as "
+        f"GPipe ({g.makespan:g}). The saving is memory: GPU 0 runs *p* − 1 = 3 warm-up forwards, then one forward "
+        f"before each backward, so at most {o.peak_activations[0]} micro-batches are in flight, against all "
+        f"{g.peak_activations[0]} under GPipe."))
+
+    # P3: the O(p) memory argument.
+    p, m = 6, 12
+    peaks = simulate(one_f_one_b(p, m)).peak_activations
+    items.append(Item(
+        "P3", "Prove that under 1F1B GPU *j* never holds more than min(*p* − *j*, *m*) micro-batches' activations, "
+        "and give the peaks of GPUs 0 … 5 for *p* = 6, *m* = 12.",
+        peaks,
+        f"GPU *j* runs min(*p* − *j* − 1, *m*) warm-up forwards and then alternates one forward with one backward. A "
+        f"micro-batch's activations live from its forward to its backward on that GPU, so the count rises by one per "
+        f"forward and falls by one per backward: it reaches warm-up + 1 = *p* − *j* at the first steady-state forward "
+        f"and never exceeds it, since every later forward is followed by a backward before the next forward. It "
+        f"cannot exceed *m* either. The bound does not grow with *m* — O(*p*), not GPipe's O(*m*). Here: {peaks}."))
+
+    # P4: why the textbook's 11 steps are impossible.
+    g4 = simulate(gpipe(4, 4))
+    busy4 = int(g4.busy_slots)
+    items.append(Item(
+        "P4", "The textbook says GPipe at *p* = 4, *m* = 4 (each op one step) takes 11 steps with 18 idle of 44 "
+        "slots. How many busy slots does the work need, how many does the textbook's count leave, and what is the "
+        "least possible *T*? (Answer as a triple.)",
+        (busy4, 44 - 18, g4.makespan),
+        f"Each of 4 GPUs runs 4 forwards and 4 backwards: {busy4} busy slots. 44 − 18 leaves only {44 - 18}, so the "
+        f"textbook's figures cannot describe a run that does all the work. A lower bound: GPU 3 cannot start before "
+        f"step 4 (the first forward climbs 3 GPUs), then has 8 ops of its own, and the last backward it produces must "
+        f"still go down 3 GPUs: *T* ≥ 3 + 8 + 3 = 2(*m* + *p* − 1) = {g4.makespan:g}, which GPipe and 1F1B reach."))
+
+    # P5: interleaving on the same model.
+    i = simulate(interleaved_1f1b(4, 8, 2), Costs(f=1, b=2).per_chunk(2))
+    one = simulate(one_f_one_b(4, 8), Costs(f=1, b=2))
+    idle_i = i.makespan - i.busy_per_stage[0]
+    items.append(Item(
+        "P5", "The model of P2 (*p* = 4, *m* = 8, a whole stage's forward 1, backward 2), interleaved with *v* = 2 "
+        "chunks per GPU. Give the idle time per GPU, the makespan, and the hand-overs per step against 1F1B's. "
+        "(Answer as (idle, makespan, interleaved hand-overs, 1F1B hand-overs).)",
+        (idle_i, i.makespan, hand_overs(i.schedule), hand_overs(one.schedule)),
+        f"Each chunk costs half a stage, so the warm-up and cooldown, still *p* − 1 chunk-steps each way, take half as "
+        f"long: idle per GPU = (*p* − 1)(*f* + *b*)/*v* = {idle_i:g}, makespan = *m*(*f* + *b*) + {idle_i:g} = "
+        f"{i.makespan:g} (1F1B: {one.makespan:g}). The price: a micro-batch now crosses *p·v* − 1 = 7 chunk "
+        f"boundaries each way, every one between GPUs: 2*m*(*p·v* − 1) = {hand_overs(i.schedule)} hand-overs per step "
+        f"against 2*m*(*p* − 1) = {hand_overs(one.schedule)}. Parameters per GPU are unchanged (*v* chunks of 1/*v*)."))
+
+    # P6: ZB-H1 and DualPipe under DeepSeek's accounting.
+    unit = Costs(f=1, b=1, w=1, fb=3)
+    zb, dp = simulate(zero_bubble_h1(8, 20), unit), simulate(dualpipe(8, 20), unit)
+    zb_idle = max(zb.makespan - x for x in zb.busy_per_stage)
+    dp_idle = max(dp.makespan - x for x in dp.busy_per_stage)
+    items.append(Item(
+        "P6", "*p* = 8, *m* = 20; forward, input-gradient and weight-gradient passes take 1 each (a full backward 2), "
+        "and an overlapped F&B pair takes F plus a full B (3). Using DeepSeek-V3's formulas, give the idle time per "
+        "GPU of ZB1P (ZB-H1) and of DualPipe, and DualPipe's parameter copies and peak activations per GPU (in "
+        "stages). (Answer as a 4-tuple.)",
+        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations)),
+        f"ZB1P: (*p* − 1)(*F* + *B* − 2*W*) = 7 × (1 + 2 − 2) = {zb_idle:g}. DualPipe: (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
+        f"= 3 × (3 + 2 − 3) = {dp_idle:g} — the simulator agrees with both. DualPipe holds both directions' stages "
+        f"on every GPU: {parameter_copies(dp.schedule):g} parameter copies, and *p* + 1 = {max(dp.peak_activations)} "
+        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0."))
+
+    # P7: DualPipeV against DualPipe.
+    v_shape = dualpipe_v(4, 8)
+    items.append(Item(
+        "P7", "DualPipeV folds DualPipe at *p* = 4 onto a V. Which chunks of its 2*p* = 8 does GPU 1 hold, how many "
+        "parameter copies is that, and where does every micro-batch enter and leave? (Answer as (chunks, copies, "
+        "GPU).)",
+        (tuple(c for c, s in enumerate(v_shape.placement[0]) if s == 1), parameter_copies(v_shape), v_shape.placement[0][0]),
+        f"GPU *j* holds chunks *j* and 2*p* − 1 − *j*: for GPU 1, {tuple(c for c, s in enumerate(v_shape.placement[0]) if s == 1)}. "
+        f"Each is half a stage, so {parameter_copies(v_shape):g} copy in all — half DualPipe's memory for parameters. "
+        f"A micro-batch goes down chunks 0 … 3 (GPUs 0 … 3) and back up 4 … 7 (GPUs 3 … 0): it enters and leaves at "
+        f"GPU {v_shape.placement[0][0]}."))
+
+    # P8: the batch caps m, and staleness.
+    row = layout(gpus=2048, t=8, p=16, global_batch=1024, microbatch=2)
+    items.append(Item(
+        "P8", "2,048 GPUs, tensor-parallel *t* = 8, pipeline *p* = 16, global batch 1,024 sequences in micro-batches of 2. "
+        "How many data-parallel replicas *d*, and micro-batches *m* per pipeline? Why can raising *m* not make the "
+        "bubble vanish here? (Answer as (d, m).)",
+        (row.d, row.m),
+        f"*d* = 2048 / (8 · 16) = {row.d}; *m* = 1024 / ({row.d} · 2) = {row.m}; 1F1B's bubble is then "
+        f"{row.idle_total} of all slots. *m* is fixed by the batch: raising it needs fewer replicas (slower training "
+        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation."))
+
+    s = one_f_one_b(4, 8)
+    items.append(Item(
+        "P9", "PipeDream runs 1F1B without a flush, updating each stage after every backward. At *p* = 4, how many "
+        "updates old is each GPU's weight version when a gradient computed on it is applied? (Answer per GPU.)",
+        staleness(s),
+        f"Between micro-batch *k*'s forward and its backward on GPU *j*, the GPU runs the backwards of the "
+        f"micro-batches already in flight: min(*p* − *j*, *m*) − 1 of them: {staleness(s)}. Weight stashing keeps "
+        f"one version per micro-batch in flight so that forward and backward agree; GPipe and 1F1B with a flush "
+        f"have staleness 0 everywhere."))
+    return tuple(items)
+
+
+def self_check_answers() -> tuple[Item, ...]:
+    """Written answers to the self-check questions of chapters 1–9."""
+    unit = Costs(f=1, b=1)
+    g32, g44 = simulate(gpipe(3, 2), unit), simulate(gpipe(4, 4), unit)
+    o44 = simulate(one_f_one_b(4, 4), unit)
+    i22 = simulate(interleaved_1f1b(2, 2, 2), unit)
+    d48 = simulate(dualpipe(4, 8), Costs(f=1, b=1, w=1))
+    zb = simulate(zero_bubble_h1(4, 8), Costs(f=1, b=1, w=1))
+    g416, o48, g48 = simulate(gpipe(4, 16)), simulate(one_f_one_b(4, 8)), simulate(gpipe(4, 8))
+    chunks = [c + 1 for c, s in enumerate(interleaved_1f1b(4, 8, 2).placement[0]) if s == 1]
+    o_peaks = simulate(one_f_one_b(4, 8)).peak_activations
+    row = layout(gpus=1024, t=8, p=8, global_batch=512)
+    trade = recomputation.trade(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink"]), m=16)
+    slowdown = next(r.slowdown for r in trade if (r.schedule, r.recompute) == ("1f1b", "full"))
+    return (
+        Item("Chapter 1, question 1", "Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle "
+             "slots, bubble ratio.", (g32.total_slots, g32.idle_slots, _frac(g32.bubble_ratio)),
+             f"*T* = 2(*m* + *p* − 1) = {g32.makespan:g} steps, so {g32.total_slots:g} slots; {g32.busy_slots:g} are "
+             f"busy (3 GPUs × 2 micro-batches × F and B), {g32.idle_slots:g} idle, ratio {_frac(g32.bubble_ratio)} = "
+             f"(*p* − 1)/(*m* + *p* − 1). Count both halves of the grid: the warm-up's dots and the cooldown's."),
+        Item("Chapter 1, question 2", "Build a schedule for *p* = 2, *m* = 2 in as few steps as possible.",
+             simulate(gpipe(2, 2), unit).makespan,
+             f"No schedule beats 2(*m* + *p* − 1) = {simulate(gpipe(2, 2), unit).makespan:g} steps: GPU 1 cannot "
+             f"start before step 2, has 4 ops, and its last backward must still run on GPU 0. GPipe's and 1F1B's "
+             f"orders both reach it."),
+        Item("Chapter 2, question 1", "Count GPipe's grid at *p* = 4, *m* = 4.",
+             (g44.total_slots, g44.idle_slots, _frac(g44.bubble_ratio)),
+             f"*T* = {g44.makespan:g}, {g44.total_slots:g} slots, {g44.busy_slots:g} busy, {g44.idle_slots:g} idle, "
+             f"ratio {_frac(g44.bubble_ratio)} — not the textbook's 11, 44, 18 (practice question P4 shows why)."),
+        Item("Chapter 2, question 2", "GPU 0's peak activations under GPipe, *p* = 4, *m* = 16.",
+             g416.peak_activations[0],
+             f"All {g416.peak_activations[0]}: GPU 0 runs every forward before its first backward."),
+        Item("Chapter 3, question 1", "Mark 1F1B's idle cells at *p* = 4, *m* = 4.", o44.idle_slots,
+             f"{o44.idle_slots:g} idle cells, as many as GPipe's: 1F1B moves work, not the bubble, under equal costs."),
+        Item("Chapter 3, question 2", "What does 1F1B save against GPipe: time or memory?", "memory",
+             f"Memory: both take {o48.makespan:g} = {g48.makespan:g} steps at *p* = 4, *m* = 8, but GPU 0 holds "
+             f"{o48.peak_activations[0]} micro-batches instead of {g48.peak_activations[0]}."),
+        Item("Chapter 4, question 1", "Which chunks (numbered from 1) does GPU 1 hold for *p* = 4, *v* = 2?", chunks,
+             f"Chunk *c* (from 0) lives on GPU *c* mod *p*: chunks 1 and 5 from 0, that is {chunks} from 1."),
+        Item("Chapter 4, question 2", "Idle slots of interleaved 1F1B at *p* = 2, *m* = 2, *v* = 2, each chunk one "
+             "step.", i22.idle_slots,
+             f"*T* = {i22.makespan:g} steps × 2 GPUs = {i22.total_slots:g} slots, {i22.busy_slots:g} busy (2 GPUs × 2 "
+             f"chunks × 2 micro-batches × F and B): {i22.idle_slots:g} idle."),
+        Item("Chapter 5, question 1", "Parameter copies per GPU under DualPipe and DualPipeV.",
+             (parameter_copies(dualpipe(4, 8)), parameter_copies(dualpipe_v(4, 8))),
+             f"DualPipe: {parameter_copies(dualpipe(4, 8)):g} (stage *j* for one direction, *p* − 1 − *j* for the "
+             f"other); DualPipeV: {parameter_copies(dualpipe_v(4, 8)):g} (two chunks of half a stage)."),
+        Item("Chapter 5, question 2", "Count DualPipe's grid at *p* = 4, *m* = 8 with *f* = *b* = *w* = 1.",
+             (d48.total_slots, d48.idle_slots, _frac(d48.bubble_ratio)),
+             f"*T* = {d48.makespan:g}, {d48.total_slots:g} slots, {d48.busy_slots:g} busy (each GPU runs 8 F, 8 B "
+             f"and its W's: a split backward still costs *b* + *w*), {d48.idle_slots:g} idle."),
+        Item("Chapter 6, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
+             o_peaks.index(max(o_peaks)),
+             f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
+             f"weighted by the lab's chunk sizes GPU 0 stays ahead unless its layers keep far fewer bytes."),
+        Item("Chapter 6, question 2", "Does the schedule change a step's gradients?", "no",
+             "No: every schedule runs the same forwards and backwards on the same weights and averages the same "
+             "micro-batch gradients; the lab's largest difference is rounding."),
+        Item("Chapter 7, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
+             zb.makespan - zb.busy_per_stage[0],
+             f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: 3 × 1 = {zb.makespan - zb.busy_per_stage[0]:g}, "
+             f"against 1F1B's (*p* − 1)(*F* + *B*) = 9."),
+        Item("Chapter 7, question 2", "A GPU is twice as slow: fix the schedule or the partition?", "partition",
+             "The partition: in the steady state every schedule runs at the slowest stage's pace."),
+        Item("Chapter 8, question 1", "The least recomputation that lets GPipe fit (7B, 4 × A100 80 GB, *m* = 16).",
+             recomputation.cheapest_fit(trade, "gpipe"),
+             f"{str(recomputation.cheapest_fit(trade, 'gpipe')).capitalize()}: GPipe keeps all 16 micro-batches in flight; 1F1B, with "
+             f"at most 4, fits with {recomputation.cheapest_fit(trade, '1f1b')} recomputation."),
+        Item("Chapter 8, question 2", "Full recomputation's slowdown of 1F1B there.", slowdown,
+             f"{_frac(slowdown, 10)}: *f* + *b* + *w* = 3 forwards' worth per micro-batch and stage becomes 4."),
+        Item("Chapter 9, question 1", "*m* per pipeline: 1,024 GPUs, *t* = 8, *p* = 8, global batch 512.", row.m,
+             f"*d* = 1024 / 64 = {row.d}, *m* = 512 / {row.d} = {row.m}."),
+        Item("Chapter 9, question 2", "Staleness of GPU 0 under asynchronous 1F1B, *p* = 4, *m* = 8.",
+             staleness(one_f_one_b(4, 8))[0], f"*p* − 1 = {staleness(one_f_one_b(4, 8))[0]} updates."),
+        Item("Chapter 9, question 3", "The first bidirectional pipeline schedule.", "Chimera",
+             "Chimera (Li and Hoefler, SC 2021), three years before DualPipe."),
+    )
+
+
+def questions(items: tuple[Item, ...]) -> Markdown:
+    """The questions alone, as Markdown."""
+    return Markdown("\n\n".join(f"**{x.label}.** {x.question}" for x in items))
+
+
+def key(items: tuple[Item, ...]) -> Markdown:
+    """Questions with their answers and worked answers, as Markdown."""
+    return Markdown("\n\n".join(f"**{x.label}.** {x.question}\n\n*Answer:* `{_show(x.answer)}`. {x.working}"
+                                for x in items))
+
+
+def _show(x: object) -> str:
+    if isinstance(x, float):
+        return f"{x:g}"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(_show(v) for v in x) + ")"
+    return str(x)

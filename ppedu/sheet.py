@@ -1,0 +1,384 @@
+"""The formula sheet: the source's lost contrast table (its section 4.6.2), rebuilt for every
+schedule of the course, each closed form beside the value the simulator measures, plus a
+glossary and each chapter's takeaways; printable as one HTML page (``make sheet``).
+
+Every closed form holds under the sheet's cost model, :data:`EQUAL`: forward, input-gradient
+and weight-gradient passes of a whole stage take one unit each (a full backward takes two),
+hand-overs are free, and an overlapped DualPipe pair takes its forward plus its full backward.
+A schedule that cuts the model into ``v`` chunks per GPU pays ``1/v`` of that per chunk.
+
+>>> row = next(r for r in formula_sheet(4, 8, 2) if r.schedule == "1F1B")
+>>> row.idle_total, row.peak_activations
+('(p−1)/(m+p−1) = 27.27 %', 'min(p−j, m): 4 3 2 1')
+>>> agreement(4, 8, 2)
+[]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import NamedTuple
+
+from ppedu.costs import Costs
+from ppedu.lesson import Table, hand_overs, parameter_copies
+from ppedu.schedules import build
+from ppedu.simulate import Timeline, simulate
+from ppedu.validate import one_of, require_counts
+
+#: The sheet's cost model: f = b = w = 1 per whole stage, free hand-overs, a DualPipe pair F + full B.
+EQUAL = Costs(f=1, b=1, w=1, fb=3)
+
+
+class Formula(NamedTuple):
+    """A closed form as the sheet prints it and as a function of ``(p, m, v, j)`` (``j`` the GPU)."""
+
+    text: str
+    value: Callable[[int, int, int, int], float]
+
+
+@dataclass(frozen=True)
+class Law:
+    """One schedule's closed forms under :data:`EQUAL`, and where they hold."""
+
+    schedule: str
+    name: str
+    idle_total: Formula
+    bubble_ideal: Formula
+    peak: Formula
+    copies: Formula
+    hand_overs: Formula
+    constraints: str
+    holds: Callable[[int, int, int], bool]
+
+
+def _min_peak(p: int, m: int, v: int, j: int) -> float:
+    return min(p - j, m)
+
+
+def _bubble(k: int, c: str) -> tuple[Formula, Formula]:
+    """Both bubble definitions when each GPU idles ``(p−k)`` units against ``c·m`` busy ones
+    (``c`` is ``""``, ``"3"`` or ``"v·"``): ``(p−k)/(c·m+p−k)`` and ``(p−k)/(c·m)``."""
+    def busy(m: int, v: int) -> int:
+        return {"": 1, "3": 3, "v·": v}[c] * m
+
+    return (Formula(f"(p−{k})/({c}m+p−{k})", lambda p, m, v, j: (p - k) / (busy(m, v) + p - k)),
+            Formula(f"(p−{k})/({c}m)" if c else f"(p−{k})/m", lambda p, m, v, j: (p - k) / busy(m, v)))
+
+
+def _hand_overs(text: str, per_boundary: Callable[[int, int], int]) -> Formula:
+    return Formula(text, lambda p, m, v, j: 2 * m * per_boundary(p, v))
+
+
+_ONE = Formula("1", lambda p, m, v, j: 1)
+
+#: The course's schedules, in the order the chapters teach them. ``holds`` is where the closed
+#: forms are exact; outside it (but inside the constraints) the simulator still runs the schedule.
+LAWS: tuple[Law, ...] = (
+    Law("gpipe", "GPipe", *_bubble(1, ""), Formula("m", lambda p, m, v, j: m), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+    Law("1f1b", "1F1B", *_bubble(1, ""), Formula("min(p−j, m)", _min_peak), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+    Law("interleaved", "Interleaved 1F1B", *_bubble(1, "v·"),
+        Formula("min(2(p−j−1)+(v−1)p+1, v·m)/v",
+                lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
+        Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
+        "m a multiple of p (ppedu, Megatron-LM's original rule; current Megatron-LM and PyTorch relax it); "
+        "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
+    # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
+    Law("zb-h1", "ZB-H1", *_bubble(1, "3"),
+        Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
+        lambda p, m, v: m >= p),
+    Law("dualpipe", "DualPipe", *_bubble(2, "3"), Formula("p+1", lambda p, m, v, j: p + 1),
+        Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1), "p even, m even, m ≥ 2p",
+        lambda p, m, v: True),
+    Law("dualpipe-v", "DualPipeV", *_bubble(1, "3"),
+        Formula("p+½ (2p+1 half-stage chunks)", lambda p, m, v, j: p + 0.5),
+        Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
+        "m ≥ 2p", lambda p, m, v: True),
+)
+
+
+def law(schedule: str) -> Law:
+    """The closed forms of ``schedule`` (a course name, as the CLI spells it).
+
+    >>> law("dualpipe").copies.text
+    '2'
+    """
+    by_name = {x.schedule: x for x in LAWS}
+    return by_name[one_of("schedule", schedule, by_name)]
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the simulator reports for one schedule at one size under :data:`EQUAL`."""
+
+    idle_total: float
+    bubble_ideal: float
+    peak: tuple[float, ...]
+    copies: float
+    hand_overs: int
+
+
+def measure(schedule: str, p: int, m: int, v: int = 1) -> Measured:
+    """Simulate ``schedule`` at ``(p, m, v)`` under :data:`EQUAL` (``v`` only for interleaved).
+
+    >>> measure("dualpipe", 4, 8).peak
+    (5.0, 5.0, 5.0, 5.0)
+    """
+    s = build(schedule, p, m, v if schedule == "interleaved" else 1)
+    t: Timeline = simulate(s, EQUAL.per_chunk(s.virtual))
+    return Measured(t.bubble_ratio, t.bubble_over_ideal, t.peak_stage_activations, parameter_copies(s),
+                    hand_overs(s))
+
+
+def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
+    """The same figures from the closed forms alone.
+
+    >>> closed("interleaved", 4, 8, 2).peak
+    (5.5, 4.5, 3.5, 2.5)
+    """
+    x, v = law(schedule), v if schedule == "interleaved" else 1
+    return Measured(x.idle_total.value(p, m, v, 0), x.bubble_ideal.value(p, m, v, 0),
+                    tuple(float(x.peak.value(p, m, v, j)) for j in range(p)), x.copies.value(p, m, v, 0),
+                    int(x.hand_overs.value(p, m, v, 0)))
+
+
+def agreement(p: int, m: int, v: int = 2) -> list[str]:
+    """Every entry where closed form and simulation differ at ``(p, m, v)``, as sentences; the
+    schedules that cannot run there, or whose closed forms do not claim to hold, are skipped.
+
+    >>> agreement(4, 8, 2)
+    []
+    """
+    out = []
+    for x in LAWS:
+        try:
+            got = measure(x.schedule, p, m, v)
+        except ValueError:
+            continue
+        if not x.holds(p, m, v if x.schedule == "interleaved" else 1):
+            continue
+        want = closed(x.schedule, p, m, v)
+        for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs"):
+            a, b = getattr(got, field), getattr(want, field)
+            same = all(abs(i - k) < 1e-9 for i, k in zip(a, b)) if isinstance(a, tuple) else abs(a - b) < 1e-9
+            if not same:
+                out.append(f"{x.name} at p={p}, m={m}, v={v}: {field} simulated {a}, closed form {b}")
+    return out
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Idle/total of every schedule at one ``m`` (``None`` where it cannot run)."""
+
+    m: int
+    GPipe: str
+    _1F1B: str
+    interleaved: str
+    ZB_H1: str
+    DualPipe: str
+    DualPipeV: str
+
+
+def as_m_grows(p: int, ms: tuple[int, ...], v: int = 2) -> Table[Limit]:
+    """Each schedule's simulated idle/total at ``p`` GPUs for each ``m`` in ``ms``: every one of
+    them tends to zero as ``m`` grows, not DualPipe alone.
+
+    >>> as_m_grows(4, (8,)).rows[0]._1F1B
+    '27.27 %'
+    """
+    rows = []
+    for m in ms:
+        cells = []
+        for x in LAWS:
+            try:
+                cells.append(f"{measure(x.schedule, p, m, v).idle_total:.2%}".replace("%", " %"))
+            except ValueError:
+                cells.append("—")
+        rows.append(Limit(m, *cells))
+    return Table(tuple(rows))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the printed sheet: each closed form with its simulated value at one size."""
+
+    schedule: str
+    idle_total: str
+    bubble_ideal: str
+    peak_activations: str
+    parameter_copies: str
+    hand_overs: str
+    constraints: str
+
+
+def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
+    """The contrast table at a worked size: every value measured by the simulator. A schedule
+    that cannot run at ``(p, m, v)`` shows its constraint in place of numbers."""
+    require_counts(p=p, m=m, v=v)
+    rows = []
+    for x in LAWS:
+        try:
+            got = measure(x.schedule, p, m, v)
+        except ValueError as e:
+            rows.append(Entry(x.name, x.idle_total.text, x.bubble_ideal.text, x.peak.text, x.copies.text,
+                              x.hand_overs.text, f"{x.constraints} — not at this size: {e}"))
+            continue
+        rows.append(Entry(
+            x.name, f"{x.idle_total.text} = {got.idle_total:.2%}".replace("%", " %"),
+            f"{x.bubble_ideal.text} = {got.bubble_ideal:.2%}".replace("%", " %"),
+            f"{x.peak.text}: " + " ".join(f"{a:g}" for a in got.peak),
+            f"{x.copies.text}" if float(x.copies.text.split()[0]) == got.copies else f"{got.copies:g}",
+            f"{x.hand_overs.text} = {got.hand_overs}", x.constraints))
+    return Table(tuple(rows))
+
+
+#: The words the course uses, each in one sentence.
+GLOSSARY: dict[str, str] = {
+    "stage / GPU (p)": "One of the p devices of the pipeline, holding a contiguous slice of the model's layers.",
+    "micro-batch (m)": "One of the m equal slices of a mini-batch; gradients of all m are averaged, weighted by "
+                       "size, into one optimizer step.",
+    "chunk (v)": "A slice of the model; interleaving gives each GPU v non-adjacent chunks of 1/v of a stage.",
+    "F, B, W": "Forward; backward (the input gradient ∂L/∂a, which the previous stage waits for); weight "
+               "gradient ∂L/∂W, which nobody waits for until the optimizer step.",
+    "slot": "One GPU for one time unit; a grid has p × T slots.",
+    "bubble (idle/total)": "Idle slots ÷ all slots, the textbook's definition.",
+    "bubble (bubble/ideal)": "Idle time ÷ busy time, Megatron-LM's definition; r/(1+r) converts it to idle/total.",
+    "makespan (T)": "Time from the first operation of a step to the last.",
+    "warm-up / steady state / cooldown": "The pipeline filling, running one F and one B per slot, and draining.",
+    "flush": "Waiting for every micro-batch's backward before the optimizer step: synchronous training.",
+    "activations in flight": "Micro-batches a stage has run forward but not yet backward; each keeps its "
+                             "activations until then.",
+    "hand-over": "An activation or gradient sent to another GPU: one per chunk boundary that crosses GPUs.",
+    "recomputation": "Keeping only a stage's or layer's input and re-running its forward inside the backward: "
+                     "memory for time.",
+    "weight stashing": "PipeDream's copy of the weights a micro-batch's forward used, kept for its backward.",
+    "staleness": "How many optimizer updates lie between the weights a gradient was computed on and the "
+                 "weights it is applied to.",
+    "overlapped pair (F&B)": "DualPipe's forward of one stream run together with a backward of the other, "
+                             "one's computation hiding the other's communication.",
+    "3D parallelism": "Tensor (t) × pipeline (p) × data (d) parallel: t·p·d GPUs.",
+}
+
+#: Per chapter, what a student should keep (no figures: the sheet and the chapters compute those).
+TAKEAWAYS: dict[str, tuple[str, ...]] = {
+    "1 · The bubble problem": (
+        "A pipeline idles while it fills and drains; count idle slots over p × T slots.",
+        "Two definitions are in use (idle/total, bubble/ideal); convert with r/(1+r) before comparing figures.",
+    ),
+    "2 · GPipe": (
+        "All forwards, then all backwards, then one synchronous update: the bubble is (p−1)/(m+p−1).",
+        "Every stage keeps m micro-batches of activations — memory grows with m; GPipe recomputes to cope.",
+    ),
+    "3 · 1F1B": (
+        "Same bubble as GPipe under equal costs; its gain is memory: at most min(p−j, m) in flight on GPU j.",
+        "It is PipeDream's schedule made synchronous by a flush (PipeDream-Flush).",
+    ),
+    "4 · Interleaved 1F1B": (
+        "v chunks per GPU divide the bubble time by v; a micro-batch crosses GPUs 2(pv−1) times instead of "
+        "2(p−1): (pv−1)/(p−1) times the hand-overs, about v for large p.",
+        "Parameters per GPU are unchanged; warm-up activations grow; a slow link can eat the gain.",
+    ),
+    "5 · DualPipe": (
+        "Two streams in opposite directions fill each other's triangles; two parameter copies, p+1 activations.",
+        "Its real gain is overlapped pairs that hide communication; Chimera (2021) was bidirectional first.",
+    ),
+    "6 · The MNIST lab": (
+        "Every schedule computes the same gradients; only time and memory differ.",
+        "Measured costs predict a real step once warm-up outliers are excluded.",
+    ),
+    "7 · Beyond": (
+        "Splitting B from W lets W fill the bubble (zero bubble); what W needs is still memory.",
+        "No schedule beats the slowest stage: balance the partition first.",
+    ),
+    "8 · Memory and recomputation": (
+        "Recomputation trades one extra forward for keeping only a layer's input; selective recomputation "
+        "keeps the cheap-to-store part.",
+    ),
+    "9 · 3D parallelism and history": (
+        "The global batch fixes m = B ÷ (d · micro-batch): more data parallelism means fewer micro-batches "
+        "and a larger bubble.",
+        "Synchronous flushes (GPipe, 1F1B) trade a bubble for exact gradients; PipeDream trades staleness for none.",
+    ),
+}
+
+
+class Markdown(str):
+    """Text that a notebook shows as Markdown."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def glossary() -> Markdown:
+    """The glossary as a Markdown list.
+
+    >>> print(glossary().splitlines()[2])
+    - **chunk (v)**: A slice of the model; interleaving gives each GPU v non-adjacent chunks of 1/v of a stage.
+    """
+    return Markdown("\n".join(f"- **{k}**: {d}" for k, d in GLOSSARY.items()))
+
+
+def takeaways() -> Markdown:
+    """Each chapter's takeaways as Markdown."""
+    return Markdown("\n\n".join(f"**{k}**\n\n" + "\n".join(f"- {x}" for x in items) for k, items in TAKEAWAYS.items()))
+
+
+def render_html(p: int = 4, m: int = 8, v: int = 2) -> str:
+    """The sheet as one printable HTML page (A4 landscape): table, glossary, takeaways."""
+    table = formula_sheet(p, m, v)
+    head = ("schedule", "bubble idle/total", "bubble/ideal", "peak activations per GPU j (stages)",
+            "parameter copies", "hand-overs per step", "constraints")
+    rows = "".join("<tr>" + "".join(f"<td>{escape(str(getattr(r, f)))}</td>" for f in Entry.__dataclass_fields__)
+                   + "</tr>" for r in table)
+    glossary = "".join(f"<dt>{escape(k)}</dt><dd>{escape(d)}</dd>" for k, d in GLOSSARY.items())
+    takeaways = "".join(f"<h3>{escape(k)}</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in items) + "</ul>"
+                        for k, items in TAKEAWAYS.items())
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ppedu formula sheet</title>
+<style>
+@page {{ size: A4 landscape; margin: 10mm; }}
+body {{ font: 10pt/1.3 system-ui, sans-serif; margin: 1em; }}
+table {{ border-collapse: collapse; width: 100%; }} td, th {{ border: 1px solid #888; padding: 3px 5px; }}
+th {{ background: #eee; text-align: left; }} h1 {{ font-size: 14pt; }} h2 {{ font-size: 12pt; margin: .8em 0 .3em; }}
+h3 {{ font-size: 10pt; margin: .4em 0 0; }} dl {{ columns: 2; }} dt {{ font-weight: bold; }} dd {{ margin: 0 0 .3em 1em; }}
+.takeaways {{ columns: 3; }} ul {{ margin: 0 0 .3em; padding-left: 1.2em; }}
+@media print {{ h2 {{ break-after: avoid; }} .page {{ break-before: page; }} }}
+</style></head><body>
+<h1>Pipeline parallelism: the formula sheet</h1>
+<p>Costs: forward = input-gradient = weight-gradient = 1 per whole stage (a full backward 2); v chunks pay 1/v each;
+free hand-overs; a DualPipe pair takes F + full B. Values measured by ppedu's simulator at p = {p}, m = {m}, v = {v}.
+GPU j counts from 0; activations are whole stages' worth, alive from a forward until the last pass that needs them
+ends: the backward, or W where W is split off (ppedu.memory's default).</p>
+<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{rows}</table>
+<h2>Glossary</h2><dl>{glossary}</dl>
+<h2 class="page">Each chapter's takeaways</h2><div class="takeaways">{takeaways}</div>
+</body></html>
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ppedu.sheet --out build/formula-sheet.html [-p 4 -m 8 -v 2]``."""
+    parser = argparse.ArgumentParser(prog="python -m ppedu.sheet", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build/formula-sheet.html"))
+    parser.add_argument("-p", type=int, default=4)
+    parser.add_argument("-m", type=int, default=8)
+    parser.add_argument("-v", type=int, default=2)
+    args = parser.parse_args(argv)
+    try:
+        page = render_html(args.p, args.m, args.v)
+    except ValueError as e:
+        parser.exit(2, f"ppedu.sheet: {e}\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(page, encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""StepPicker: the MNIST lab's schedule picker — choose a schedule and its sizes, run one real
+training step, and see the measured diagram beside the simulator's prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+import ipywidgets as widgets
+import torch
+from torch import nn
+
+from ppedu.mnist.executor import StepResult, run_schedule
+from ppedu.mnist.models import split_model
+from ppedu.schedules import SCHEDULES, build
+from ppedu.svg import render_svg
+from ppedu.widgets._parts import StaticFallback
+
+
+class StepPicker(StaticFallback, widgets.VBox):
+    """A schedule picker and sliders for ``m`` and ``v`` over one model cut for ``p`` simulated
+    GPUs; *Run step* runs one real training step of ``batch`` and shows the measured and the
+    predicted spacetime diagrams (seconds on the time axis) and the step's numbers.
+
+    An impossible choice (interleaved with ``m`` not a multiple of ``p``) shows its one-line
+    reason and leaves ``.result`` ``None``.
+
+    >>> from torch.nn.functional import cross_entropy
+    >>> from ppedu.mnist import mlp
+    >>> batch = (torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,)))
+    >>> picker = StepPicker(mlp(layers=4, hidden=8), batch, cross_entropy, p=2, m=4)
+    >>> picker.run(schedule="gpipe").result.schedule.name
+    'gpipe'
+    >>> picker.run(schedule="interleaved", m=3).result is None, picker.error
+    (True, 'interleaved 1F1B needs m to be a multiple of p (got p=2, m=3)')
+    """
+
+    def __init__(self, model: nn.Sequential, batch: tuple[torch.Tensor, torch.Tensor],
+                 loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], p: int = 4, m: int = 8,
+                 schedule: str = "1f1b", v: int = 2) -> None:
+        self.model, self.batch, self.loss_fn, self.p = model, batch, loss_fn, p
+        self.picker = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description="schedule")
+        self.m = widgets.IntSlider(value=m, min=1, max=max(32, m), description="m")
+        self.v = widgets.IntSlider(value=v, min=1, max=4, description="v (interleaved)")
+        self.button = widgets.Button(description="Run step", button_style="primary")
+        self.message = widgets.HTML().add_class("ppedu-message")
+        self.diagrams = widgets.HTML().add_class("ppedu-diagram")
+        self.result: StepResult | None = None
+        self.error: str | None = None
+        super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams])
+        self.add_class("ppedu-step-picker")
+        self.button.on_click(lambda _: self.run())
+        self.run()  # the first step of a session pays for warming up autograd: measure the second
+        self.run()
+
+    def run(self, **changes: Any) -> StepPicker:
+        """Set any of ``schedule``, ``m``, ``v`` (as a student would), then run one step."""
+        if unknown := set(changes) - {"schedule", "m", "v"}:
+            raise ValueError(f"unknown control {sorted(unknown)[0]!r} (the controls are schedule, m, v)")
+        for name, value in changes.items():
+            control = self.picker if name == "schedule" else getattr(self, name)
+            if name != "schedule":
+                control.max = max(control.max, value)
+            control.value = value
+        name = self.picker.value
+        try:
+            schedule = build(name, self.p, self.m.value, self.v.value if name == "interleaved" else 1)
+            chunks = split_model(self.model, schedule.chunks)
+            self.result, self.error = run_schedule(schedule, chunks, self.batch, self.loss_fn), None
+        except ValueError as problem:
+            self.result, self.error = None, str(problem)
+        self._draw()
+        return self
+
+    def _draw(self) -> None:
+        if self.result is None:
+            self.message.value = f'<span style="color:#B00020">{escape(self.error or "")}</span>'
+            self.diagrams.value = ""
+            return
+        r = self.result
+        peaks = ", ".join(f"{b / 1024:.0f}" for b in r.peak_activation_bytes)
+        self.message.value = (f"loss {r.loss:.4f} · measured {r.measured.makespan * 1e3:.2f} ms, predicted "
+                              f"{r.predicted.makespan * 1e3:.2f} ms · peak saved activations per GPU (KiB): {peaks}")
+        self.diagrams.value = (render_svg(r.measured, title="measured (seconds)")
+                               + render_svg(r.predicted, title="predicted from the measured mean costs"))
+
+    def _static_html(self) -> str:
+        return self.message.value + self.diagrams.value

@@ -1,0 +1,68 @@
+"""The practice set's key and the self-check answers: every answer recomputed here from the
+closed forms or an independent simulation, so a key that drifts from ppedu fails."""
+
+from fractions import Fraction
+
+import pytest
+
+from ppedu import Costs, schedules, simulate
+from ppedu.formulas import bubble_ratio
+from ppedu.practice import key, practice_set, questions, self_check_answers
+from ppedu.sheet import closed
+
+ITEMS = {x.label: x for x in practice_set() + self_check_answers()}
+
+
+def test_p1_counting_by_hand_with_f_not_b():
+    p, m, f, b = 3, 4, 1, 2
+    T = (m + p - 1) * (f + b)
+    assert ITEMS["P1"].answer == (T, p * T, p * T - p * m * (f + b))
+    assert Fraction(ITEMS["P1"].answer[2] / ITEMS["P1"].answer[1]).limit_denominator() == Fraction(2, 6)
+
+
+def test_p2_p3_the_memory_argument():
+    assert ITEMS["P2"].answer == ((8 + 3) * 3, 4, 8)
+    assert ITEMS["P3"].answer == tuple(min(6 - j, 12) for j in range(6))
+
+
+def test_p4_the_textbooks_eleven_steps_cannot_hold():
+    busy, left, least = ITEMS["P4"].answer
+    assert (busy, left, least) == (4 * 4 * 2, 44 - 18, 2 * (4 + 4 - 1))
+    assert busy > left and least > 11
+
+
+def test_p5_interleaving_from_the_closed_forms():
+    idle, makespan, handed, handed_1f1b = ITEMS["P5"].answer
+    assert idle == pytest.approx(3 * 3 / 2) and makespan == pytest.approx(8 * 3 + idle)
+    x = closed("interleaved", 4, 8, 2)
+    assert (handed, handed_1f1b) == (x.hand_overs, closed("1f1b", 4, 8).hand_overs)
+    assert idle / makespan == pytest.approx(bubble_ratio(4, 8, 2))
+
+
+def test_p6_deepseeks_formulas():
+    p, F, B, W, FB = 8, 1, 2, 1, 3
+    assert ITEMS["P6"].answer == ((p - 1) * (F + B - 2 * W), (p / 2 - 1) * (FB + B - 3 * W), 2, p + 1)
+
+
+def test_p7_to_p9():
+    assert ITEMS["P7"].answer == ((1, 6), 1, 0)
+    assert ITEMS["P8"].answer == (2048 // (8 * 16), 1024 // (2048 // (8 * 16) * 2))
+    assert ITEMS["P9"].answer == (3, 2, 1, 0)
+
+
+def test_self_check_answers_agree_with_independent_simulation():
+    g = simulate(schedules.gpipe(4, 4), Costs(f=1, b=1))
+    assert ITEMS["Chapter 2, question 1"].answer == (g.total_slots, g.idle_slots, "3/7")
+    assert ITEMS["Chapter 1, question 1"].answer == (24, 12, "1/2")
+    assert ITEMS["Chapter 4, question 1"].answer == [2, 6]
+    assert ITEMS["Chapter 5, question 1"].answer == (2, 1)
+    assert ITEMS["Chapter 7, question 1"].answer == 3
+    assert ITEMS["Chapter 8, question 2"].answer == pytest.approx(4 / 3, abs=1e-3)
+
+
+def test_every_chapter_has_answers_and_every_answer_appears_in_its_working():
+    chapters = {label.split(",")[0] for label in ITEMS if label.startswith("Chapter")}
+    assert chapters == {f"Chapter {n}" for n in range(1, 10)}
+    page = key(practice_set() + self_check_answers())
+    assert all(f"**{label}.**" in page for label in ITEMS)
+    assert "*Answer:*" not in questions(practice_set())
