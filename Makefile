@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 # As root, jupyter lab refuses to start without --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install lab test test-browser chromium bench slides sheet clean
+.PHONY: install lab test test-browser chromium bubblewrap bench slides sheet clean
 
 install: $(VENV)/.installed
 
@@ -18,11 +18,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $@
 
-lab: install
+lab: install bubblewrap
 	$(BIN)/jupyter lab $(ROOT_FLAG) --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/notebooks
 
 # `make test` runs every test, the browser tests in tests/browser/ included.
-test: install chromium
+test: install chromium bubblewrap
 	$(BIN)/python -m pytest
 
 test-browser: install chromium
@@ -34,7 +34,14 @@ chromium:
 		apt-get install -y -qq --no-install-recommends chromium; } \
 		|| echo "Chromium could not be installed: the browser tests will be skipped"
 
-bench: install
+# Debian's bubblewrap: every notebook the autograder (or `ppedu check`) runs is sandboxed with it;
+# without it `ppedu grade` refuses to grade (unless --no-sandbox) and its tests fail.
+bubblewrap:
+	@[ -x /usr/bin/bwrap ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends bubblewrap; } \
+		|| echo "bubblewrap could not be installed: autograding will refuse to run unsandboxed"
+
+bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_simulate.py
 	$(BIN)/python benchmarks/bench_widgets.py
 	$(BIN)/python benchmarks/bench_mnist.py

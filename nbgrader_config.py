@@ -1,22 +1,31 @@
-"""nbgrader's configuration for the ppedu course (read by every `nbgrader` command run here).
+"""nbgrader's configuration for the ppedu course (read by every `nbgrader` command run here, by the
+formgrader and by `ppedu grade`).
 
 The course directory is this repository: `solutions/` holds the instructor's source assignments
 (nbgrader's "source"), `exercises/` the generated student versions (its "release"); submissions,
 autograded copies and feedback go to `submitted/`, `autograded/` and `feedback/` here (git ignores
-them). See docs/instructor.md.
+them). `grader/` beside this file is the instructor's grading code: keys, judge, sandboxed
+execution. See docs/instructor.md.
 """
 
 import os
+import sys
 from pathlib import Path
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Execute, IgnorePattern, LimitOutput,
-                                    SaveAutoGrades)
+course = Path(__file__).resolve().parent
+if str(course) not in sys.path:  # `grader` lives beside this file, never in the installed ppedu
+    sys.path.insert(0, str(course))
 
-from ppedu.grading.course import HARMLESS_STDERR, StudentId
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,  # noqa: E402
+                                    DeduplicateIds, LimitOutput, OverwriteCells, OverwriteKernelspec,
+                                    SaveAutoGrades)
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+
+from grader.execute import HIDDEN, SandboxedExecute  # noqa: E402
+from grader.judge import Judge  # noqa: E402
+from grader.restore import RestoreCells  # noqa: E402
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
-course = Path(__file__).resolve().parent
 
 c.CourseDirectory.root = str(course)
 c.CourseDirectory.course_id = "ppedu"
@@ -32,7 +41,13 @@ c.Exchange.root = os.environ.get("PPEDU_EXCHANGE", "/srv/nbgrader/exchange")
 # scores 0, the rest of the notebook (and the class) still grades.
 c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
-c.IgnorePattern.pattern = HARMLESS_STDERR
-# nbgrader's own list, with ppedu's StudentId first: the kernel learns whose values to grade.
-c.Autograde.autograde_preprocessors = [StudentId, Execute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+# Every notebook runs in a bubblewrap sandbox; `ppedu grade --no-sandbox` (trusted notebooks only)
+# sets PPEDU_SANDBOX=off for its own workers.
+c.SandboxedExecute.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
+c.SandboxedExecute.hide = HIDDEN
+# Submissions are rebuilt on their release before nbgrader's checks; the judge, not the kernel,
+# scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
+c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
+                                      CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [SandboxedExecute, Judge, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]

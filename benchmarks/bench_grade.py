@@ -1,9 +1,13 @@
-"""Autograding a class: `ppedu grade --jobs 2` against plain sequential `nbgrader autograde`, on the
-same 30 submissions of ps1, both in this one run.
+"""Autograding a class, three ways on the same 30 submissions of ps1, in this one run:
 
-Run: ``.venv/bin/python benchmarks/bench_grade.py [N] [JOBS]``. Prints both wall times and the ratio.
-Target on this course's 2-core machine: 30 submissions in under 2 minutes with --jobs 2, at least
-1.6 × faster than sequential nbgrader. Each side gets its own fresh copy of the course.
+* plain sequential ``nbgrader autograde``, kernels unconfined (``PPEDU_SANDBOX=off``: nbgrader's own way);
+* sequential ``nbgrader autograde`` with the course's sandbox (every kernel in bubblewrap);
+* ``ppedu grade --jobs 2`` (sandboxed, two submissions at a time).
+
+Run: ``.venv/bin/python benchmarks/bench_grade.py [N] [JOBS]``. Prints the wall times and two ratios.
+Targets on this course's 2-core machine: the sandbox costs under 1.2 × per submission (sandboxed ÷
+plain, both sequential); ``ppedu grade --jobs 2`` at least 1.5 × faster than plain sequential
+nbgrader. Each run gets its own fresh copy of the course.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ def course(where: Path, n: int) -> Path:
     root.mkdir()
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions")
+    shutil.copytree(ROOT / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(["nbgrader", "generate_assignment", "ps1", "--log-level=ERROR"], cwd=root, check=True)
     solution = nbformat.read(root / "solutions" / "ps1" / "ps1.ipynb", as_version=4)
     for i in range(n):
@@ -41,9 +46,10 @@ def course(where: Path, n: int) -> Path:
     return root
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path, **env: str) -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env={**os.environ, **env})
     return time.perf_counter() - start
 
 
@@ -58,15 +64,20 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     jobs = sys.argv[2] if len(sys.argv) > 2 else "2"
     os.environ["PATH"] = BIN + os.pathsep + os.environ["PATH"]
-    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
-        sequential_course, parallel_course = course(Path(a), n), course(Path(b), n)
-        sequential = timed(["nbgrader", "autograde", "ps1", "--log-level=ERROR"], sequential_course)
+    autograde = ["nbgrader", "autograde", "ps1", "--log-level=ERROR"]
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, tempfile.TemporaryDirectory() as c:
+        plain_course, boxed_course, parallel_course = course(Path(a), n), course(Path(b), n), course(Path(c), n)
+        plain = timed(autograde, plain_course, PPEDU_SANDBOX="off")
+        boxed = timed(autograde, boxed_course)
         parallel = timed([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", jobs], parallel_course)
-        same = scores(sequential_course) == scores(parallel_course)
+        same = scores(plain_course) == scores(boxed_course) == scores(parallel_course)
     print(f"{n} submissions of ps1, {os.cpu_count()} CPU cores")
-    print(f"  nbgrader autograde (sequential): {sequential:7.1f} s")
-    print(f"  ppedu grade --jobs {jobs}:          {parallel:7.1f} s")
-    print(f"  speed-up: {sequential / parallel:.2f}×; same scores in both gradebooks: {same}")
+    print(f"  nbgrader autograde, plain (sequential):     {plain:7.1f} s  ({plain / n:.2f} s per submission)")
+    print(f"  nbgrader autograde, sandboxed (sequential): {boxed:7.1f} s  ({boxed / n:.2f} s per submission)")
+    print(f"  ppedu grade --jobs {jobs} (sandboxed):          {parallel:7.1f} s")
+    print(f"  sandbox overhead per submission: {boxed / plain:.2f}× (target < 1.2×)")
+    print(f"  ppedu grade --jobs {jobs} vs plain sequential nbgrader: {plain / parallel:.2f}× faster (target ≥ 1.5×)")
+    print(f"  same scores in all three gradebooks: {same}")
 
 
 if __name__ == "__main__":

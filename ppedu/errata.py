@@ -10,6 +10,7 @@ recomputed (the simulator is the authority), so a notebook can show the errata o
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -18,6 +19,7 @@ from ppedu.costs import Costs
 from ppedu.formulas import bubble_over_ideal, bubble_ratio, to_idle_total
 from ppedu.grid import grid
 from ppedu.lesson import Table, hand_overs, parameter_copies
+from ppedu.ops import Schedule
 from ppedu.schedules import dualpipe, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
 from ppedu.simulate import Timeline, simulate
 
@@ -54,6 +56,8 @@ def textbook_claims(*sections: str) -> Table[Claim]:
     d = simulate(dualpipe(4, 8), unit)
     forward_end = forward_wave(g)[1]
     handed_i, handed_o = hand_overs(i8.schedule), hand_overs(o8.schedule)
+    plain_links = links_of(o8.schedule)
+    per_link = {link: n / plain_links[link] for link, n in links_of(i8.schedule).items() if link in plain_links}
     busy_at_start = {e.stage for e in d.events if e.start == 0}
     rows = (
         Claim("4.6.1", "p = 4, m = 4 takes this many time steps", "11",
@@ -75,8 +79,9 @@ def textbook_claims(*sections: str) -> Table[Claim]:
               f"idle time {o8.idle_slots:g} → {i8.idle_slots:g} ({i8.idle_slots / o8.idle_slots - 1:+.0%}); "
               f"idle/total {o8.bubble_ratio:.2%} → {i8.bubble_ratio:.2%} ({i8.bubble_ratio / o8.bubble_ratio - 1:+.1%})",
               i8.idle_slots * 2 == o8.idle_slots),
-        Claim("4.4.5", "v = 2 doubles the hand-overs between GPUs (p = 4)", "×2",
-              f"×{handed_i / handed_o:.2f}", handed_i == 2 * handed_o),
+        Claim("4.4.5", "v = 2 doubles the hand-overs between GPUs (p = 4; Megatron-LM: ×v)", "×2",
+              f"×{min(per_link.values()):g} on each link 1F1B uses; ×{handed_i / handed_o:.2f} in all, "
+              f"with the new link GPU {o8.schedule.p - 1} → GPU 0", set(per_link.values()) == {2}),
         Claim("4.5.1", "DualPipe keeps GPU 0 and GPU p-1 busy from t1 (p = 4)", "both",
               "GPUs " + ", ".join(str(s) for s in sorted(busy_at_start)), busy_at_start == {0, 3}),
     )
@@ -97,6 +102,19 @@ def backward_wave(timeline: Timeline) -> tuple[int, int]:
     return _steps_of(timeline, "B")
 
 
+def links_of(schedule: Schedule) -> Counter[tuple[int, int]]:
+    """Per link (from GPU, to GPU), how many chunk boundaries of one micro-batch's forward pass
+    cross it: each is one hand-over each way. Megatron-LM's "communication increases by v"
+    counts these: every link of plain 1F1B carries v of them under interleaving, and the last
+    GPU gets a new link back to GPU 0.
+
+    >>> sorted(links_of(interleaved_1f1b(4, 8, 2)).items())
+    [((0, 1), 2), ((1, 2), 2), ((2, 3), 2), ((3, 0), 1)]
+    """
+    row = schedule.placement[0]
+    return Counter((a, b) for a, b in zip(row, row[1:]) if a != b)
+
+
 @dataclass(frozen=True)
 class Match:
     """A configuration of interleaved 1F1B and its bubble under one definition."""
@@ -107,21 +125,23 @@ class Match:
     definition: str
     bubble: str
     utilization: str
-    interleaving_allows_it: bool
+    m_multiple_of_p: bool
 
 
 def matching_configurations(
     bubble: float, v: int, definition: Definition, p_values: Iterable[int] = range(2, 65), m_max: int = 1024,
-    only_valid: bool = False,
+    multiple_of_p: bool = False,
 ) -> Table[Match]:
     """Every (p, m) whose bubble, under ``definition``, rounds to ``bubble`` at 0.1 %; utilization
     is what the same run reports as busy time ÷ total time.
 
-    Megatron-LM's interleaving needs m to be a multiple of p; ``only_valid`` keeps only those.
+    The interleaved schedule of Narayanan et al. (2021) takes micro-batches in groups of p, so m
+    had to be a multiple of p; ``multiple_of_p`` keeps only those (current Megatron-LM and
+    PyTorch's ``ScheduleInterleaved1F1B`` also accept other m).
 
     >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "bubble/ideal", (2, 4, 8))]
     [(4, 26), (8, 60)]
-    >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "idle/total", range(2, 9), only_valid=True)]
+    >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "idle/total", range(2, 9), multiple_of_p=True)]
     [(7, 49)]
     """
     if definition not in ("idle/total", "bubble/ideal"):
@@ -131,7 +151,7 @@ def matching_configurations(
     for p in p_values:
         for m in range(1, m_max + 1):
             x = formula(p, m, v)
-            if round(x * 100, 1) == round(bubble * 100, 1) and (m % p == 0 or not only_valid):
+            if round(x * 100, 1) == round(bubble * 100, 1) and (m % p == 0 or not multiple_of_p):
                 idle = x if definition == "idle/total" else to_idle_total(x)
                 rows.append(Match(p, m, v, definition, f"{x:.2%}", f"{1 - idle:.2%}", m % p == 0))
     return Table(tuple(rows))
@@ -147,10 +167,10 @@ def vendor_claims() -> Table[Claim]:
     as_idle_total = 1 - bubble
     as_bubble_ideal = 1 - to_idle_total(bubble)
     powers = (2, 4, 8, 16, 32, 64)
-    valid = list(matching_configurations(bubble, 2, "idle/total", powers, only_valid=True))
+    valid = list(matching_configurations(bubble, 2, "idle/total", powers, multiple_of_p=True))
     unit = Costs(f=1, b=1)
     o, i = simulate(one_f_one_b(4, 8), unit), simulate(interleaved_1f1b(4, 8, 2), unit.per_chunk(2))
-    ideal = list(matching_configurations(bubble, 2, "bubble/ideal", powers, only_valid=True))
+    ideal = list(matching_configurations(bubble, 2, "bubble/ideal", powers, multiple_of_p=True))
     rows = (
         Claim("brief", "5.8 % bubble with 94.2 % utilization, if bubble is idle/total", "94.2%",
               f"{as_idle_total:.2%}", round(as_idle_total, 3) == utilization),
@@ -158,7 +178,7 @@ def vendor_claims() -> Table[Claim]:
               f"{as_bubble_ideal:.2%}", round(as_bubble_ideal, 3) == utilization),
         Claim("brief", "v = 2 shrinks idle bubble time by 2× (p = 4, m = 8)", "2×",
               f"{o.idle_slots / i.idle_slots:g}×", o.idle_slots == 2 * i.idle_slots),
-        Claim("brief", "interleaved v = 2 reaches 5.8 % (p a power of two, m a multiple of p)", "5.8%",
+        Claim("brief", "interleaved v = 2 reaches 5.8 % (p a power of two, m a multiple of p as in the 2021 paper)", "5.8%",
               "idle/total: " + (", ".join(f"p={r.p}, m={r.m}" for r in valid) or "none")
               + "; bubble/ideal: " + (", ".join(f"p={r.p}, m={r.m}" for r in ideal) or "none"), bool(valid or ideal)),
     )
@@ -181,12 +201,18 @@ def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
     """DeepSeek-V3's table of per-rank bubble time (F, B a full backward, W, F&B an overlapped
     pair), set beside the simulated worst idle time of any rank under the same ``costs``.
 
-    The table books each overlapped pair as one F&B unit; the simulator does the same when
-    ``costs.fb`` is set, and then agrees with it whenever forward and input-gradient take
-    equal time. Left unset, a pair's F may run ahead of its B, and the idle time is smaller.
+    The 1F1B and ZB1P rows agree with the simulation for any costs. The table books each of
+    DualPipe's overlapped pairs as one F&B unit; the simulator does the same when ``costs.fb``
+    is set, and then, with a forward as long as an input-gradient B (f = b), DualPipe's row
+    agrees exactly when F + W ≤ F&B ≤ F + B + W and W ≤ B: a pair at least as long as F and W
+    together, no longer than its parts one after the other. A shorter pair (more overlap) or
+    a longer W leaves more idle time than the formula books. Left unset, a pair's F may run
+    ahead of its B, and the idle time is smaller.
 
     >>> [(r.formula_bubble, r.simulated_bubble) for r in deepseek_table(8, 20, Costs(1, 1, 1, fb=2)).rows]
     [(21.0, 21.0), (7.0, 7.0), (3.0, 3.0)]
+    >>> deepseek_table(4, 8, Costs(1, 1, 1, fb=1.5))[2].simulated_bubble  # F&B < F + W: the formula books 0.5
+    1.5
     """
     if isinstance(costs.fb, tuple):
         raise ValueError("deepseek_table takes one F&B time for all stages (the table's formula has one)")

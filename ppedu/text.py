@@ -9,13 +9,15 @@ from ppedu.simulate import Timeline
 
 
 def render_grid(timeline: Timeline | Grid, dt: float | None = None) -> str:
-    """One row per GPU, GPU 0 at the bottom; ``.`` is an idle slot, ``·`` continues an op.
+    """One row per GPU, GPU 0 at the bottom, and a legend line under the time axis: ``.`` is an
+    idle slot, ``·`` a step in which the operation to its left is still running.
 
-    >>> from ppedu import schedules, simulate
-    >>> print(render_grid(simulate(schedules.gpipe(2, 2))))
-    GPU 1 | .  F0 F1 B0 B1 .
-    GPU 0 | F0 F1 .  .  B0 B1
-            t1 t2 t3 t4 t5 t6
+    >>> from ppedu import Costs, schedules, simulate
+    >>> print(render_grid(simulate(schedules.gpipe(2, 2), Costs(f=1, b=2))))
+    GPU 1 | .  F0 F1 B0 ·  B1 ·  .  .
+    GPU 0 | F0 F1 .  .  .  B0 ·  B1 ·
+            t1 t2 t3 t4 t5 t6 t7 t8 t9
+            . idle   · the operation to its left continues
     """
     g = timeline if isinstance(timeline, Grid) else grid(timeline, dt)
     labels, starts = g.labels(), g.starts()
@@ -28,6 +30,8 @@ def render_grid(timeline: Timeline | Grid, dt: float | None = None) -> str:
     indent = " " * (rows[0].index("|") + 2)
     axis = " ".join(f"t{t + 1}".ljust(width) for t in range(steps)).rstrip()
     rows.append(indent + axis)
+    second = " ' second direction" if any(e.op.direction for e in g.timeline.events) else ""
+    rows.append(indent + ". idle   · the operation to its left continues" + ("  " + second if second else ""))
     return "\n".join(rows)
 
 

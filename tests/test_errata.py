@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppedu import Costs, simulate
-from ppedu.errata import backward_wave, deepseek_table, forward_wave, matching_configurations, textbook_claims, vendor_claims
+from ppedu.errata import (backward_wave, deepseek_table, forward_wave, links_of, matching_configurations, textbook_claims,
+                          vendor_claims)
 from ppedu.formulas import bubble_over_ideal, bubble_ratio
 from ppedu.grid import grid
 from ppedu.lesson import check, hand_overs, limits, parameter_copies, spans
@@ -59,9 +60,9 @@ def test_every_matching_configuration_rounds_to_the_figure(definition, formula):
     assert len(rows) > 0
     for r in rows:
         assert round(formula(r.p, r.m, r.v) * 100, 1) == 5.8
-        assert r.interleaving_allows_it == (r.m % r.p == 0)
-    valid = matching_configurations(0.058, 2, definition, range(2, 17), m_max=200, only_valid=True)
-    assert [r for r in rows if r.interleaving_allows_it] == list(valid)
+        assert r.m_multiple_of_p == (r.m % r.p == 0)
+    valid = matching_configurations(0.058, 2, definition, range(2, 17), m_max=200, multiple_of_p=True)
+    assert [r for r in rows if r.m_multiple_of_p] == list(valid)
 
 
 def test_an_unknown_bubble_definition_is_named():
@@ -83,6 +84,34 @@ def test_deepseeks_table_agrees_with_simulation_when_a_pair_is_one_unit(p, extra
     assert zb.simulated_bubble == pytest.approx(zb.formula_bubble)
     assert dual.simulated_bubble == pytest.approx(dual.formula_bubble)
     assert (one.parameters, dual.parameters, dual.peak_activations) == ("1×", "2×", p + 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([4, 6, 8, 16]), st.integers(0, 4), st.sampled_from([0.5, 1.0, 2.0]),
+       st.integers(0, 12), st.integers(1, 24))
+def test_deepseeks_dualpipe_row_holds_exactly_when_a_pair_lasts_at_least_f_plus_w(p, extra, f, w_eighths, fb_eighths):
+    # f = b; W from 0 to 1.5 f; F&B from f/8 up to F + B + W (a pair never takes longer than its parts in a row).
+    w = f * w_eighths / 8
+    fb = min(f * fb_eighths / 8, 2 * f + w)
+    *_, dual = deepseek_table(p, 2 * p + 2 * extra, Costs(f=f, b=f, w=w, fb=fb))
+    agrees = dual.simulated_bubble == pytest.approx(dual.formula_bubble)
+    assert agrees == (fb >= f + w and w <= f)
+    if not agrees:
+        assert dual.simulated_bubble > dual.formula_bubble  # the formula promises less idle time than runs
+
+
+@pytest.mark.parametrize("p, m, fb, formula, simulated", [(4, 8, 1.5, 0.5, 1.5), (16, 64, 1.0, 0.0, 19.0)])
+def test_a_pair_shorter_than_f_plus_w_breaks_deepseeks_dualpipe_formula(p, m, fb, formula, simulated):
+    *_, dual = deepseek_table(p, m, Costs(f=1, b=1, w=1, fb=fb))
+    assert (dual.formula_bubble, dual.simulated_bubble) == (formula, simulated)
+
+
+def test_interleaving_multiplies_each_link_by_v_and_adds_one_back_to_gpu_0():
+    plain, inter = links_of(one_f_one_b(4, 8)), links_of(interleaved_1f1b(4, 8, 2))
+    assert all(inter[link] == 2 * n for link, n in plain.items())
+    assert set(inter) - set(plain) == {(3, 0)} and inter[3, 0] == 1
+    claim = next(c for c in textbook_claims("4.4.5"))
+    assert claim.holds and "×2.33 in all" in claim.computed
 
 
 def test_an_unpaired_f_runs_ahead_and_leaves_less_idle_than_the_table_books():

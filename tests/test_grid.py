@@ -53,7 +53,13 @@ def test_text_grid_draws_gpu_0_at_the_bottom():
     text = render_grid(simulate(schedules.gpipe(3, 2)))
     lines = text.splitlines()
     assert lines[0].startswith("GPU 2 |") and lines[2].startswith("GPU 0 | F0 F1")
-    assert lines[-1].split() == [f"t{i}" for i in range(1, 9)]
+    assert lines[-2].split() == [f"t{i}" for i in range(1, 9)]
+
+
+def test_every_text_grid_ends_with_a_legend_of_its_marks():
+    one = render_grid(simulate(schedules.gpipe(2, 1), Costs(f=1, b=2))).splitlines()[-1]
+    assert ". idle" in one and "· the operation to its left continues" in one and "'" not in one
+    assert "' second direction" in render_grid(simulate(schedules.dualpipe(2, 4))).splitlines()[-1]
 
 
 def test_text_grid_marks_continuations_and_idle_slots():

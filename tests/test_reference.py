@@ -53,3 +53,24 @@ def test_every_torch_schedule_name_is_known_to_pytorch():
 
     for torch_name in TORCH_NAMES.values():
         assert get_schedule_class(torch_name) is not None
+
+
+def test_pytorchs_1f1b_loop_runs_f0_on_its_last_rank_although_its_listed_order_skips_it(tmp_path):
+    # One process is a one-stage pipeline: its only rank is the last one, where the listed order is off by one.
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+
+    m = 4
+    listed = [op.microbatch for op in torch_orders("1f1b", 1, m)[0] if op.kind == "F"]
+    assert listed == [1, 2, 3, 4]  # no F0, and an F4 of a micro-batch that does not exist
+    dist.init_process_group("gloo", store=dist.FileStore(str(tmp_path / "store"), 1), rank=0, world_size=1)
+    try:
+        stage = PipelineStage(torch.nn.Linear(2, 2), 0, 1, torch.device("cpu"))
+        ran: list[int] = []
+        forward = stage.forward_one_chunk
+        stage.forward_one_chunk = lambda index, *args, **kwargs: (ran.append(index), forward(index, *args, **kwargs))[1]
+        Schedule1F1B(stage, m, loss_fn=lambda out, y: ((out - y) ** 2).mean()).step(torch.randn(8, 2), target=torch.randn(8, 2))
+    finally:
+        dist.destroy_process_group()
+    assert ran == [0, 1, 2, 3]

@@ -1,15 +1,21 @@
-"""Reading a student's answer variables: a missing name, a wrong type or a NaN becomes a message
-that says what is wrong, never a traceback, and never the right answer.
+"""A student's answers as plain data, and reading them: a missing name, a wrong type or a NaN
+becomes a message that says what is wrong, never a traceback, and never the right answer.
 
-Values are copied into plain ``int``/``float``/``str``/``bool`` before anything compares them, so
-an object that claims to equal everything cannot pass a test.
+:func:`plain` turns whatever a notebook holds into JSON-able data (numpy scalars, 0-d arrays,
+tuples, ppedu's ``Op`` and ``Schedule`` included); the readers (:class:`Number`, :class:`Flag`, …)
+read that data. The autograder's judge reads only such data, sent out of the student's kernel, so
+an object that claims to equal everything is just a ``{"__type__": …}`` there.
+
+>>> import numpy as np
+>>> plain({"a": np.int64(3), "b": np.True_, "c": np.array(0.5), "d": (1, 2)})
+{'a': 3, 'b': True, 'c': 0.5, 'd': [1, 2]}
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -18,6 +24,37 @@ class Wrong(AssertionError):
 
 
 _MISSING = object()
+#: At most this many items of a list, and characters of a text, are sent as an answer.
+MAX_ITEMS, MAX_TEXT = 100_000, 2_000
+
+
+def plain(value: object, depth: int = 0) -> object:
+    """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``."""
+    try:
+        if getattr(value, "shape", None) == () and hasattr(value, "item"):  # numpy/torch scalars, 0-d arrays
+            value = value.item()
+        if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
+            return bool(value)
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if isinstance(value, str):
+            return str.__str__(value)[:MAX_TEXT]
+        if hasattr(value, "stages") and type(value).__name__ == "Schedule":  # a ppedu Schedule: its op lists
+            value = value.stages
+        if depth < 4 and (isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray"):
+            return [plain(x, depth + 1) for x in list(value)[:MAX_ITEMS]]  # type: ignore[call-overload]
+        if depth < 4 and isinstance(value, dict):
+            return {str(k)[:MAX_TEXT]: plain(x, depth + 1) for k, x in list(value.items())[:MAX_ITEMS]}
+    except Exception:  # a value that breaks on conversion is no answer; say what it was
+        pass
+    return {"__type__": type(value).__name__[:60]}
+
+
+def kind(value: object) -> str:
+    """The name of a plain value's type, as a message names it."""
+    return str(value.get("__type__", "dict"))[:60] if isinstance(value, dict) else type(value).__name__
 
 
 def lookup(namespace: Mapping[str, object], name: str) -> object:
@@ -62,7 +99,7 @@ class Number:
         if isinstance(value, str):
             raise Wrong(f"`{self.name}` is the text {value[:40]!r}: write the number itself, without quotes.")
         if not isinstance(value, numbers.Real):
-            raise Wrong(f"`{self.name}` is a {type(value).__name__}; this answer is a single number.")
+            raise Wrong(f"`{self.name}` is a {kind(value)}; this answer is a single number.")
         x = float(value)
         if math.isnan(x):
             raise Wrong(f"`{self.name}` is NaN (not a number): did a division by zero slip in?")
@@ -93,7 +130,7 @@ class Choice:
     def read(self, namespace: Mapping[str, object]) -> str:
         value = lookup(namespace, self.name)
         if not isinstance(value, str):
-            raise Wrong(f"`{self.name}` is a {type(value).__name__}; write one of "
+            raise Wrong(f"`{self.name}` is a {kind(value)}; write one of "
                         + ", ".join(repr(o) for o in self.options) + " (with quotes).")
         word = value.strip().lower()
         if word not in self.options:
@@ -112,9 +149,10 @@ class Flag:
 
     def read(self, namespace: Mapping[str, object]) -> bool:
         value = lookup(namespace, self.name)
-        if type(value) is not bool and type(value).__name__ != "bool_":  # numpy's bool too
-            raise Wrong(f"`{self.name}` is {value!r}; this answer is True or False.")
-        return bool(value)
+        if type(value) is not bool:  # numpy's bools are plain bools by now
+            shown = kind(value) if isinstance(value, dict) else repr(value)[:40]
+            raise Wrong(f"`{self.name}` is {shown}; this answer is True or False.")
+        return value
 
     def equal(self, got: bool, expected: bool) -> bool:
         return got == expected
@@ -129,8 +167,8 @@ class Counts:
 
     def read(self, namespace: Mapping[str, object]) -> tuple[int, ...]:
         value = lookup(namespace, self.name)
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or not hasattr(value, "__iter__"):
-            raise Wrong(f"`{self.name}` is a {type(value).__name__}; give one number per GPU, as a list: [a, b, …].")
+        if not isinstance(value, list):
+            raise Wrong(f"`{self.name}` is a {kind(value)}; give one number per GPU, as a list: [a, b, …].")
         items = list(value)
         if self.length is not None and len(items) != self.length:
             raise Wrong(f"`{self.name}` has {len(items)} entries; give one per GPU ({self.length}), GPU 0 first.")
@@ -146,3 +184,36 @@ def function(namespace: Mapping[str, object], name: str) -> Callable[..., object
     if not callable(value):
         raise Wrong(f"`{name}` is a {type(value).__name__}; it should be the function you define with `def {name}(...)`.")
     return value
+
+
+def calls(namespace: Mapping[str, object], name: str, args: Sequence[Sequence[object]],
+          run: Callable[[Callable[..., object], Sequence[object]], object] | None = None) -> object:
+    """What the student's function ``name`` gives for each of ``args``, as data: ``[[args, result], …]``
+    where a result is plain data or ``{"__raised__": error type, "message": …}``; or, if there is
+    no such function, the plain value of ``name`` (``None`` if it is not defined). ``run(function,
+    args)``, if given, calls the function and returns data itself.
+
+    >>> calls({"f": lambda p: 1 / p}, "f", [(2,), (0,)])
+    [[[2], 0.5], [[0], {'__raised__': 'ZeroDivisionError', 'message': 'division by zero'}]]
+    """
+    value = namespace.get(name)
+    if not callable(value):
+        return None if name not in namespace else plain(value)
+    out = []
+    for a in args:
+        try:
+            result = run(value, a) if run else plain(value(*a))
+        except BaseException as error:  # noqa: B036 (a student's KeyboardInterrupt, SystemExit…: all answers)
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            result = {"__raised__": type(error).__name__[:60], "message": str(error)[:300]}
+        out.append([list(a), result])
+    return out
+
+
+def raised(result: object) -> str | None:
+    """If ``result`` (one of :func:`calls`'s) is an error, the one line that says which."""
+    if isinstance(result, dict) and "__raised__" in result:
+        name, message = result["__raised__"], str(result.get("message", ""))
+        return f"raised {name}" + (f": {message}" if message else "")
+    return None

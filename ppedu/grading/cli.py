@@ -1,46 +1,61 @@
-"""``ppedu grade`` (autograde a class in parallel) and ``ppedu check`` (a student's verdict on one
-notebook, with an exit status, unlike ``nbgrader validate``, which exits 0 even when tests fail)."""
+"""``ppedu grade`` (autograde a class in parallel; instructors, in their course directory) and
+``ppedu check`` (a student's verdict on one notebook, with an exit status, unlike ``nbgrader
+validate``, which exits 0 even when tests fail)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
-from ppedu.grading import runner
+CONFIG = "nbgrader_config.py"
 
 
 def add_parser(commands: Any) -> None:
     grade = commands.add_parser(
-        "grade", help="autograde every submission of an assignment, in parallel, through nbgrader",
+        "grade", help="autograde every submission of an assignment, in parallel, in sandboxes (instructors)",
         description="Runs nbgrader's autograder on each submission under submitted/*/ASSIGNMENT, JOBS at a time, "
-        "into the course's gradebook, printing each student's score as it is recorded.")
+        "each notebook in a bubblewrap sandbox, into the course's gradebook, printing each student's score as it is "
+        "recorded. Runs only in an instructor's course directory (nbgrader_config.py and grader/).")
     grade.add_argument("assignment", metavar="ASSIGNMENT", help="e.g. ps1")
     grade.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="submissions graded at once "
                        "(default: one per CPU core)")
     grade.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
     grade.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell time limit (default: nbgrader_config.py's)")
     grade.add_argument("--course", default=".", metavar="DIR", help="the course directory (default: here or above)")
+    grade.add_argument("--no-sandbox", action="store_true", help="run the notebooks with your own rights, unconfined "
+                       "(only for notebooks you trust, where no sandbox can be had)")
     grade.set_defaults(run=_grade)
 
     check = commands.add_parser(
         "check", help="run a notebook's tests and give a verdict (exit status 0 only if every test passes)",
-        description="Executes NOTEBOOK the way nbgrader's Validate does and lists each graded cell's points. "
-        "Exit status: 0 all tests pass, 1 some fail or a test cell was changed, 2 bad input.")
+        description="Executes NOTEBOOK the way nbgrader's Validate does (in a sandbox where bubblewrap works) and "
+        "lists each graded cell's points. Exit status: 0 all tests pass, 1 some fail or a test cell was changed, "
+        "2 bad input.")
     check.add_argument("notebook", metavar="NOTEBOOK", help="an assignment notebook (.ipynb)")
     check.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell time limit")
     check.set_defaults(run=_check)
 
 
+def course_root(path: str | Path = ".") -> Path:
+    """The instructor's course directory: ``path`` or the nearest folder above it with
+    nbgrader_config.py and the ``grader`` package beside it."""
+    start = Path(path).resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG).is_file() and (folder / "grader" / "__init__.py").is_file():
+            return folder
+    raise ValueError(f"`ppedu grade` runs in an instructor's course directory (with {CONFIG} and grader/), "
+                     f"and {start} is not in one")
+
+
 def _grade(args: argparse.Namespace) -> int:
-    root = runner.course_root(args.course)
-    students = args.student or runner.submitted_students(root, args.assignment)
-    print(f"autograding {len(students)} submission(s) of {args.assignment} in {root}, {args.jobs} at a time")
-    results = runner.report(runner.autograde(root, args.assignment, students, args.jobs, args.timeout), len(students))
-    failed = sum(not r.ok for r in results)
-    print(f"done: {len(results) - failed} graded" + (f", {failed} could not be autograded" if failed else ""))
-    return 1 if failed else 0
+    root = course_root(args.course)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    return int(importlib.import_module("grader.cli").grade(args, root))
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -49,6 +64,12 @@ def _check(args: argparse.Namespace) -> int:
     path = Path(args.notebook)
     if path.suffix != ".ipynb" or not path.is_file():
         raise ValueError(f"not a notebook file: {args.notebook} (give the path of an .ipynb)")
-    verdict = check_notebook(path, args.timeout)
+    try:
+        verdict = check_notebook(path, args.timeout)
+    except ValueError:
+        raise
+    except Exception as error:  # a notebook nbgrader cannot read or run: one line, never a traceback
+        raise ValueError(f"{path.name} could not be checked: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
+                         if str(error) else f"{path.name} could not be checked: {type(error).__name__}") from None
     print(verdict.render())
     return 0 if verdict.passed else 1

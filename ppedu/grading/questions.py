@@ -1,8 +1,16 @@
-"""A graded part of an assignment: the answers it reads, the right values recomputed with ppedu
-from the student's own numbers, and the hints a wrong answer gets.
+"""A graded part of an assignment, as a student's notebook sees it: the answers it reads, the data
+it hands to the autograder, and the visible test (form and consistency, never the key).
 
-The visible test a student runs (:meth:`Question.check`) looks only at form and consistency, so it
-cannot give the answer away; the hidden test (:meth:`Question.grade`) compares with the key.
+Every question has two methods: ``data(namespace, values)``, the student's answers as plain data
+(what the hidden test hands in; the autograder's judge, outside the notebook, compares them with
+its key), and ``check(namespace, values)``, the visible test.
+
+>>> from ppedu.grading.answers import Number
+>>> q = Question((Number("T", whole=True),))
+>>> q.data({"T": 14.0, "other": 1}, {})
+{'T': 14.0}
+>>> q.check({"T": 14}, {})
+'answers well-formed and consistent (the autograder checks their values)'
 """
 
 from __future__ import annotations
@@ -11,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ppedu.grading.answers import Wrong
+from ppedu.grading.answers import Wrong, plain
 
 
 class Answer(Protocol):
@@ -24,14 +32,8 @@ class Answer(Protocol):
 
 
 Values = Mapping[str, Any]
-#: ``hint(name, got, answers, key, values)``: a specific hint for a wrong answer, or ``None``.
-Hint = Callable[[str, Any, Mapping[str, Any], Mapping[str, Any], Values], "str | None"]
 #: ``sanity(answers, values)``: problems visible without the key (inconsistent answers).
 Sanity = Callable[[Mapping[str, Any], Values], list[str]]
-
-
-def _no_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], values: Values) -> str | None:
-    return None
 
 
 def _no_sanity(answers: Mapping[str, Any], values: Values) -> list[str]:
@@ -40,18 +42,20 @@ def _no_sanity(answers: Mapping[str, Any], values: Values) -> list[str]:
 
 @dataclass(frozen=True)
 class Question:
-    """``answers`` read from the notebook; ``key(values)`` gives the right value of each."""
+    """Answers that are values (numbers, words, yes/no, lists), read from the notebook's variables."""
 
     answers: tuple[Answer, ...]
-    key: Callable[[Values], Mapping[str, Any]]
-    hint: Hint = _no_hint
     sanity: Sanity = _no_sanity
 
-    def read(self, namespace: Mapping[str, object]) -> dict[str, Any]:
+    def data(self, namespace: Mapping[str, object], values: Values) -> dict[str, object]:
+        return {a.name: plain(namespace[a.name]) for a in self.answers if a.name in namespace}
+
+    def read(self, data: Mapping[str, object]) -> dict[str, Any]:
+        """Every answer read from ``data``, or :class:`Wrong` with one line per malformed one."""
         problems, got = [], {}
         for answer in self.answers:
             try:
-                got[answer.name] = answer.read(namespace)
+                got[answer.name] = answer.read(data)
             except Wrong as wrong:
                 problems.append(str(wrong))
         if problems:
@@ -60,20 +64,7 @@ class Question:
 
     def check(self, namespace: Mapping[str, object], values: Values) -> str:
         """The visible test: every answer present, well-formed and consistent with the others."""
-        got = self.read(namespace)
+        got = self.read(self.data(namespace, values))
         if problems := self.sanity(got, values):
             raise Wrong("\n".join(problems))
         return "answers well-formed and consistent (the autograder checks their values)"
-
-    def grade(self, namespace: Mapping[str, object], values: Values) -> str:
-        """The hidden test: every answer equal to the key, else one message per wrong answer."""
-        got = self.read(namespace)
-        key = self.key(values)
-        problems = []
-        for answer in self.answers:
-            if not answer.equal(got[answer.name], key[answer.name]):
-                hint = self.hint(answer.name, got[answer.name], got, key, values)
-                problems.append(f"`{answer.name}` is not right yet." + (f" {hint[:1].upper()}{hint[1:]}" if hint else ""))
-        if problems:
-            raise Wrong("\n".join(problems))
-        return "correct"

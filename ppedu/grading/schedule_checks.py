@@ -5,9 +5,13 @@ respected (the simulator runs it to the end without a deadlock); the makespan of
 should be; its peak activations per GPU. A property earns its points only if it holds on every
 size tried, and the report says on which size it first fails and how, not what the answer is.
 
+The student's function runs in their notebook; what it returned arrives here as plain data
+(:func:`ppedu.grading.answers.calls`): ``[[size, op lists], …]``.
+
 >>> from ppedu import schedules
->>> report = grade_schedule(lambda p, m: [list(s) for s in schedules.gpipe(p, m).stages], "1f1b",
-...                         ((2, 2), (4, 4)), points=4)
+>>> from ppedu.grading.answers import calls
+>>> results = calls({"f": lambda p, m: schedules.gpipe(p, m)}, "f", ((2, 2), (4, 4)))
+>>> report = grade_schedule(results, "1f1b", ((2, 2), (4, 4)), points=4)
 >>> report.score
 3.0
 >>> print(report)
@@ -20,13 +24,11 @@ size tried, and the report says on which size it first fails and how, not what t
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
-from contextlib import redirect_stderr
+from collections.abc import Sequence
 from dataclasses import dataclass
-from io import StringIO
 
 from ppedu.costs import Costs
+from ppedu.grading.answers import kind, raised
 from ppedu.ops import Op, Schedule
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
@@ -61,45 +63,51 @@ def _size(args: Sequence[int]) -> str:
 
 
 def to_schedule(result: object, name: str, args: Sequence[int]) -> Schedule:
-    """The student's per-GPU op lists as a :class:`Schedule`, or ``ValueError`` saying what is off."""
+    """The student's per-GPU op lists (plain data) as a :class:`Schedule`, or ``ValueError`` saying
+    what is off."""
     p, m, v = (*args, 1)[:3]
-    if isinstance(result, Schedule):
-        result = result.stages
-    if isinstance(result, (str, bytes)) or not isinstance(result, Sequence) or len(result) != p:
-        got = f"{len(result)} entries" if isinstance(result, Sequence) else f"a {type(result).__name__}"
+    if not isinstance(result, list) or len(result) != p:
+        got = f"{len(result)} entries" if isinstance(result, list) else f"a {kind(result)}"
         raise ValueError(f"should return one list of operations per GPU ({p} lists), got {got}")
     stages = []
     for s, ops in enumerate(result):
-        if not isinstance(ops, Sequence) or isinstance(ops, (str, bytes)):
-            raise ValueError(f"GPU {s}'s entry is a {type(ops).__name__}, not a list of operations")
+        if not isinstance(ops, list):
+            raise ValueError(f"GPU {s}'s entry is a {kind(ops)}, not a list of operations")
         stage = []
         for op in ops:
-            fields = tuple(op) if isinstance(op, (tuple, list)) else ()
+            fields = tuple(op) if isinstance(op, list) else ()
             if len(fields) not in (3, 4) or fields[0] not in ("F", "B") or not all(
                     isinstance(x, int) and not isinstance(x, bool) for x in fields[1:]):
-                raise ValueError(f"GPU {s} has {op!r}; an operation is Op(kind, microbatch, chunk) with kind 'F' or 'B'")
+                shown = "Op(" + ", ".join(map(repr, fields)) + ")" if fields else kind(op)
+                raise ValueError(f"GPU {s} has {shown}; an operation is Op(kind, microbatch, chunk) with kind 'F' or 'B'")
             stage.append(Op(str(fields[0]), int(fields[1]), int(fields[2])))  # type: ignore[arg-type]
         stages.append(tuple(stage))
     return Schedule(tuple(stages), name, (tuple(c % p for c in range(p * v)),), m, v)
 
 
-def grade_schedule(make: Callable[..., object], reference: str, sizes: Sequence[Sequence[int]],
-                   points: float) -> Report:
-    """Check ``make(*size)`` against ppedu's schedule ``reference`` on every size."""
+def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int]], points: float) -> Report:
+    """Check what the student's function returned for every size in ``sizes`` (``results``, as
+    :func:`~ppedu.grading.answers.calls` gives it) against ppedu's schedule ``reference``."""
     failures: dict[str, str] = {}
+    given = {tuple(args): result for args, result in results} if isinstance(results, list) else {}
     for args in sizes:
         where = _size(args)
-        ref = simulate(build(reference, *args), COSTS)
-        try:
-            with warnings.catch_warnings(), redirect_stderr(StringIO()):  # stderr would cost every point
-                warnings.simplefilter("ignore")
-                result = make(*args)
-        except NotImplementedError:
+        if not isinstance(results, list):
+            why = "is not defined: write it in its cell and run that cell" if results is None else (
+                f"is a {kind(results)}, not a function")
+            failures = dict.fromkeys(PROPERTIES, f"— the function {why}")
+            break
+        if tuple(args) not in given:
+            failures = dict.fromkeys(PROPERTIES, f"{where}: your function was not run on this size")
+            break
+        result = given[tuple(args)]
+        if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(PROPERTIES, "— the function is still the stub")
             break
-        except Exception as error:
-            failures = dict.fromkeys(PROPERTIES, f"{where}: your function raised {type(error).__name__}: {error}")
+        if error := raised(result):
+            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {error}")
             break
+        ref = simulate(build(reference, *args), COSTS)
         try:
             schedule = to_schedule(result, reference, args)
             schedule.validate()
@@ -121,8 +129,8 @@ def grade_schedule(make: Callable[..., object], reference: str, sizes: Sequence[
             more = "more" if peak[s] > want[s] else "fewer"
             failures.setdefault("peak activations", f"{where}: GPU {s} holds {peak[s]} micro-batches' activations at "
                                 f"once, {more} than {reference}'s {want[s]}")
-    results = []
+    rows = []
     for prop in PROPERTIES:
         label = f"{prop} equals {reference}'s" if prop == "makespan" else prop
-        results.append((label, prop not in failures, failures.get(prop, "")))
-    return Report(reference, float(points), tuple(results))
+        rows.append((label, prop not in failures, failures.get(prop, "")))
+    return Report(reference, float(points), tuple(rows))

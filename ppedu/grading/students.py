@@ -11,13 +11,13 @@ import getpass
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
 
-#: Set by ppedu's nbgrader preprocessor for the kernel that autogrades a submission; a student
-#: (or a JupyterHub admin) may set it too.
+#: A student (or a JupyterHub admin) may set it; the autograder sets it inside the sandbox of the
+#: kernel that runs a submission, so that the notebook shows that student's values. Who is graded
+#: is decided outside the kernel, from the submission's folder.
 ENV = "PPEDU_STUDENT_ID"
 
 
@@ -34,17 +34,6 @@ def student_id(environ: Mapping[str, str] | None = None) -> str:
     return env.get(ENV) or env.get("JUPYTERHUB_USER") or getpass.getuser()
 
 
-def graded_student_id() -> str:
-    """The id as the autograder gave it to this process at start: read from the process's initial
-    environment, so a notebook that changes ``os.environ`` cannot take on someone else's values."""
-    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        initial = _initial_environment()
-        if ENV not in initial:
-            raise RuntimeError(f"autograding without ppedu's nbgrader_config.py: {ENV} was not set for this kernel")
-        return initial[ENV]
-    return student_id()
-
-
 def pick(assignment: str, student: str, name: str, choices: Sequence[T]) -> T:
     """One of ``choices``, fixed by a hash of (assignment, student, name): stable across machines
     and Python versions, unlike ``random`` seeded by ``hash()``.
@@ -54,12 +43,3 @@ def pick(assignment: str, student: str, name: str, choices: Sequence[T]) -> T:
     """
     digest = hashlib.sha256(f"{assignment}\0{student}\0{name}".encode()).digest()
     return choices[int.from_bytes(digest[:8], "big") % len(choices)]
-
-
-def _initial_environment() -> dict[str, str]:
-    try:
-        raw = Path("/proc/self/environ").read_bytes()
-    except OSError:  # not Linux: fall back on the live environment
-        return dict(os.environ)
-    pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}

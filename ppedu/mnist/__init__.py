@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ppedu.mnist.data import load_mnist
     from ppedu.mnist.executor import StepResult, max_grad_diff, reference_gradients, run_schedule
+    from ppedu.mnist.measure import AGREEMENT, gap, measure_step
     from ppedu.mnist.models import NETWORKS, build_model, cnn, mlp, split_model
     from ppedu.mnist.plot import plot_step
     from ppedu.mnist.training import TrainResult, train
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 _HOME = {
     "load_mnist": "data",
     **dict.fromkeys(["StepResult", "max_grad_diff", "reference_gradients", "run_schedule"], "executor"),
+    **dict.fromkeys(["AGREEMENT", "gap", "measure_step"], "measure"),
     **dict.fromkeys(["NETWORKS", "build_model", "cnn", "mlp", "split_model"], "models"),
     **dict.fromkeys(["TrainResult", "train"], "training"),
     "plot_step": "plot",

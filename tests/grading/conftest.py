@@ -1,5 +1,6 @@
-"""A temporary copy of the course, with the assignments generated into its gradebook, shared by the
-grading tests (nbgrader is slow to start: everything that can share one set-up does)."""
+"""A temporary copy of the course (its nbgrader_config.py, grader/ and solutions/), with the
+assignments generated into its gradebook, shared by the grading tests (nbgrader is slow to start:
+everything that can share one set-up does)."""
 
 import os
 import shutil
@@ -24,6 +25,7 @@ def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions")
+    shutil.copytree(ROOT / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     os.environ["PATH"] = BIN + os.pathsep + os.environ["PATH"]  # nbgrader runs `alembic` from PATH
     from nbgrader.apps.api import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader

@@ -1,7 +1,11 @@
 """`ppedu check`: a verdict with an exit status (nbgrader validate exits 0 even when tests fail)."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import nbformat
 
 from conftest import ROOT
 
@@ -28,3 +32,27 @@ def test_bad_input_is_one_line_and_exit_status_2():
     assert run.returncode == 2 and run.stderr.count("\n") == 1 and "not a notebook" in run.stderr
     run = ppedu("grade", "ps9", "--course", str(ROOT))
     assert run.returncode == 2 and run.stderr.count("\n") == 1
+
+
+def test_a_notebook_whose_kernel_dies_gets_a_verdict_not_a_traceback(tmp_path):
+    nb = nbformat.read(ROOT / "solutions" / "ps1" / "ps1.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q3_answer")
+    cell.source = "import os\nos._exit(0)\n" + cell.source
+    nbformat.write(nb, tmp_path / "ps1.ipynb")
+    run = ppedu("check", str(tmp_path / "ps1.ipynb"))
+    assert run.returncode == 1 and "Traceback" not in run.stdout + run.stderr
+    assert "5/10 points" in run.stdout and "kernel stopped" in run.stdout
+
+
+def test_grade_runs_only_in_an_instructors_course(tmp_path):
+    run = ppedu("grade", "ps1", cwd=tmp_path)
+    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "course directory" in run.stderr
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(course):
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent)}  # no bwrap on PATH: no sandbox here
+    (course / "submitted" / "nobody" / "ps1").mkdir(parents=True, exist_ok=True)
+    run = subprocess.run([sys.executable, "-m", "ppedu", "grade", "ps1", "--student", "nobody"], cwd=course, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "no sandbox" in run.stderr and "--no-sandbox" in run.stderr
+    assert run.stderr.count("\n") == 1

@@ -130,3 +130,18 @@ ERRATA = {
 @pytest.mark.parametrize("name, call", ERRATA.items())
 def test_each_erratum_is_shown_where_its_topic_is_taught(name, call):
     assert any(c.cell_type == "code" and call in c.source for c in load(name).cells)
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_slide_has_speaker_notes_that_students_do_not_see_in_the_notebook(name):
+    # RISE shows a "notes" cell in the speaker view only; collapsed (source_hidden), JupyterLab folds it away.
+    slide, noted = None, set()
+    for cell in load(name).cells:
+        kind = cell.metadata.slideshow.slide_type
+        if kind in ("slide", "subslide"):
+            slide = cell.id
+        elif kind == "notes":
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, f"{name}, {cell.id}: notes visible"
+            noted.add(slide)
+    slides = {c.id for c in load(name).cells if c.metadata.slideshow.slide_type in ("slide", "subslide")}
+    assert slides - noted == set(), f"{name}: slides without speaker notes"

@@ -1,22 +1,27 @@
-"""The graded assignments ps1…ps5: each module derives a student's values from their id and holds
-its questions (:class:`~ppedu.grading.questions.Question` or a schedule/executor check).
+"""The graded assignments ps1…ps5 as a student's notebook sees them: each module derives a student's
+values from their id and holds its questions' forms (what each reads, the visible test), never a key.
 
 A notebook uses three calls: :func:`my_values` (shows the student's numbers), :func:`check` (the
-visible test) and, in the hidden tests, :func:`grade`, which nbgrader's autograder runs through
-:mod:`ppedu.grading.referee` on a pristine copy of ppedu.
+visible test) and, in the hidden tests, :func:`hand_in`, which puts the student's answers into the
+test cell's output as plain data (:data:`MIME`). The autograder's judge, outside the notebook,
+compares them with its key (the course's ``grader`` package, for instructors only).
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from ppedu.grading.students import graded_student_id, student_id
+from ppedu.grading.students import student_id
 
 ASSIGNMENTS = ("ps1", "ps2", "ps3", "ps4", "ps5")
+#: The media type of a test cell's answers, as the hidden test hands them in (a JSON text).
+MIME = "text/x-ppedu-answers"
 
 
 @dataclass(frozen=True, repr=False)
@@ -69,23 +74,34 @@ def my_values(assignment: str, student: str | None = None) -> Values:
 
 def check(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
     """The visible test of ``question``: prints a short verdict, or raises
-    :class:`~ppedu.grading.answers.Wrong` with what to fix."""
+    :class:`~ppedu.grading.answers.Wrong` with what to fix. While autograding it does nothing: the
+    autograder's judge decides, from what :func:`hand_in` gave it."""
     __tracebackhide__ = True
-    return _show(question, load(assignment).QUESTIONS[question].check(namespace, my_values(assignment)))
-
-
-def grade(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
-    """The hidden test of ``question`` against the key for the student being graded."""
-    __tracebackhide__ = True
-    values = my_values(assignment, graded_student_id())
-    return _show(question, load(assignment).QUESTIONS[question].grade(namespace, values))
-
-
-def _show(question: str, result: object) -> float | None:
-    """Print a verdict; a question with partial credit returns its points, for nbgrader to read
-    as the cell's value (all-or-nothing questions leave none: they pass, or raise)."""
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        return None
+    result = load(assignment).QUESTIONS[question].check(namespace, my_values(assignment))
     if isinstance(result, str):
         print(f"✓ {question}: {result}")
         return None
-    print(result)
+    print(result)  # a question with partial credit: its report, and its points as the cell's value
     return float(getattr(result, "score"))
+
+
+def hand_in(assignment: str, question: str, namespace: Mapping[str, object]) -> None:
+    """Put the answers of ``question`` into this cell's output as plain data, for the autograder.
+
+    Nothing here decides a grade: the judge reads this data outside the notebook.
+    """
+    try:
+        answers = load(assignment).QUESTIONS[question].data(namespace, my_values(assignment))
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # noqa: B036 (whatever broke, the judge says so; no traceback)
+        answers = {"__raised__": type(error).__name__, "message": str(error)[:300]}
+    text = json.dumps({"assignment": assignment, "question": question, "answers": answers})
+    try:
+        from IPython.display import display
+
+        display({MIME: text}, raw=True)
+    except ImportError:  # not in a notebook
+        print(text)

@@ -2,6 +2,9 @@
 property (every op once, dependencies, makespan, peak activations) on fixed sizes and the
 student's own.
 
+While autograding, ppedu's own schedule generators are not available in the notebook: the
+answer is the student's function, not a call of the library's.
+
 >>> v = values("alice")
 >>> v["m_interleaved"] % v["p"]
 0
@@ -9,13 +12,17 @@ student's own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import function
+from ppedu.grading.answers import calls
 from ppedu.grading.schedule_checks import Report, grade_schedule
 from ppedu.grading.students import pick
+
+#: ppedu's functions a ps3 notebook cannot call while it is autograded (module: functions; empty: all).
+HIDDEN = {"ppedu.schedules.gpipe": (), "ppedu.schedules.one_f_one_b": (), "ppedu.schedules.interleaved": (),
+          "ppedu.schedules.zero_bubble": (), "ppedu.reference": ()}
 
 
 def values(student: str) -> dict[str, Any]:
@@ -35,25 +42,25 @@ class ScheduleQuestion:
     name: str
     reference: str
     points: float
-    sizes: tuple[tuple[int, ...], ...]  # tried in the visible test and again in the hidden one
+    sizes: tuple[tuple[int, ...], ...]  # tried in the visible test and again by the autograder
+    edge: tuple[int, ...]  # m < p too, where warm-up is cut short: a classic off-by-one
 
     def own(self, v: Mapping[str, Any]) -> tuple[int, ...]:
         return (v["p"], v["m_interleaved"], v["v"]) if self.reference == "interleaved" else (v["p"], v["m"])
 
-    def _run(self, namespace: Mapping[str, object], sizes: Sequence[tuple[int, ...]]) -> Report:
-        return grade_schedule(function(namespace, self.name), self.reference, sizes, self.points)
+    def graded_sizes(self, v: Mapping[str, Any]) -> tuple[tuple[int, ...], ...]:
+        return (*self.sizes, self.edge, self.own(v))
+
+    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
+        return {self.name: calls(namespace, self.name, self.graded_sizes(v))}
 
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        return self._run(namespace, self.sizes)
-
-    def grade(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        # m < p too, where warm-up is cut short: a classic off-by-one
-        edge = (4, 2) if self.reference != "interleaved" else (2, 2, 3)
-        return self._run(namespace, (*self.sizes, edge, self.own(v)))
+        return grade_schedule(calls(namespace, self.name, self.sizes), self.reference, self.sizes, self.points)
 
 
 QUESTIONS: dict[str, Any] = {
-    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5))),
-    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8))),
-    "interleaved_1f1b": ScheduleQuestion("interleaved_1f1b", "interleaved", 4, ((2, 2, 2), (2, 4, 2), (4, 8, 2))),
+    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5)), (4, 2)),
+    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8)), (4, 2)),
+    "interleaved_1f1b": ScheduleQuestion("interleaved_1f1b", "interleaved", 4, ((2, 2, 2), (2, 4, 2), (4, 8, 2)),
+                                         (2, 2, 3)),
 }

@@ -2,13 +2,15 @@
 
 nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` hands the
 submissions to ``jobs`` worker processes, each running ``NbGraderAPI.autograde`` for one student at
-a time against the same gradebook, and reports each result as it arrives.
+a time against the same gradebook (with the course's configuration: sandbox, restore, judge), and
+reports each result as it arrives.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import sys
 import time
 import warnings
@@ -33,40 +35,37 @@ class Result:
     log: str = ""
 
 
-def course_root(path: str | Path = ".") -> Path:
-    """The course directory: ``path`` or the nearest folder above it that holds nbgrader_config.py."""
-    start = Path(path).resolve()
-    for folder in (start, *start.parents):
-        if (folder / CONFIG).is_file():
-            return folder
-    raise ValueError(f"no {CONFIG} in {start} or above it (run this in the course directory)")
-
-
 def submitted_students(root: Path, assignment: str) -> list[str]:
     """The students with a submission of ``assignment`` under ``submitted/``, sorted."""
     return sorted(p.parent.name for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
 
 
 def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 1,
-              timeout: int | None = None) -> Iterator[Result]:
-    """Autograde ``students``' submissions of ``assignment``, ``jobs`` at a time; yields each
-    :class:`Result` as it finishes (so the caller can show progress)."""
+              timeout: int | None = None, sandbox: bool = True) -> Iterator[Result]:
+    """Autograde ``students``' submissions of ``assignment``, ``jobs`` at a time, each notebook in a
+    sandbox unless ``sandbox`` is false; yields each :class:`Result` as it finishes (so the caller
+    can show progress)."""
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1 (got {jobs})")
     if not students:
         raise ValueError(f"no submissions of {assignment} under {root / 'submitted'} (collect them first)")
-    _prepare(root, timeout)
+    if sandbox:
+        from ppedu.grading.sandbox import unavailable
+
+        if reason := unavailable():
+            raise ValueError(f"no sandbox to grade in: {reason} (or pass --no-sandbox, for notebooks you trust)")
+    _prepare(root, timeout, sandbox)
     _ensure_assignment(root, assignment)
     # fork where there is one: the workers inherit nbgrader already imported, which takes seconds.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(students)), mp_context=context,
-                             initializer=_prepare, initargs=(root, timeout)) as pool:
+                             initializer=_prepare, initargs=(root, timeout, sandbox)) as pool:
         futures = [pool.submit(_grade_one, assignment, s) for s in students]
         for future in as_completed(futures):
             yield future.result()
 
 
-def _prepare(root: Path, timeout: int | None) -> None:
+def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:
     # nbgrader's gradebook code trips SQLAlchemy 2's autoflush warnings; they change nothing recorded.
     warnings.filterwarnings("ignore", message=".*not in session.*")
     os.chdir(root)
@@ -76,6 +75,7 @@ def _prepare(root: Path, timeout: int | None) -> None:
         os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
     if timeout is not None:
         os.environ["PPEDU_CELL_TIMEOUT"] = str(timeout)
+    os.environ["PPEDU_SANDBOX"] = "on" if sandbox else "off"
 
 
 def _api() -> Any:
@@ -108,7 +108,17 @@ def _grade_one(assignment: str, student: str) -> Result:
             submission = gb.find_submission(assignment, student)
             score, max_score = submission.score, submission.max_score
     return Result(student, bool(outcome["success"]), score, max_score, time.perf_counter() - start,
-                  outcome.get("error", "") or outcome.get("log", ""))
+                  "" if outcome["success"] else _reason(outcome.get("error", "") or "", outcome.get("log", "") or ""))
+
+
+def _reason(error: str, log: str) -> str:
+    """Why nbgrader could not autograde a submission, in a line or two: its own error lines,
+    without tracebacks or this machine's paths."""
+    lines = [m[1].strip() for m in re.finditer(r"\[(?:ERROR|CRITICAL)\]\s*(.*)", log)]
+    lines = [ln for ln in lines if ln and "traceback" not in ln.lower()] or [
+        ln.strip() for ln in error.strip().splitlines()[-1:]] or ["nbgrader gave no reason"]
+    home = str(Path.cwd())
+    return "; ".join(dict.fromkeys(ln.replace(home + os.sep, "") for ln in lines[-3:]))
 
 
 def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = print) -> list[Result]:
@@ -117,9 +127,6 @@ def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = 
     width = len(str(total))
     for r in results:
         done.append(r)
-        verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else "FAILED (see below)"
+        verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else f"could not be autograded: {r.log}"
         write(f"[{len(done):>{width}}/{total}] {r.student}: {verdict}  ({r.seconds:.1f} s)")
-    for r in done:
-        if not r.ok:
-            write(f"--- {r.student}: nbgrader could not autograde this submission\n{r.log.strip()}")
     return done

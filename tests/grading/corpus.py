@@ -1,0 +1,473 @@
+"""The hostile corpus: submissions of ps1–ps5 made from the solutions (or the release) by small
+scripted edits — careless, wrong, and hostile — each with the score it must get.
+
+A case names the cells it replaces or appends to (by grade_id), an optional edit of the notebook's
+structure or metadata, and the points it must lose per test cell. Attacks that try to reach
+something outside their sandbox (files, the network, other processes) spoil their own answers if
+they succeed, so a breach shows as a lost point; attacks that try to gain points start from work
+that earns none, so a success shows as a point gained. Templates: ``{course}`` (the course copy),
+``{ppedu}`` (the installed ppedu package), ``{venv}`` (the environment), ``{victim}`` (a classmate),
+replaced as plain text (the code's other braces are its own).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# ---- answers -------------------------------------------------------------------------------------
+
+#: ps1 answers that are all wrong (and consistent enough to pass nothing by accident).
+PS1_WRONG = {
+    "q1a_answer": "T = 3 * (values.m + values.p - 1) + 1\ntotal_slots = values.p * T",
+    "q1b_answer": "idle_slots = 3 * values.p * values.m\nbubble = idle_slots / total_slots",
+    "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
+    "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
+    "q4_answer": "m_needed = 1\nm_needed_interleaved = 1",
+    "q5_answer": "idle_total = 0.5",
+}
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 2, "closed_form": 2, "microbatches": 2, "conversion": 1}
+
+#: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
+REACH = """
+import os, glob, socket, sqlite3, subprocess, sys
+breached = []
+def attempt(what, action):
+    try:
+        action()
+    except BaseException:
+        return
+    breached.append(what)
+def write(path, mode="a"):
+    with open(path, mode) as f:
+        f.write("# owned\\n")
+"""
+SPOIL = "\nif breached:\n    print('BREACH', breached)\n    T = -1\n"
+
+ATTACKS_PS1: dict[str, str] = {
+    "gradebook_writer": """
+def raise_classmates():
+    db = sqlite3.connect("{course}/gradebook.db")
+    db.execute("UPDATE grade SET auto_score = 10")
+    db.commit()
+attempt("gradebook", raise_classmates)
+attempt("gradebook file", lambda: write("{course}/gradebook.db", "ab"))
+attempt("autograded", lambda: write("{course}/autograded/bystander_blank/ps1/ps1.ipynb"))
+""",
+    "grading_code_writer": """
+for target in ["{course}/grader/judge.py", "{course}/grader/keys/ps1.py", "{course}/grader/questions.py",
+               "{ppedu}/grading/questions.py", "{ppedu}/grading/answers.py", "{course}/nbgrader_config.py"]:
+    attempt(target, lambda: write(target))
+""",
+    "course_writer": """
+for target in ["{course}/exercises/ps1/ps1.ipynb", "{course}/solutions/ps1/ps1.ipynb",
+               "{course}/submitted/bystander_solved/ps1/ps1.ipynb", "{course}/owned.txt",
+               "{venv}/pyvenv.cfg", "{ppedu}/__init__.py", "{ppedu}/owned.pth", "/usr/lib/owned", "/etc/owned",
+               "/submission/owned"]:
+    attempt(target, lambda: write(target))
+attempt("remove", lambda: os.remove("{course}/nbgrader_config.py"))
+attempt("chmod", lambda: os.chmod("{ppedu}/__init__.py", 0o777))
+""",
+    "reader_of_others": """
+def read(path):
+    assert open(path).read()
+for target in ["{course}/submitted/bystander_solved/ps1/ps1.ipynb", "{course}/solutions/ps1/ps1.ipynb",
+               "{course}/gradebook.db", "{course}/grader/keys/ps1.py", "../../bystander_solved/ps1/ps1.ipynb"]:
+    attempt(target, lambda: read(target))
+attempt("course", lambda: os.listdir("{course}"))
+attempt("glob", lambda: [][0] if not [p for root in ("/tmp", "/home", "/srv", "/submission")
+                                     for p in glob.glob(f"{root}/**/bystander_solved*", recursive=True)] else None)
+""",
+    "network": """
+attempt("pypi", lambda: socket.create_connection(("pypi.org", 443), timeout=3))
+attempt("ip", lambda: socket.create_connection(("1.1.1.1", 53), timeout=3))
+def loopback():
+    for port in range(8880, 8890):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2)
+            return
+        except OSError:
+            pass
+    raise OSError("nothing listens")
+attempt("loopback", loopback)
+""",
+    "process_killer": """
+import signal
+def others():
+    mine = {os.getpid(), os.getppid(), 1}
+    assert [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine and
+            "python" not in open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")]
+attempt("sees the grader's processes", others)
+attempt("environ", lambda: open(f"/proc/{os.getppid()}/environ").read() and None if os.getppid() > 1 else 1 / 0)
+try:
+    os.kill(-1, signal.SIGKILL)
+except OSError:
+    pass
+""",
+}
+
+FORK_BOMB = """
+import os, time
+children = 0
+for _ in range(1000):
+    try:
+        if os.fork() == 0:
+            time.sleep(20)
+            os._exit(0)
+        children += 1
+    except OSError:
+        break
+assert children < 200, children  # the process limit stopped it
+"""
+MEMORY_BOMB = """
+hoard = []
+try:
+    while True:
+        hoard.append(bytearray(100 * 2**20))
+except MemoryError:
+    pass
+del hoard
+try:
+    huge = bytearray(10**12)
+except MemoryError:
+    pass
+"""
+OUTPUT_BOMB = """
+import sys
+for _ in range(5):
+    print("x" * 10**7)
+    print("y" * 10**6, file=sys.stderr)
+"""
+DISK_BOMB = """
+for i in range(20):
+    try:
+        with open(f"/tmp/fill{i}", "wb") as f:
+            f.write(b"0" * 50 * 2**20)
+    except OSError:
+        break
+try:
+    with open("big", "wb") as f:
+        f.write(b"0" * 100 * 2**20)
+except OSError:
+    pass
+"""
+NOISE = """
+import logging, sys, warnings
+warnings.warn("this is only a warning")
+logging.warning("a log line on stderr")
+print("debugging", file=sys.stderr)
+"""
+KEY_THIEF = """
+import importlib
+stolen = None
+for attempt in (lambda: importlib.import_module("ppedu.grading.assignments.ps1").QUESTIONS["gpipe_slots"].key(values),
+                lambda: importlib.import_module("grader.keys.ps1")._slots_key(values),
+                lambda: importlib.import_module("ppedu.grading.referee")):
+    try:
+        stolen = attempt()
+        break
+    except Exception:
+        pass
+if isinstance(stolen, dict):
+    T, total_slots = stolen["T"], stolen["total_slots"]
+"""
+HAND_IN_FORGER = """
+import json
+import ppedu.grading, ppedu.grading.assignments
+from IPython.display import display
+def forged(assignment, question, namespace):
+    display({"text/x-ppedu-answers": json.dumps({"assignment": assignment, "question": question, "score": 10,
+                                                 "verdict": "correct", "answers": {}})}, raw=True)
+ppedu.grading.hand_in = ppedu.grading.assignments.hand_in = forged
+import builtins
+builtins.hand_in = forged
+"""
+FAKE_OUTPUTS = """
+import json
+from IPython.display import display
+print("✓ gpipe_slots: correct")
+display({"text/x-ppedu-answers": json.dumps({"assignment": "ps1", "question": "gpipe_slots", "answers": {"T": 1}}),
+         "text/plain": "10"}, raw=True)
+"""
+SPOOF = """
+import os
+os.environ.pop("NBGRADER_EXECUTION", None)
+os.environ["PPEDU_STUDENT_ID"] = "{victim}"
+values = my_values("ps1")
+"""
+ABS = "import builtins\nbuiltins.abs = lambda x: 0\n"
+RELOAD = "import importlib\nimportlib.reload = lambda module: module\n"
+LIAR = """
+class Liar(float):
+    def __eq__(self, other):
+        return True
+    def __sub__(self, other):
+        return 0.0
+    __rsub__ = __sub__
+idle_total = Liar(0.123)
+"""
+NUMPY_PS1 = """
+import numpy as np
+T = np.int64(3 * (values.m + values.p - 1))
+total_slots = np.array(values.p * T)
+"""
+NUMPY_PS1B = """
+import numpy as np
+idle_slots = np.int32(total_slots - 3 * values.p * values.m)
+bubble = np.float64(idle_slots / total_slots)
+"""
+
+
+# ---- cases ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    """A submission: ``assignment``'s solution (``release=False``) or its release, with ``replace``
+    (grade_id → new source), ``append`` (grade_id → code added after the cell's own),
+    ``prepend``, and ``edit`` (any change to the notebook); it must lose ``lost`` points per test cell."""
+
+    assignment: str
+    replace: dict[str, str] = field(default_factory=dict)
+    append: dict[str, str] = field(default_factory=dict)
+    prepend: dict[str, str] = field(default_factory=dict)
+    lost: dict[str, float] = field(default_factory=dict)
+    release: bool = False
+    edit: Callable[[Any], None] | None = None
+
+
+def _cell(nb: Any, gid: str) -> Any:
+    return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
+
+
+def _rename(gid: str, new: str) -> Callable[[Any], None]:
+    return lambda nb: _cell(nb, gid).metadata.nbgrader.update(grade_id=new)
+
+
+def _ungrade(gid: str) -> Callable[[Any], None]:
+    return lambda nb: _cell(nb, gid).metadata.nbgrader.update(grade=False)
+
+
+def _points(gid: str, points: float) -> Callable[[Any], None]:
+    return lambda nb: _cell(nb, gid).metadata.nbgrader.update(points=points)
+
+
+def _delete(gid: str) -> Callable[[Any], None]:
+    return lambda nb: nb.cells.remove(_cell(nb, gid))
+
+
+def _duplicate(gid: str) -> Callable[[Any], None]:
+    return lambda nb: nb.cells.append(copy.deepcopy(_cell(nb, gid)))
+
+
+def _retype(gid: str) -> Callable[[Any], None]:
+    def edit(nb: Any) -> None:
+        cell = _cell(nb, gid)
+        cell.cell_type = "markdown"
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
+    return edit
+
+
+def _edit_test(gid: str, source: str) -> Callable[[Any], None]:
+    return lambda nb: setattr(_cell(nb, gid), "source", source)
+
+
+ALL_WRONG = Case("ps1", replace=PS1_WRONG, lost=PS1_ALL)
+PS1: dict[str, Case] = {
+    "solved": Case("ps1"),
+    "blank": Case("ps1", release=True, lost=PS1_ALL),
+    # careless and wrong
+    "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 2}),
+    "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 2}),
+    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 2}),
+    "nan": Case("ps1", replace={"q5_answer": "idle_total = float('nan')"}, lost={"conversion": 1}),
+    "all_wrong": ALL_WRONG,
+    "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
+                                          "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
+                          lost={"closed_form": 2}),
+    "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 2}),
+    # right work that must not lose points
+    "numpy_scalars": Case("ps1", replace={"q1a_answer": NUMPY_PS1, "q1b_answer": NUMPY_PS1B}),
+    "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\nbubble_1f1b = np.float32(bubble_1f1b)\n"
+                                                         "compared_with_gpipe = np.str_(compared_with_gpipe)",
+                                            "q4_answer": "m_needed, m_needed_interleaved = np.array(m_needed), "
+                                                         "np.int64(m_needed_interleaved)",
+                                            "q5_answer": "idle_total = np.array(idle_total)"}),
+    "noisy_stderr": Case("ps1", prepend={"q1a_answer": NOISE, "q5_answer": NOISE},
+                         replace={"q3_answer": "import sys, warnings\n\n\ndef bubble_ratio(p, m):\n"
+                                               "    warnings.warn('checking')\n    print(p, m, file=sys.stderr)\n"
+                                               "    return (p - 1) / (m + p - 1)\n\n\n"
+                                               "def bubble_interleaved(p, m, v):\n    return (p - 1) / (v * m + p - 1)"}),
+    "system_exit": Case("ps1", append={"q2_answer": "raise SystemExit(0)"}),
+    "own_cells": Case("ps1", edit=lambda nb: nb.cells.insert(3, __import__("nbformat").v4.new_code_cell("x = 1"))),
+    # a kernel that dies: the cells run before it keep their points
+    "os_exit": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
+                    lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+    # test cells and metadata changed: put back as released
+    "renamed_test_cell": Case("ps1", edit=_rename("gpipe_slots", "mine")),
+    "ungraded_test_cell": Case("ps1", edit=_ungrade("gpipe_idle")),
+    "deleted_test_cell": Case("ps1", edit=_delete("conversion")),
+    "more_points": Case("ps1", edit=_points("one_f_one_b", 100)),
+    "edited_test_cell": Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
+                             edit=_edit_test("closed_form", "print('✓ closed_form: correct')"), lost={"closed_form": 2}),
+    "copied_test_cell": Case("ps1", edit=_duplicate("gpipe_slots")),
+    "renamed_answer_cell": Case("ps1", edit=_rename("q5_answer", "my_answer")),
+    "retyped_answer_cell": Case("ps1", edit=_retype("q5_answer")),
+    # attacks on the verdict: wrong work, patched machinery
+    "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
+    "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
+    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
+    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, lost=PS1_ALL),
+    "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
+    "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
+    "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),
+    # attacks on the machine: right work, so a breach (which spoils T) or a crash shows
+    **{name: Case("ps1", append={"q1a_answer": REACH + code + SPOIL}) for name, code in ATTACKS_PS1.items()},
+    "leaker": Case("ps1", append={"q1a_answer": REACH + """
+def leak():
+    print(open("{course}/solutions/ps5/ps5.ipynb").read()[:2000])
+    print(sqlite3.connect("{course}/gradebook.db").execute("SELECT id FROM student").fetchall())
+attempt("leak", leak)
+""" + SPOIL}),
+    "fork_bomb": Case("ps1", append={"q5_answer": FORK_BOMB}),
+    "memory_bomb": Case("ps1", append={"q4_answer": MEMORY_BOMB}),
+    "output_bomb": Case("ps1", append={"q2_answer": OUTPUT_BOMB}),
+    "disk_bomb": Case("ps1", append={"q2_answer": DISK_BOMB}),
+}
+
+PS2_WRONG = {"q1_answer": "peak_gpipe = [1] * values.p\npeak_1f1b = [values.m] * values.p",
+             "q2_answer": "S_act_GB = 1.0\nweights_GB = 1.0",
+             "q3_answer": "gpipe_gpu0_GB = 1.0\none_f_one_b_gpu0_GB = 1.0",
+             "q4_answer": "max_m_gpipe = 1\nfits_1f1b = not (one_f_one_b_gpu0_GB <= 80)"}
+PS2_ALL = {"peaks": 2, "s_act": 2, "gpu0": 2, "fits": 4}
+PS2: dict[str, Case] = {
+    "solved": Case("ps2"),
+    "blank": Case("ps2", release=True, lost=PS2_ALL),
+    "numpy2_bool": Case("ps2", append={"q4_answer": "import numpy as np\nfits_1f1b = np.bool_(fits_1f1b)\n"
+                                                     "max_m_gpipe = np.int64(max_m_gpipe)"}),
+    "numpy_arrays": Case("ps2", append={"q1_answer": "import numpy as np\npeak_gpipe = np.array(peak_gpipe)\n"
+                                                     "peak_1f1b = tuple(np.int64(x) for x in peak_1f1b)",
+                                        "q2_answer": "S_act_GB = np.array(S_act_GB)\nweights_GB = np.float64(weights_GB)"}),
+    "abs_patcher": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": ABS}, lost=PS2_ALL),
+    "noisy_stderr": Case("ps2", prepend={"q2_answer": NOISE, "q4_answer": NOISE}),
+    "gib_not_gb": Case("ps2", append={"q2_answer": "S_act_GB = S_act_GB * 1e9 / 2**30"},
+                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
+    "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k != "q1_answer"},
+                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
+}
+
+LIBRARY_SCHEDULES = """
+from ppedu import schedules
+
+
+def gpipe(p, m):
+    return [list(s) for s in schedules.gpipe(p, m).stages]
+
+
+def one_f_one_b(p, m):
+    return [list(s) for s in schedules.build("1f1b", p, m).stages]
+
+
+def interleaved_1f1b(p, m, v):
+    import ppedu.reference
+    return [list(s) for s in schedules.interleaved_1f1b(p, m, v).stages]
+"""
+LIBRARY_SOURCE = """
+import pathlib, ppedu
+source = pathlib.Path(ppedu.__file__).parent / "schedules"
+namespace = {}
+for name in ("gpipe", "one_f_one_b", "interleaved"):
+    text = (source / f"{name}.py").read_text()
+    for cached in (source / "__pycache__").glob(f"{name}.*.pyc"):
+        import marshal
+        exec(marshal.loads(cached.read_bytes()[16:]), namespace)
+    exec(compile(text, name, "exec"), namespace)
+
+
+def gpipe(p, m):
+    return [list(s) for s in namespace["gpipe"](p, m).stages]
+
+
+def one_f_one_b(p, m):
+    return [list(s) for s in namespace["one_f_one_b"](p, m).stages]
+
+
+def interleaved_1f1b(p, m, v):
+    return [list(s) for s in namespace["interleaved_1f1b"](p, m, v).stages]
+"""
+PS3_ALL = {"gpipe": 2, "one_f_one_b": 4, "interleaved_1f1b": 4}
+PS3: dict[str, Case] = {
+    "solved": Case("ps3"),
+    "blank": Case("ps3", release=True, lost=PS3_ALL),
+    "library_caller": Case("ps3", replace={"q1_answer": LIBRARY_SCHEDULES, "q2_answer": "", "q3_answer": ""},
+                           lost=PS3_ALL),
+    "library_source_reader": Case("ps3", replace={"q1_answer": LIBRARY_SOURCE, "q2_answer": "", "q3_answer": ""},
+                                  lost=PS3_ALL),
+    "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
+                                                      "    return [[Op(o.kind, np.int64(o.microbatch), np.int64(o.chunk)) "
+                                                      "for o in s] for s in _gpipe(p, m)]"}),
+    "schedule_objects": Case("ps3", append={
+        "q1_answer": "_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
+                     "    return Schedule(tuple(map(tuple, _gpipe(p, m))), 'mine', (tuple(range(p)),), m)",
+        "q2_answer": "_one_f_one_b = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
+                     "    return Schedule(tuple(map(tuple, _one_f_one_b(p, m))), 'mine', (tuple(range(p)),), m)"}),
+    "noisy_stderr": Case("ps3", prepend={"q1_answer": NOISE},
+                         append={"q2_answer": "import sys\n_mine = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
+                                              "    print('debug', p, m, file=sys.stderr)\n    return _mine(p, m)"}),
+    "breaks_a_dependency": Case("ps3", replace={"q2_answer": """
+def one_f_one_b(p, m):  # backward before forward in the steady phase: the last GPU waits for itself
+    stages = []
+    for j in range(p):
+        warmup = min(p - j - 1, m)
+        ops = [Op("F", i, j) for i in range(warmup)]
+        for i in range(m - warmup):
+            ops += [Op("B", i, j), Op("F", warmup + i, j)]
+        ops += [Op("B", i, j) for i in range(m - warmup, m)]
+        stages.append(ops)
+    return stages
+"""}, lost={"one_f_one_b": 3}),
+    "gpipe_for_1f1b": Case("ps3", replace={"q2_answer": "def one_f_one_b(p, m):\n    return gpipe(p, m)"},
+                           lost={"one_f_one_b": 1}),
+    "wrong_type": Case("ps3", replace={"q3_answer": "def interleaved_1f1b(p, m, v):\n    return 'F0 F1 B0 B1'"},
+                       lost={"interleaved_1f1b": 4}),
+}
+
+PS4_ALL = {"table": 3, "simulated": 2, "break_even": 2, "min_bandwidth": 1, "choose": 2}
+PS4: dict[str, Case] = {
+    "solved": Case("ps4"),
+    "blank": Case("ps4", release=True, lost=PS4_ALL),
+    "abs_patcher": Case("ps4", append={"q1_answer": "bubble_dualpipe = (p - 1) * (FB + B - 3 * W)",
+                                       "q3_answer": "break_even = break_even * 2", "q4_answer": ABS},
+                        lost={"table": 3, "break_even": 2}),
+    "bytes_not_gbs": Case("ps4", append={"q3b_answer": "min_bandwidth = min_bandwidth * 1e9"}, lost={"min_bandwidth": 1}),
+    "numpy_and_noise": Case("ps4", prepend={"q2_answer": NOISE},
+                            append={"q2_answer": "import numpy as np\nmakespan_dualpipe = np.float64(makespan_dualpipe)\n"
+                                                 "makespan_1f1b = np.array(makespan_1f1b)"}),
+}
+
+LIBRARY_EXECUTOR = """
+import torch
+from ppedu.mnist import run_schedule
+
+
+def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+    return run_schedule(schedule, chunks, (torch.cat(xs), torch.cat(ys)), loss_fn).loss
+"""
+PS5_ALL = {"one_f_one_b": 5, "gpipe": 2, "interleaved": 3}
+PS5: dict[str, Case] = {
+    "solved": Case("ps5"),
+    "blank": Case("ps5", release=True, lost=PS5_ALL),
+    "library_caller": Case("ps5", release=True, replace={"executor_answer": LIBRARY_EXECUTOR}, lost=PS5_ALL),
+    # reads activations from `saved` but never frees them: right gradients, every GPU holds all its micro-batches
+    "keeps_activations": Case("ps5", edit=lambda nb: setattr(_cell(nb, "executor_answer"), "source", _cell(
+        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]")),
+        lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
+    "noisy_stderr": Case("ps5", prepend={"executor_answer": NOISE}, edit=lambda nb: setattr(
+        _cell(nb, "executor_answer"), "source", _cell(nb, "executor_answer").source.replace(
+            "    order = ", "    import sys, warnings\n    warnings.warn('running')\n"
+            "    print('running', file=sys.stderr)\n    order = "))),
+}
+
+CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5}

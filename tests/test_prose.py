@@ -1,0 +1,110 @@
+"""The chapters' statements that a computed value decides, pinned: if the library's numbers move, the
+prose around them must be read again."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppedu import Costs, cluster, schedules, simulate
+from ppedu.errata import matching_configurations
+from ppedu.memory import FREE_AT_B, FREE_AT_W, zero_bubble_split
+from ppedu.widgets import SlotCountingExercise
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def source(chapter: str, cell_id: str) -> str:
+    cells = json.loads((NOTEBOOKS / f"{chapter}.ipynb").read_text())["cells"]
+    return "".join(next(c for c in cells if c["id"] == cell_id)["source"])
+
+
+def test_ch4_interleaving_loses_on_1_gbit_ethernet_and_wins_on_every_faster_link():
+    llama, gpus = cluster.MODELS["7b"], cluster.Cluster(cluster.GPUS["h100-80gb"], 4, cluster.LINKS["pcie-gen4"])
+    rows = cluster.interleaving_by_link(llama, gpus, m=8)
+    assert [link.name for link, plain, inter in rows if plain < inter] == ["Ethernet 1 Gb/s"]
+    eth = next((plain, inter) for link, plain, inter in rows if link.name == "Ethernet 1 Gb/s")
+    assert (round(eth[0], 2), round(eth[1], 2)) == (5.43, 7.20)
+    assert "every one of them" not in source("04-interleaved", "04-38")
+
+
+def test_ch4_the_5_8_percent_with_m_a_multiple_of_p_needs_the_deepest_pipeline_listed():
+    depths = (2, 4, 8, 16, 32, 64)
+    assert [(r.p, r.m) for r in matching_configurations(0.058, 2, "idle/total", depths, multiple_of_p=True)] == [(64, 512)]
+    assert list(matching_configurations(0.058, 2, "bubble/ideal", depths, multiple_of_p=True)) == []
+
+
+def test_ch4_halving_holds_for_idle_time_and_bubble_over_ideal_not_idle_over_total():
+    plain = simulate(schedules.one_f_one_b(4, 8), Costs(f=1, b=1))
+    inter = simulate(schedules.interleaved_1f1b(4, 8, 2), Costs(f=1, b=1).per_chunk(2))
+    assert inter.idle_slots * 2 == plain.idle_slots and inter.bubble_over_ideal * 2 == plain.bubble_over_ideal
+    assert inter.bubble_ratio * 2 > plain.bubble_ratio
+    assert not source("04-interleaved", "04-15").startswith("### Erratum")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(2, 3), st.integers(1, 3))
+def test_ch4_interleaving_holds_more_activations_on_gpu_0(p, v, groups):
+    # GPU 0 warms up with 2(p-1) + (v-1)p chunk-forwards, then one more before its first backward.
+    m = p * groups
+    plain = simulate(schedules.one_f_one_b(p, m)).peak_stage_activations[0]
+    inter = simulate(schedules.interleaved_1f1b(p, m, v), Costs(f=1, b=1).per_chunk(v)).peak_stage_activations[0]
+    assert inter == min(2 * (p - 1) + (v - 1) * p + 1, v * m) / v
+    assert inter > plain or groups == 1
+
+
+def test_ch4_gpu_0_holds_37_5_percent_more_at_p4_m8_v2():
+    plain = simulate(schedules.one_f_one_b(4, 8)).peak_stage_activations[0]
+    inter = simulate(schedules.interleaved_1f1b(4, 8, 2), Costs(f=1, b=1).per_chunk(2)).peak_stage_activations[0]
+    assert inter / plain - 1 == 0.375
+    assert "a little more activation memory" not in source("04-interleaved", "04-23").lower()
+
+
+def test_ch5_an_unsplit_backward_takes_b_plus_w():
+    t = simulate(schedules.dualpipe(4, 8), Costs(f=1, b=1, w=1))
+    durations = {e.duration for e in t.events if e.op.kind == "B"}
+    assert durations == {1.0, 2.0}  # split: B alone; unsplit: B and W in one op
+    assert "Each op costs one step" not in source("05-dualpipe", "05-04")
+
+
+def test_ch1_the_first_attempt_gets_the_hints_its_text_names():
+    assert source("01-bubble-problem", "01-38") == "print(exercise.check(total=6, idle=6))"
+    hints = str(SlotCountingExercise(schedules.gpipe(3, 2)).check(total=6, idle=6))
+    assert "not the number of micro-batches" in hints and "warm-up and cooldown triangles" in hints
+
+
+def test_ch1_trailing_dots_are_a_lack_of_work():
+    t = simulate(schedules.gpipe(4, 4))
+    done = [t.makespan - max(e.end for e in t.on_stage(gpu)) for gpu in range(t.stages)]
+    assert done == [0, 1, 2, 3]  # every GPU but GPU 0 has finished before the step ends
+    assert "not a lack of work" not in source("01-bubble-problem", "01-27")
+
+
+@pytest.mark.parametrize("chapter, cell_id", [("01-bubble-problem", "01-28"), ("02-gpipe", "02-12")])
+def test_ch1_ch2_micro_batch_gradients_are_weighted_by_their_share(chapter, cell_id):
+    text = source(chapter, cell_id)
+    assert "B_k/B" in text and "summed" not in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 6), st.floats(0, 1))
+def test_ch7_zb_h1_keeps_only_the_largest_of_1f1bs_peaks_under_every_memory_model(p, extra, kept):
+    m = p + extra
+    one = simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=1, w=1)).peak_activations
+    zb = simulate(schedules.zero_bubble_h1(p, m), Costs(f=1, b=1, w=1), zero_bubble_split(kept)).peak_activations
+    assert max(zb) == max(one)
+
+
+def test_ch7_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_activations():
+    costs, zb = Costs(f=1, b=1, w=1), schedules.zero_bubble_h1(4, 8)
+    assert simulate(zb, costs, FREE_AT_W).peak_activations == (4, 4, 4, 4) == simulate(zb, costs).peak_activations
+    assert simulate(zb, costs, FREE_AT_B).peak_activations == (4, 3, 2, 1)
+    assert "unchanged peak activations" not in source("07-beyond", "07-06")
+
+
+def test_ch4_only_1_gbit_ethernet_falls_below_the_break_even_bandwidth():
+    llama, gpus = cluster.MODELS["7b"], cluster.Cluster(cluster.GPUS["h100-80gb"], 4, cluster.LINKS["pcie-gen4"])
+    below = [name for name, link in cluster.LINKS.items() if link.bandwidth < cluster.break_even_bandwidth(llama, gpus, m=8)]
+    assert below == ["eth-1g"]
