@@ -57,18 +57,6 @@ def test_opens_with_learning_goals_and_ends_with_a_self_check(name):
     assert any(c.cell_type == "code" and "check" in c.source for c in cells[last_check:])
 
 
-# Chapters whose every slide carries speaker notes for the lecturer (RISE's "notes" cells).
-NOTED = ["08-memory-and-recomputation", "09-3d-parallelism-and-history"]
-
-
-@pytest.mark.parametrize("name", NOTED)
-def test_every_slide_has_speaker_notes(name):
-    kinds = [c.metadata.slideshow.slide_type for c in load(name).cells]
-    starts = [i for i, k in enumerate(kinds) if k in ("slide", "subslide")]
-    for start, end in zip(starts, starts[1:] + [len(kinds)]):
-        assert "notes" in kinds[start:end], f"{name}: the slide at cell {start} has no speaker notes"
-
-
 @pytest.mark.parametrize("name", CHAPTERS + KIT)
 def test_code_cells_read_like_sentences_of_the_lesson(name):
     for i, cell in enumerate(load(name).cells):
