@@ -38,6 +38,9 @@ class Layout:
     idle_total: str
     bubble_ideal: str
 
+    def _repr_markdown_(self) -> str:
+        return Table((self,))._repr_markdown_()
+
 
 def layout(gpus: int, t: int, p: int, global_batch: int, microbatch: int = 1) -> Layout:
     """Lay ``gpus`` out as ``t × p × d`` and derive ``m``; raise ``ValueError`` naming the rule a

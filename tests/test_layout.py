@@ -33,3 +33,7 @@ def test_a_deeper_pipeline_cannot_drive_the_bubble_to_zero():
 def test_an_impossible_layout_names_its_rule(kwargs, rule):
     with pytest.raises(ValueError, match=rule):
         layout(**kwargs)
+
+
+def test_one_layout_shows_as_a_one_row_table():
+    assert layout(gpus=64, t=8, p=4, global_batch=64)._repr_markdown_().splitlines()[2].startswith("| 64 | 8 | 4 | 2 |")

@@ -11,7 +11,8 @@ import ipywidgets as widgets
 import torch
 from torch import nn
 
-from ppedu.mnist.executor import StepResult, run_schedule
+from ppedu.mnist.executor import StepResult
+from ppedu.mnist.measure import AGREEMENT, gap, measure_step
 from ppedu.mnist.models import split_model
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.svg import render_svg
@@ -20,8 +21,10 @@ from ppedu.widgets._parts import StaticFallback
 
 class StepPicker(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``m`` and ``v`` over one model cut for ``p`` simulated
-    GPUs; *Run step* runs one real training step of ``batch`` and shows the measured and the
-    predicted spacetime diagrams (seconds on the time axis) and the step's numbers.
+    GPUs; *Run step* measures one real training step of ``batch`` as the lab does (warm-up runs,
+    then each op's fastest of ``repeats`` runs: :func:`~ppedu.mnist.measure.measure_step`) and
+    shows the measured and the predicted spacetime diagrams (seconds on the time axis), their gap
+    against the lab's tolerance, and the step's numbers.
 
     An impossible choice (DualPipe with an odd ``m``, say) shows its one-line reason and leaves
     ``.result`` ``None``.
@@ -38,8 +41,8 @@ class StepPicker(StaticFallback, widgets.VBox):
 
     def __init__(self, model: nn.Sequential, batch: tuple[torch.Tensor, torch.Tensor],
                  loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], p: int = 4, m: int = 8,
-                 schedule: str = "1f1b", v: int = 2) -> None:
-        self.model, self.batch, self.loss_fn, self.p = model, batch, loss_fn, p
+                 schedule: str = "1f1b", v: int = 2, repeats: int = 9) -> None:
+        self.model, self.batch, self.loss_fn, self.p, self.repeats = model, batch, loss_fn, p, repeats
         self.picker = widgets.Dropdown(options=list(SCHEDULES), value=schedule, description="schedule")
         self.m = widgets.IntSlider(value=m, min=1, max=max(32, m), description="m")
         self.v = widgets.IntSlider(value=v, min=1, max=4, description="v (chunked)")
@@ -51,7 +54,6 @@ class StepPicker(StaticFallback, widgets.VBox):
         super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams])
         self.add_class("ppedu-step-picker")
         self.button.on_click(lambda _: self.run())
-        self.run()  # the first step of a session pays for warming up autograd: measure the second
         self.run()
 
     def run(self, **changes: Any) -> StepPicker:
@@ -67,7 +69,8 @@ class StepPicker(StaticFallback, widgets.VBox):
         try:
             schedule = build(name, self.p, self.m.value, self.v.value if name in VIRTUAL else 1)
             chunks = split_model(self.model, schedule.chunks)
-            self.result, self.error = run_schedule(schedule, chunks, self.batch, self.loss_fn), None
+            step = measure_step(schedule, chunks, self.batch, self.loss_fn, repeats=self.repeats)
+            self.result, self.error = step, None
         except ValueError as problem:
             self.result, self.error = None, str(problem)
         self._draw()
@@ -81,7 +84,8 @@ class StepPicker(StaticFallback, widgets.VBox):
         r = self.result
         peaks = ", ".join(f"{b / 1024:.0f}" for b in r.peak_activation_bytes)
         self.message.value = (f"loss {r.loss:.4f} · measured {r.measured.makespan * 1e3:.2f} ms, predicted "
-                              f"{r.predicted.makespan * 1e3:.2f} ms · peak saved activations per GPU (KiB): {peaks}")
+                              f"{r.predicted.makespan * 1e3:.2f} ms (gap {gap(r):+.1%}, the lab's tolerance "
+                              f"±{AGREEMENT:.0%}) · peak saved activations per GPU (KiB): {peaks}")
         self.diagrams.value = (render_svg(r.measured, title="measured (seconds)")
                                + render_svg(r.predicted, title="predicted from the measured mean costs"))
 

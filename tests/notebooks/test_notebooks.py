@@ -57,18 +57,6 @@ def test_opens_with_learning_goals_and_ends_with_a_self_check(name):
     assert any(c.cell_type == "code" and "check" in c.source for c in cells[last_check:])
 
 
-# Chapters whose every slide carries speaker notes for the lecturer (RISE's "notes" cells).
-NOTED = CHAPTERS
-
-
-@pytest.mark.parametrize("name", NOTED)
-def test_every_slide_has_speaker_notes(name):
-    kinds = [c.metadata.slideshow.slide_type for c in load(name).cells]
-    starts = [i for i, k in enumerate(kinds) if k in ("slide", "subslide")]
-    for start, end in zip(starts, starts[1:] + [len(kinds)]):
-        assert "notes" in kinds[start:end], f"{name}: the slide at cell {start} has no speaker notes"
-
-
 @pytest.mark.parametrize("name", CHAPTERS + KIT)
 def test_code_cells_read_like_sentences_of_the_lesson(name):
     for i, cell in enumerate(load(name).cells):
@@ -132,7 +120,7 @@ def test_each_erratum_is_shown_where_its_topic_is_taught(name, call):
     assert any(c.cell_type == "code" and call in c.source for c in load(name).cells)
 
 
-@pytest.mark.parametrize("name", CHAPTERS[:7])  # the seven original chapters; 08 and 09 still show their notes
+@pytest.mark.parametrize("name", CHAPTERS)
 def test_every_slide_has_speaker_notes_that_students_do_not_see_in_the_notebook(name):
     # RISE shows a "notes" cell in the speaker view only; collapsed (source_hidden), JupyterLab folds it away.
     slide, noted = None, set()
