@@ -7,7 +7,7 @@ changes what is graded, and judges it against that student's own grids. :class:`
 Execute and puts each verdict in place of its test cell's output: the messages, then the points as the
 cell's value, which nbgrader reads as partial credit.
 
->>> from ppedu.grading.saved import SlotAnswer
+>>> from ppedu.answer_file import SlotAnswer
 >>> v = counting.values("alice")
 >>> judge("alice", {}).points
 {'count': 0.0, 'mark': 0.0}
@@ -26,7 +26,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ppedu.grading import saved
+from ppedu import answer_file as saved
 from ppedu.grading.assignments import counting
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.grid import grid
@@ -45,7 +45,7 @@ class Verdicts:
 
 
 def judge(student: str, answers: dict[str, saved.SlotAnswer]) -> Verdicts:
-    """Grade ``answers`` (as :func:`ppedu.grading.saved.read` gives them) on ``student``'s own grids."""
+    """Grade ``answers`` (as :func:`ppedu.answer_file.read` gives them) on ``student``'s own grids."""
     v = counting.values(student)
     points, messages = {}, {}
     for question in POINTS:

@@ -22,3 +22,7 @@ class Feedback:
 
     def __bool__(self) -> bool:
         return self.correct
+
+
+class Wrong(AssertionError):
+    """A student's answer is missing, malformed or wrong; the message is for the student."""

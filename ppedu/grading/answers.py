@@ -18,9 +18,8 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ppedu.feedback import Wrong
 
-class Wrong(AssertionError):
-    """A student's answer is missing, malformed or wrong; the message is for the student."""
 
 
 _MISSING = object()

@@ -9,8 +9,8 @@ from typing import Literal
 import ipywidgets as widgets
 import numpy as np
 
-from ppedu.grading import saved
-from ppedu.grading.answers import Wrong
+from ppedu import answer_file as saved
+from ppedu.feedback import Wrong
 from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
@@ -101,7 +101,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
 
     def saved(self) -> str:
         """What the autograder will grade: the answer saved in the answers file (read from the file, not
-        from this widget); :class:`~ppedu.grading.answers.Wrong` if it is missing or incomplete."""
+        from this widget); :class:`~ppedu.feedback.Wrong` if it is missing or incomplete."""
         __tracebackhide__ = True
         if self.answers is None:
             raise ValueError("this exercise saves nothing: give it answers='<file>.json'")

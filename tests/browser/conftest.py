@@ -137,7 +137,9 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="session")
+# The server and browser end with the browser tests: Playwright's sync API leaves its event loop marked as
+# running in this thread while it lives, and tests after these ones run asyncio loops of their own.
+@pytest.fixture(scope="package")
 def server(chromium: Path, course: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     process, server = _start(course, tmp_path_factory.mktemp("jupyter"))
     try:
@@ -146,7 +148,7 @@ def server(chromium: Path, course: Path, tmp_path_factory: pytest.TempPathFactor
         _stop(process)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(chromium: Path) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 

@@ -110,16 +110,21 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     cell.click()
     page.wait_for_function("c => !c.innerText.includes('✗')", arg=cell.element_handle())
 
-    # An impossible setting (m = 9 with p = 4) keeps the explorer's height, says why and offers the nearest m.
+    # An impossible setting (DualPipe with an odd m) keeps the explorer's height, says why and offers the nearest m.
+    # (Interleaving takes any m now, as Megatron-LM and torch do.)
     height = explorer.bounding_box()["height"]
+    explorer.locator("select").select_option("dualpipe")
+    explorer.locator(".ppedu-diagram svg[aria-label*='of dualpipe']").wait_for()
     lab.slider(explorer, "m").press("ArrowRight")
     explorer.locator(".ppedu-fix", has_text="use m = 8").wait_for()
-    assert "multiple of p" in explorer.locator(".ppedu-message").inner_text()
+    assert "even m" in explorer.locator(".ppedu-message").inner_text()
     assert abs(explorer.bounding_box()["height"] - height) <= 1
     lab.shoot(explorer, "screen-light-explorer-invalid")
     explorer.locator(".ppedu-fix").click()
     explorer.locator(".ppedu-fix").wait_for(state="hidden")
     assert abs(explorer.bounding_box()["height"] - height) <= 1
+    explorer.locator("select").select_option("interleaved")
+    explorer.locator(".ppedu-diagram svg[aria-label*='of interleaved']").wait_for()
 
     # A wrong count gives feedback to be read too.
     counting = panel.locator(".ppedu-slot-exercise").nth(1)

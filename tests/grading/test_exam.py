@@ -14,7 +14,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from conftest import ROOT, graded_cells
 from grader.exam import POINTS, judge
 from ppedu.grading.assignments import counting
-from ppedu.grading.saved import read
+from ppedu.answer_file import read
 from ppedu.grading.students import student_id
 from ppedu.grid import grid
 from ppedu.widgets import SlotCountingExercise
