@@ -48,8 +48,9 @@ def course(where: Path, n: int) -> Path:
 
 def timed(command: list[str], cwd: Path, **env: str) -> float:
     start = time.perf_counter()
-    subprocess.run(command, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env={**os.environ, **env})
+    run = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, **env})
+    if run.returncode:
+        sys.exit(f"{' '.join(command[-4:])} failed (exit {run.returncode}):\n{(run.stdout + run.stderr)[-2000:]}")
     return time.perf_counter() - start
 
 

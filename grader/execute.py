@@ -5,7 +5,7 @@ each assignment's notebooks cannot call while they are autograded."""
 from ppedu.grading.assignments import ps3, ps5
 from ppedu.grading.execute import SandboxedExecute
 
-#: assignment -> {ppedu module: functions hidden from its notebooks (empty: all of the module's)}
-HIDDEN = {"ps3": {m: list(f) for m, f in ps3.HIDDEN.items()}, "ps5": {m: list(f) for m, f in ps5.HIDDEN.items()}}
+#: assignment -> {module: functions hidden from its notebooks (empty: all of the module's; None: the module)}
+HIDDEN = {name: {m: None if f is None else list(f) for m, f in a.HIDDEN.items()} for name, a in (("ps3", ps3), ("ps5", ps5))}
 
 __all__ = ["HIDDEN", "SandboxedExecute"]

@@ -33,8 +33,8 @@ class SandboxedExecute(Execute):
 
     sandbox = Bool(True, help="Run the kernel in a bubblewrap sandbox (False: the grader's own rights, as "
                    "nbgrader does; only for notebooks you trust).").tag(config=True)
-    hide = Dict({}, help="assignment -> {ppedu module: [functions]}: ppedu's implementations a notebook of "
-                "that assignment cannot call in the sandbox (an empty list: every function).").tag(config=True)
+    hide = Dict({}, help="assignment -> {module: [functions] or None}: implementations a notebook of that "
+                "assignment cannot call in the sandbox (an empty list: every function; None: the module).").tag(config=True)
     max_output = Integer(100_000, help="bytes of output kept per cell; the rest is cut").tag(config=True)
     max_answers = Integer(16_000_000, help="bytes of handed-in answers kept per cell").tag(config=True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -153,9 +154,12 @@ def unavailable() -> str | None:
     return None
 
 
-def stand_in(source: str, names: Sequence[str], why: str) -> str:
-    """``source`` (a module's text) with the bodies of the top-level functions ``names`` replaced
-    by ``raise ImportError(why)``: the module still imports, those functions are not there."""
+def stand_in(source: str, names: Sequence[str] | None, why: str) -> str:
+    """``source`` (a module's text) with the bodies of the top-level functions ``names`` (empty: all) replaced
+    by ``raise ImportError(why)``: the module still imports, those functions are not there. ``None``: the
+    module itself does not import."""
+    if names is None:
+        return f"raise ImportError({why!r})\n"
     tree = ast.parse(source)
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not names or node.name in names):
@@ -164,10 +168,10 @@ def stand_in(source: str, names: Sequence[str], why: str) -> str:
 
 
 @contextmanager
-def prepared(folder: Path, hide: Mapping[str, Sequence[str]] = {}, why: str = "",
+def prepared(folder: Path, hide: Mapping[str, Sequence[str] | None] = {}, why: str = "",
              env: Mapping[str, str] = {}) -> Iterator[Sandbox]:
-    """A sandbox over a private copy of ``folder``; ``hide`` maps ppedu's modules (dotted names) to the
-    functions in them to take away (empty: all of them). Everything is removed afterwards."""
+    """A sandbox over a private copy of ``folder``; ``hide`` maps modules (dotted names) to the
+    functions in them to take away (empty: all of them; ``None``: the whole module). Everything is removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp:
         base = Path(tmp)
         base.chmod(0o755)
@@ -176,7 +180,7 @@ def prepared(folder: Path, hide: Mapping[str, Sequence[str]] = {}, why: str = ""
         run.mkdir()
         hidden = {}
         for module, names in hide.items():
-            original = Path(ppedu.__file__).parent.parent.joinpath(*module.split(".")).with_suffix(".py")
+            original = Path(importlib.util.find_spec(module).origin)
             replacement = base / f"{module}.py"
             replacement.write_text(stand_in(original.read_text(), names, why))
             hidden[str(original.resolve())] = str(replacement)

@@ -397,6 +397,29 @@ def one_f_one_b(p, m):
 def interleaved_1f1b(p, m, v):
     return [list(s) for s in namespace["interleaved_1f1b"](p, m, v).stages]
 """
+# Orders from the library's other corners: looped BFS with one chunk is GPipe's twin, the search finds 1F1B-like
+# orders, and PyTorch's pipelining lists interleaved 1F1B.
+LIBRARY_RELATIVES = """
+from ppedu import schedules
+
+
+def gpipe(p, m):
+    return [list(s) for s in schedules.looped_bfs(p, m, 1).stages]
+
+
+def one_f_one_b(p, m):
+    from ppedu.search import search
+    found = search(p, m, Costs(f=1, b=2), memory_limit=p, cut=1, seconds=0.2)
+    return [[o for o in s if o.kind != "W"] for s in found.schedule.stages]
+
+
+def interleaved_1f1b(p, m, v):
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+    ranks = get_schedule_ops("Interleaved1F1B", p, m, num_stages_per_rank=v)
+    kinds = {"FORWARD": "F", "FULL_BACKWARD": "B"}
+    return [[Op(kinds[a.computation_type.name], a.microbatch_index, a.stage_index)
+             for a in rank if a is not None and a.computation_type.name in kinds] for rank in ranks]
+"""
 PS3_ALL = {"gpipe": 2, "one_f_one_b": 4, "interleaved_1f1b": 4}
 PS3: dict[str, Case] = {
     "solved": Case("ps3"),
@@ -405,6 +428,8 @@ PS3: dict[str, Case] = {
                            lost=PS3_ALL),
     "library_source_reader": Case("ps3", replace={"q1_answer": LIBRARY_SOURCE, "q2_answer": "", "q3_answer": ""},
                                   lost=PS3_ALL),
+    "library_relatives": Case("ps3", replace={"q1_answer": LIBRARY_RELATIVES, "q2_answer": "", "q3_answer": ""},
+                              lost=PS3_ALL),
     "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
                                                       "    return [[Op(o.kind, np.int64(o.microbatch), np.int64(o.chunk)) "
                                                       "for o in s] for s in _gpipe(p, m)]"}),

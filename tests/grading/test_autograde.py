@@ -165,7 +165,8 @@ def test_time_outs_and_dead_kernels_say_what_happened(course, graded):
 
 
 def test_library_implementations_are_not_answers(course, graded):
-    assert "not available while autograding" in _text(_test_outputs(course, "ps3", "library_caller")["gpipe"])
+    for student in ("library_caller", "library_relatives"):
+        assert "not available while autograding" in _text(_test_outputs(course, "ps3", student)["gpipe"])
     assert "not available while autograding" in _text(_test_outputs(course, "ps5", "library_caller")["gpipe"])
 
 

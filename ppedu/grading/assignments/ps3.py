@@ -14,15 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from ppedu import schedules
 
 from ppedu.grading.answers import calls
 from ppedu.grading.schedule_checks import Report, grade_schedule
 from ppedu.grading.students import pick
 
-#: ppedu's functions a ps3 notebook cannot call while it is autograded (module: functions; empty: all).
-HIDDEN = {"ppedu.schedules.gpipe": (), "ppedu.schedules.one_f_one_b": (), "ppedu.schedules.interleaved": (),
-          "ppedu.schedules.zero_bubble": (), "ppedu.reference": ()}
+#: What a ps3 notebook cannot call while it is autograded (module: functions; empty: all of them; None: the module
+#: itself): every generator of an order — each schedule family (looped BFS with v = 1 is GPipe's twin), the search,
+#: torch's orders and PyTorch's pipelining package, which lists them too.
+HIDDEN: dict[str, tuple[str, ...] | None] = {
+    **{f"ppedu.schedules.{path.stem}": () for path in sorted(Path(schedules.__file__).parent.glob("*.py"))
+       if path.stem != "__init__"},
+    "ppedu.search": (), "ppedu.reference": (), "torch.distributed.pipelining": None}
 
 
 def values(student: str) -> dict[str, Any]:
