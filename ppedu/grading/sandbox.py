@@ -180,7 +180,10 @@ def prepared(folder: Path, hide: Mapping[str, Sequence[str] | None] = {}, why: s
         run.mkdir()
         hidden = {}
         for module, names in hide.items():
-            original = Path(importlib.util.find_spec(module).origin)
+            spec = importlib.util.find_spec(module)
+            if spec is None or spec.origin is None:  # not installed: nothing to take away
+                continue
+            original = Path(spec.origin)
             replacement = base / f"{module}.py"
             replacement.write_text(stand_in(original.read_text(), names, why))
             hidden[str(original.resolve())] = str(replacement)
