@@ -117,7 +117,7 @@ def test_ch4_interleaving_keeps_one_stage_of_parameters_and_1f1b_released_activa
     ones = simulate(plain).peak_stage_activations
     inters = simulate(inter, Costs(f=1, b=1).per_chunk(2)).peak_stage_activations
     assert max(ones) < max(inters) < max(gpipe)  # 1F1B, not interleaving, is what released activations early
-    assert "static memory per GPU is unchanged" in source("04-interleaved", "ee651300")
+    assert "static memory per GPU is unchanged" in source("04-interleaved", "04-25c")
 
 
 def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with_m():
@@ -125,4 +125,4 @@ def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with
     ones = {m: simulate(schedules.one_f_one_b(8, m), Costs(f=1, b=1, w=1)).bubble_ratio for m in (16, 1024)}
     assert rows[1024] < rows[16] and ones[1024] < ones[16]  # the share falls for both
     assert ones[1024] < 0.01 and rows[1024] < ones[1024]  # DualPipe's is smaller, not alone in vanishing
-    assert "true of every schedule" in source("06-dualpipe", "6c1c646d")
+    assert "true of every schedule" in source("06-dualpipe", "06-29a")
