@@ -82,6 +82,9 @@ def textbook_claims(*sections: str) -> Table[Claim]:
         Claim("4.4.5", "v = 2 doubles the hand-overs between GPUs (p = 4; Megatron-LM: ×v)", "×2",
               f"×{min(per_link.values()):g} on each link 1F1B uses; ×{handed_i / handed_o:.2f} in all, "
               f"with the new link GPU {o8.schedule.p - 1} → GPU 0", set(per_link.values()) == {2}),
+        Claim("4.4.5", "v = 2 chunks increase static model state per GPU", "more than 1F1B",
+              f"{parameter_copies(i8.schedule):g} stage of parameters (v chunks of 1/v), as 1F1B's "
+              f"{parameter_copies(o8.schedule):g}", parameter_copies(i8.schedule) > parameter_copies(o8.schedule)),
         Claim("4.5.1", "DualPipe keeps GPU 0 and GPU p-1 busy from t1 (p = 4)", "both",
               "GPUs " + ", ".join(str(s) for s in sorted(busy_at_start)), busy_at_start == {0, 3}),
     )

@@ -205,27 +205,27 @@ def self_check_answers() -> tuple[Item, ...]:
              "step.", i22.idle_slots,
              f"*T* = {i22.makespan:g} steps × 2 GPUs = {i22.total_slots:g} slots, {i22.busy_slots:g} busy (2 GPUs × 2 "
              f"chunks × 2 micro-batches × F and B): {i22.idle_slots:g} idle."),
-        Item("Chapter 5, question 1", "Parameter copies per GPU under DualPipe and DualPipeV.",
-             (parameter_copies(dualpipe(4, 8)), parameter_copies(dualpipe_v(4, 8))),
-             f"DualPipe: {parameter_copies(dualpipe(4, 8)):g} (stage *j* for one direction, *p* − 1 − *j* for the "
-             f"other); DualPipeV: {parameter_copies(dualpipe_v(4, 8)):g} (two chunks of half a stage)."),
-        Item("Chapter 5, question 2", "Count DualPipe's grid at *p* = 4, *m* = 8 with *f* = *b* = *w* = 1.",
-             (d48.total_slots, d48.idle_slots, _frac(d48.bubble_ratio)),
-             f"*T* = {d48.makespan:g}, {d48.total_slots:g} slots, {d48.busy_slots:g} busy (each GPU runs 8 F, 8 B "
-             f"and its W's: a split backward still costs *b* + *w*), {d48.idle_slots:g} idle."),
-        Item("Chapter 6, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
-             o_peaks.index(max(o_peaks)),
-             f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
-             f"weighted by the lab's chunk sizes GPU 0 stays ahead unless its layers keep far fewer bytes."),
-        Item("Chapter 6, question 2", "Does the schedule change a step's gradients?", "no",
-             "No: every schedule runs the same forwards and backwards on the same weights and averages the same "
-             "micro-batch gradients; the lab's largest difference is rounding."),
-        Item("Chapter 7, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
+        Item("Chapter 5, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
              zb.makespan - zb.busy_per_stage[0],
              f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: 3 × 1 = {zb.makespan - zb.busy_per_stage[0]:g}, "
              f"against 1F1B's (*p* − 1)(*F* + *B*) = 9."),
-        Item("Chapter 7, question 2", "A GPU is twice as slow: fix the schedule or the partition?", "partition",
+        Item("Chapter 5, question 2", "A GPU is twice as slow: fix the schedule or the partition?", "partition",
              "The partition: in the steady state every schedule runs at the slowest stage's pace."),
+        Item("Chapter 6, question 1", "Parameter copies per GPU under DualPipe and DualPipeV.",
+             (parameter_copies(dualpipe(4, 8)), parameter_copies(dualpipe_v(4, 8))),
+             f"DualPipe: {parameter_copies(dualpipe(4, 8)):g} (stage *j* for one direction, *p* − 1 − *j* for the "
+             f"other); DualPipeV: {parameter_copies(dualpipe_v(4, 8)):g} (two chunks of half a stage)."),
+        Item("Chapter 6, question 2", "Count DualPipe's grid at *p* = 4, *m* = 8 with *f* = *b* = *w* = 1.",
+             (d48.total_slots, d48.idle_slots, _frac(d48.bubble_ratio)),
+             f"*T* = {d48.makespan:g}, {d48.total_slots:g} slots, {d48.busy_slots:g} busy (each GPU runs 8 F, 8 B "
+             f"and its W's: a split backward still costs *b* + *w*), {d48.idle_slots:g} idle."),
+        Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
+             o_peaks.index(max(o_peaks)),
+             f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
+             f"weighted by the lab's chunk sizes GPU 0 stays ahead unless its layers keep far fewer bytes."),
+        Item("Chapter 7, question 2", "Does the schedule change a step's gradients?", "no",
+             "No: every schedule runs the same forwards and backwards on the same weights and averages the same "
+             "micro-batch gradients; the lab's largest difference is rounding."),
         Item("Chapter 8, question 1", "The least recomputation that lets GPipe fit (7B, 4 × A100 80 GB, *m* = 16).",
              recomputation.cheapest_fit(trade, "gpipe"),
              f"{str(recomputation.cheapest_fit(trade, 'gpipe')).capitalize()}: GPipe keeps all 16 micro-batches in flight; 1F1B, with "

@@ -287,17 +287,17 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "2(p−1): (pv−1)/(p−1) times the hand-overs, about v for large p.",
         "Parameters per GPU are unchanged; warm-up activations grow; a slow link can eat the gain.",
     ),
-    "5 · DualPipe": (
+    "5 · Zero bubble": (
+        "Splitting B from W lets W fill the bubble (zero bubble); what W needs is still memory.",
+        "No schedule beats the slowest stage: balance the partition first.",
+    ),
+    "6 · DualPipe": (
         "Two streams in opposite directions fill each other's triangles; two parameter copies, p+1 activations.",
         "Its real gain is overlapped pairs that hide communication; Chimera (2021) was bidirectional first.",
     ),
-    "6 · The MNIST lab": (
+    "7 · The MNIST lab": (
         "Every schedule computes the same gradients; only time and memory differ.",
         "Measured costs predict a real step once warm-up outliers are excluded.",
-    ),
-    "7 · Beyond": (
-        "Splitting B from W lets W fill the bubble (zero bubble); what W needs is still memory.",
-        "No schedule beats the slowest stage: balance the partition first.",
     ),
     "8 · Memory and recomputation": (
         "Recomputation trades one extra forward for keeping only a layer's input; selective recomputation "

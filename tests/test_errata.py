@@ -145,3 +145,9 @@ def test_a_self_check_names_the_unanswered_the_wrong_and_the_right():
     assert check("Memory ", "memory", "").correct and not check("time", "memory", "").correct
     assert check((2, 1), (2.0, 1.0), "").correct and not check(True, 1, "").correct
     assert parameter_copies(dualpipe(4, 8)) == 2
+
+
+def test_interleaving_keeps_one_stage_of_parameters_per_gpu_against_the_textbooks_static_memory_claim():
+    claim = next(c for c in textbook_claims("4.4.5") if "static" in c.statement)
+    assert not claim.holds
+    assert claim.computed.startswith(f"{parameter_copies(interleaved_1f1b(4, 8, 2)):g} stage")

@@ -55,8 +55,8 @@ def test_self_check_answers_agree_with_independent_simulation():
     assert ITEMS["Chapter 2, question 1"].answer == (g.total_slots, g.idle_slots, "3/7")
     assert ITEMS["Chapter 1, question 1"].answer == (24, 12, "1/2")
     assert ITEMS["Chapter 4, question 1"].answer == [2, 6]
-    assert ITEMS["Chapter 5, question 1"].answer == (2, 1)
-    assert ITEMS["Chapter 7, question 1"].answer == 3
+    assert ITEMS["Chapter 6, question 1"].answer == (2, 1)
+    assert ITEMS["Chapter 5, question 1"].answer == 3
     assert ITEMS["Chapter 8, question 2"].answer == pytest.approx(4 / 3, abs=1e-3)
 
 

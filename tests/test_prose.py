@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppedu import Costs, cluster, schedules, simulate
+from ppedu import Costs, cluster, lesson, schedules, simulate
 from ppedu.errata import matching_configurations
 from ppedu.memory import FREE_AT_B, FREE_AT_W, zero_bubble_split
 from ppedu.widgets import SlotCountingExercise
@@ -62,11 +62,11 @@ def test_ch4_gpu_0_holds_37_5_percent_more_at_p4_m8_v2():
     assert "a little more activation memory" not in source("04-interleaved", "04-23").lower()
 
 
-def test_ch5_an_unsplit_backward_takes_b_plus_w():
+def test_ch6_an_unsplit_backward_takes_b_plus_w():
     t = simulate(schedules.dualpipe(4, 8), Costs(f=1, b=1, w=1))
     durations = {e.duration for e in t.events if e.op.kind == "B"}
     assert durations == {1.0, 2.0}  # split: B alone; unsplit: B and W in one op
-    assert "Each op costs one step" not in source("05-dualpipe", "05-04")
+    assert "Each op costs one step" not in source("06-dualpipe", "06-04")
 
 
 def test_ch1_the_first_attempt_gets_the_hints_its_text_names():
@@ -90,21 +90,39 @@ def test_ch1_ch2_micro_batch_gradients_are_weighted_by_their_share(chapter, cell
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(2, 6), st.integers(0, 6), st.floats(0, 1))
-def test_ch7_zb_h1_keeps_only_the_largest_of_1f1bs_peaks_under_every_memory_model(p, extra, kept):
+def test_ch5_zb_h1_keeps_only_the_largest_of_1f1bs_peaks_under_every_memory_model(p, extra, kept):
     m = p + extra
     one = simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=1, w=1)).peak_activations
     zb = simulate(schedules.zero_bubble_h1(p, m), Costs(f=1, b=1, w=1), zero_bubble_split(kept)).peak_activations
     assert max(zb) == max(one)
 
 
-def test_ch7_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_activations():
+def test_ch5_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_activations():
     costs, zb = Costs(f=1, b=1, w=1), schedules.zero_bubble_h1(4, 8)
     assert simulate(zb, costs, FREE_AT_W).peak_activations == (4, 4, 4, 4) == simulate(zb, costs).peak_activations
     assert simulate(zb, costs, FREE_AT_B).peak_activations == (4, 3, 2, 1)
-    assert "unchanged peak activations" not in source("07-beyond", "07-06")
+    assert "unchanged peak activations" not in source("05-zero-bubble", "05-06")
 
 
 def test_ch4_only_1_gbit_ethernet_falls_below_the_break_even_bandwidth():
     llama, gpus = cluster.MODELS["7b"], cluster.Cluster(cluster.GPUS["h100-80gb"], 4, cluster.LINKS["pcie-gen4"])
     below = [name for name, link in cluster.LINKS.items() if link.bandwidth < cluster.break_even_bandwidth(llama, gpus, m=8)]
     assert below == ["eth-1g"]
+
+
+def test_ch4_interleaving_keeps_one_stage_of_parameters_and_1f1b_released_activations_first():
+    plain, inter = schedules.one_f_one_b(4, 8), schedules.interleaved_1f1b(4, 8, 2)
+    assert lesson.parameter_copies(inter) == lesson.parameter_copies(plain) == 1
+    gpipe = simulate(schedules.gpipe(4, 8)).peak_stage_activations
+    ones = simulate(plain).peak_stage_activations
+    inters = simulate(inter, Costs(f=1, b=1).per_chunk(2)).peak_stage_activations
+    assert max(ones) < max(inters) < max(gpipe)  # 1F1B, not interleaving, is what released activations early
+    assert "static memory per GPU is unchanged" in source("04-interleaved", "04-25c")
+
+
+def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with_m():
+    rows = {m: simulate(schedules.dualpipe(8, m), Costs(f=1, b=1, w=1)).bubble_ratio for m in (16, 1024)}
+    ones = {m: simulate(schedules.one_f_one_b(8, m), Costs(f=1, b=1, w=1)).bubble_ratio for m in (16, 1024)}
+    assert rows[1024] < rows[16] and ones[1024] < ones[16]  # the share falls for both
+    assert ones[1024] < 0.01 and rows[1024] < ones[1024]  # DualPipe's is smaller, not alone in vanishing
+    assert "true of every schedule" in source("06-dualpipe", "06-29a")
