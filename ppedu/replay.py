@@ -1,9 +1,9 @@
-"""The replay loop: resources work through their queues of items, each item starting once its
+"""The replay loop: resources work through their runs of items, each item starting once its
 resource is free and the one item it needs has finished (plus a delay). It knows nothing of
 pipelines — the simulator, the MNIST executor's measured timeline and the schedule checks
 give it numbered items — and visits each item once, so it stays linear in their number.
 
->>> r = replay(queues=[[0, 1], [2]], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
+>>> r = replay(bounds=[0, 2, 3], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
 >>> r.start, r.end, r.waited
 ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
 """
@@ -34,69 +34,68 @@ class Deadlock(ValueError):
         self.stuck = stuck
 
 
-def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequence[float], length: Sequence[float],
+def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], length: Sequence[float],
            glued: Collection[int] = ()) -> Replay:
-    """Run items ``0 … n-1``: resource ``q`` runs ``queues[q]`` in order, one at a time; item ``i``
-    takes ``length[i]`` and starts when its resource is free and item ``needs[i]`` (``-1``:
-    none) ended ``delay[i]`` ago. An item in ``glued`` runs straight after the item before it
-    in its queue, and that one waits for both inputs (two items overlapped into one unit).
+    """Run items ``0 … n-1``: resource ``q`` runs items ``bounds[q]`` to ``bounds[q+1] - 1`` in
+    order, one at a time (number the items queue by queue); item ``i`` takes ``length[i]`` and
+    starts when its resource is free and item ``needs[i]`` (``-1``: none) ended ``delay[i]`` ago.
+    An item in ``glued`` runs straight after the item before it on its resource, and that one
+    waits for both inputs (two items overlapped into one unit).
 
-    Raises :class:`Deadlock` if some resource can never reach the end of its queue.
+    Raises :class:`Deadlock` if some resource can never reach the end of its run.
 
-    >>> replay([[0, 1], [2, 3]], needs=[-1, 3, 0, -1], delay=[0] * 4, length=[1] * 4).start
+    >>> replay([0, 2, 4], needs=[-1, 3, 0, -1], delay=[0] * 4, length=[1] * 4).start
     [0.0, 3.0, 1.0, 2.0]
     """
-    n = len(length)
+    n, resources = len(length), len(bounds) - 1
     start, waited = [0.0] * n, [-1] * n
     end = [-1.0] * n  # -1: not run yet
-    pair = bytearray(n)
+    paired = bytearray(n)  # 1: the next item is glued to this one
+    firsts = set(bounds)
     for i in glued:
-        pair[i] = 1
-    waiters: list[list[int] | None] = [None] * n
-    free = [0.0] * len(queues)
-    pos = [0] * len(queues)
-    ready = list(range(len(queues)))
+        if i not in firsts:  # the first item of a run has nothing before it to be glued to
+            paired[i - 1] = 1
+    # Who waits for what, as linked lists in flat int lists (no allocation in the loop):
+    # first[i] is a resource waiting for item i, after[q] the next one waiting for the same item.
+    first, after = [-1] * n, [-1] * resources
+    free, pos, stop = [0.0] * resources, list(bounds[:-1]), list(bounds[1:])
+    ready = list(range(resources))
     while ready:
         q = ready.pop()
-        items, t = queues[q], free[q]
-        last = len(items) - 1
-        for i in range(pos[q], last + 1):
-            x = items[i]
+        t = free[q]
+        for x in range(pos[q], stop[q]):
             need = needs[x]
             if need >= 0:
                 arrival = end[need]
                 if arrival < 0:
-                    if (queued := waiters[need]) is None:
-                        waiters[need] = [q]
-                    else:
-                        queued.append(q)
+                    after[q], first[need] = first[need], q
                     break
                 arrival += delay[x]
                 if arrival > t:
                     t = arrival
                     waited[x] = need
-            if glued and i < last and pair[partner := items[i + 1]] and (need := needs[partner]) >= 0 and need != x:
+            if glued and paired[x] and (need := needs[x + 1]) >= 0 and need != x:
                 if end[need] < 0:  # the pair also waits for its second item's input
-                    waiters[need] = [*(waiters[need] or ()), q]
+                    after[q], first[need] = first[need], q
                     break
-                if end[need] + delay[partner] > t:
-                    t, waited[x] = end[need] + delay[partner], need
+                if end[need] + delay[x + 1] > t:
+                    t, waited[x] = end[need] + delay[x + 1], need
             start[x] = t
             t += length[x]
             end[x] = t
-            if (queued := waiters[x]) is not None:
-                ready += queued
-                waiters[x] = None
+            if (w := first[x]) >= 0:
+                while w >= 0:
+                    ready.append(w)
+                    w = after[w]
         else:
-            i = last + 1
-        pos[q], free[q] = i, t
+            x = stop[q]
+        pos[q], free[q] = x, t
     stuck = []
-    for q, items in enumerate(queues):
-        if pos[q] < len(items):
-            head = items[pos[q]]
+    for q in range(resources):
+        if (head := pos[q]) < stop[q]:
             need = needs[head]
             if need < 0 or end[need] >= 0:  # the head's input is in: its glued partner's is not
-                need = needs[items[pos[q] + 1]]
+                need = needs[head + 1]
             stuck.append((q, head, need))
     if stuck:
         raise Deadlock(stuck)

@@ -237,9 +237,8 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             scale = (costs.pair(s) or 0.0) / total if total else 0.0
             length[f], length[b] = length[f] * scale, length[b] * scale
             glued.append(b)
-    queues = [range(a, b) for a, b in zip(c.start.tolist(), c.start[1:].tolist())]
     try:
-        r = replay(queues, c.needs.tolist(), delay.tolist(), length.tolist(), glued)
+        r = replay(c.start.tolist(), c.needs.tolist(), delay.tolist(), length.tolist(), glued)
     except Deadlock as stuck:
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
