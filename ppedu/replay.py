@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from math import inf
 
 
 @dataclass(frozen=True)
@@ -48,16 +49,19 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
     [0.0, 3.0, 1.0, 2.0]
     """
     n, resources = len(length), len(bounds) - 1
-    start, waited = [0.0] * n, [-1] * n
-    end = [-1.0] * n  # -1: not run yet
+    start: list = [None] * n  # None: not run yet
+    # end[i] is +inf until item i has run, so "its input has not arrived" and "it waits for its
+    # input" are one comparison; the extra last entry, -inf, is where need -1 (none) points.
+    end, waited = [inf] * n + [-inf], [-1] * n
     paired = bytearray(n)  # 1: the next item is glued to this one
     firsts = set(bounds)
     for i in glued:
         if i not in firsts:  # the first item of a run has nothing before it to be glued to
             paired[i - 1] = 1
     # Who waits for what, as linked lists in flat int lists (no allocation in the loop):
-    # first[i] is a resource waiting for item i, after[q] the next one waiting for the same item.
-    first, after = [-1] * n, [-1] * resources
+    # first[i] - 1 is a resource waiting for item i, after[q] - 1 the next one waiting for the
+    # same item (0: none).
+    first, after = [0] * n, [0] * resources
     free, pos, stop = [0.0] * resources, list(bounds[:-1]), list(bounds[1:])
     ready = list(range(resources))
     while ready:
@@ -65,36 +69,38 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
         t = free[q]
         for x in range(pos[q], stop[q]):
             need = needs[x]
-            if need >= 0:
-                arrival = end[need]
-                if arrival < 0:
-                    after[q], first[need] = first[need], q
+            arrival = end[need] + delay[x]
+            if arrival > t:
+                if start[need] is None:  # not run yet: wait for it
+                    after[q], first[need] = first[need], q + 1
                     break
-                arrival += delay[x]
-                if arrival > t:
+                t = arrival
+                waited[x] = need
+            if glued and paired[x] and (need := needs[x + 1]) != x:
+                arrival = end[need] + delay[x + 1]
+                if arrival > t:  # the pair also waits for its second item's input
+                    if start[need] is None:
+                        after[q], first[need] = first[need], q + 1
+                        break
                     t = arrival
                     waited[x] = need
-            if glued and paired[x] and (need := needs[x + 1]) >= 0 and need != x:
-                if end[need] < 0:  # the pair also waits for its second item's input
-                    after[q], first[need] = first[need], q
-                    break
-                if end[need] + delay[x + 1] > t:
-                    t, waited[x] = end[need] + delay[x + 1], need
             start[x] = t
             t += length[x]
             end[x] = t
-            if (w := first[x]) >= 0:
-                while w >= 0:
-                    ready.append(w)
-                    w = after[w]
+            if first[x]:
+                w = first[x]
+                while w:
+                    ready.append(w - 1)
+                    w = after[w - 1]
         else:
             x = stop[q]
         pos[q], free[q] = x, t
+    end.pop()
     stuck = []
     for q in range(resources):
         if (head := pos[q]) < stop[q]:
             need = needs[head]
-            if need < 0 or end[need] >= 0:  # the head's input is in: its glued partner's is not
+            if need < 0 or start[need] is not None:  # the head's input is in: its glued partner's is not
                 need = needs[head + 1]
             stuck.append((q, head, need))
     if stuck:
