@@ -4,13 +4,14 @@ pipelines — the simulator, the MNIST executor's measured timeline and the sche
 give it numbered items — and visits each item once, so it stays linear in their number.
 
 >>> r = replay(bounds=[0, 2, 3], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
->>> r.start, r.end, r.waited
+>>> r.start, r.end, list(r.waited)
 ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from array import array
 from dataclasses import dataclass
 from math import inf
 
@@ -19,11 +20,12 @@ from math import inf
 class Replay:
     """When each item ran. ``waited[i]`` is the item whose arrival set ``i``'s start (``i``'s own
     input or, for a glued pair, its partner's), or ``-1`` when ``i`` started as soon as its
-    resource was free: the loop's own answer to "why did it start then?"."""
+    resource was free: the loop's own answer to "why did it start then?". ``waited`` is a
+    flat array, which numpy reads without a copy (the loop writes it only when an item waits)."""
 
     start: list[float]
     end: list[float]
-    waited: list[int]
+    waited: array[int]
 
 
 class Deadlock(ValueError):
@@ -50,9 +52,10 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
     """
     n, resources = len(length), len(bounds) - 1
     start: list = [None] * n  # None: not run yet
+    waited = array("q", [-1]) * n
     # end[i] is +inf until item i has run, so "its input has not arrived" and "it waits for its
     # input" are one comparison; the extra last entry, -inf, is where need -1 (none) points.
-    end, waited = [inf] * n + [-inf], [-1] * n
+    end = [inf] * n + [-inf]
     paired = bytearray(n)  # 1: the next item is glued to this one
     firsts = set(bounds)
     for i in glued:

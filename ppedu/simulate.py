@@ -186,6 +186,12 @@ class Timeline:
         }
 
 
+def _shared(table: np.ndarray) -> np.ndarray:
+    """``table`` as Python floats in an object array: indexing it per op makes lists whose equal
+    entries share one float object, so the replay's inputs cost no allocation per op."""
+    return table.astype(object)
+
+
 def _whole(x: float) -> float:
     return int(x) if float(x).is_integer() else float(x)
 
@@ -217,9 +223,9 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
                 table[:, s, k] = (costs.forward(s, k), costs.backward(s, True, k), costs.backward(s, False, k),
                                   costs.weight(s, k))
         code = np.where(c.kind == 1, 1 + c.split, np.where(c.kind == 2, 3, 0))
-        length = table[code, c.stage, c.chunk]
+        length = _shared(table)[code, c.stage, c.chunk].tolist()
     else:
-        length = np.array([durations[op] for op in c.ops], dtype=float)
+        length = np.array([durations[op] for op in c.ops], dtype=float).tolist()
     # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward).
     delays = np.zeros((2, len(schedule.placement), chunks))
     for d, row in enumerate(schedule.placement):
@@ -227,7 +233,7 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             delays[0, d, k + 1] = costs.hand_over(row[k], row[k + 1], k)
             delays[1, d, k] = costs.hand_over(row[k + 1], row[k], k)
     moved = (c.kind < 2) & ~((c.kind == 1) & (c.chunk == last))
-    delay = np.where(moved, delays[np.minimum(c.kind, 1), c.direction, c.chunk], 0.0)
+    delay = np.where(moved, _shared(delays)[np.minimum(c.kind, 1), c.direction, c.chunk], 0.0).tolist()
     glued = []
     if costs.fb is not None and schedule.overlapped:
         where = {op: i for i, op in enumerate(c.ops) if op in schedule.overlapped}
@@ -238,11 +244,11 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             length[f], length[b] = length[f] * scale, length[b] * scale
             glued.append(b)
     try:
-        r = replay(c.start.tolist(), c.needs.tolist(), delay.tolist(), length.tolist(), glued)
+        r = replay(c.start.tolist(), c.needs.tolist(), delay, length, glued)
     except Deadlock as stuck:
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
     n = len(c.ops)
     return Timeline(schedule, costs, np.fromiter(r.start, float, n), np.fromiter(r.end, float, n),
-                    np.fromiter(r.waited, np.int64, n), memory)
+                    np.frombuffer(r.waited, np.int64), memory)

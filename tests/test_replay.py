@@ -13,7 +13,7 @@ from ppedu.schedules import dualpipe, gpipe, one_f_one_b, zero_bubble_h1
 
 def test_an_item_waits_for_its_resource_and_its_input_plus_the_delay():
     r = replay([0, 2, 3], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
-    assert (r.start, r.end, r.waited) == ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
+    assert (r.start, r.end, list(r.waited)) == ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
 
 
 def test_a_glued_pair_starts_when_both_inputs_are_in_and_runs_back_to_back():
