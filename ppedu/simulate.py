@@ -249,6 +249,6 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
-    n = len(c.ops)
-    return Timeline(schedule, costs, np.fromiter(r.start, float, n), np.fromiter(r.end, float, n),
-                    np.frombuffer(r.waited, np.int64), memory)
+    start = np.fromiter(r.start, float, len(c.ops))
+    # Each end is its start plus its length, the same float sum the loop made: cheaper in bulk.
+    return Timeline(schedule, costs, start, start + np.array(length), np.frombuffer(r.waited, np.int64), memory)
