@@ -61,21 +61,22 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
     for i in glued:
         if i not in firsts:  # the first item of a run has nothing before it to be glued to
             paired[i - 1] = 1
+    # Resources are numbered from 1 in the loop, so 0 can mean "none" below.
+    free, pos, stop = [0.0] * (resources + 1), [0, *bounds[:-1]], [0, *bounds[1:]]
     # Who waits for what, as linked lists in flat int lists (no allocation in the loop):
-    # first[i] - 1 is a resource waiting for item i, after[q] - 1 the next one waiting for the
-    # same item (0: none).
-    first, after = [0] * n, [0] * resources
-    free, pos, stop = [0.0] * resources, list(bounds[:-1]), list(bounds[1:])
-    ready = list(range(resources))
+    # first[i] is a resource waiting for item i, after[q] the next one waiting for the same item.
+    first, after = [0] * n, [0] * (resources + 1)
+    ready = list(range(1, resources + 1))
+    push, pop = ready.append, ready.pop
     while ready:
-        q = ready.pop()
+        q = pop()
         t = free[q]
         for x in range(pos[q], stop[q]):
             need = needs[x]
             arrival = end[need] + delay[x]
             if arrival > t:
                 if start[need] is None:  # not run yet: wait for it
-                    after[q], first[need] = first[need], q + 1
+                    after[q], first[need] = first[need], q
                     break
                 t = arrival
                 waited[x] = need
@@ -83,7 +84,7 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
                 arrival = end[need] + delay[x + 1]
                 if arrival > t:  # the pair also waits for its second item's input
                     if start[need] is None:
-                        after[q], first[need] = first[need], q + 1
+                        after[q], first[need] = first[need], q
                         break
                     t = arrival
                     waited[x] = need
@@ -93,19 +94,19 @@ def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], 
             if first[x]:
                 w = first[x]
                 while w:
-                    ready.append(w - 1)
-                    w = after[w - 1]
+                    push(w)
+                    w = after[w]
         else:
             x = stop[q]
         pos[q], free[q] = x, t
     end.pop()
     stuck = []
-    for q in range(resources):
+    for q in range(1, resources + 1):
         if (head := pos[q]) < stop[q]:
             need = needs[head]
             if need < 0 or start[need] is not None:  # the head's input is in: its glued partner's is not
                 need = needs[head + 1]
-            stuck.append((q, head, need))
+            stuck.append((q - 1, head, need))
     if stuck:
         raise Deadlock(stuck)
     return Replay(start, end, waited)
