@@ -222,18 +222,19 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             for k, s in enumerate(row):
                 table[:, s, k] = (costs.forward(s, k), costs.backward(s, True, k), costs.backward(s, False, k),
                                   costs.weight(s, k))
-        code = np.where(c.kind == 1, 1 + c.split, np.where(c.kind == 2, 3, 0))
+        code = c.kind + c.split  # F 0, full B 1, split B 2, W 3 (a W is always split)
         length = _shared(table)[code, c.stage, c.chunk].tolist()
     else:
         length = np.array([durations[op] for op in c.ops], dtype=float).tolist()
-    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward).
-    delays = np.zeros((2, len(schedule.placement), chunks))
+    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward);
+    # row 2 is for ops that take no hand-over.
+    delays = np.zeros((3, len(schedule.placement), chunks))
     for d, row in enumerate(schedule.placement):
         for k in range(last):
             delays[0, d, k + 1] = costs.hand_over(row[k], row[k + 1], k)
             delays[1, d, k] = costs.hand_over(row[k + 1], row[k], k)
     moved = (c.kind < 2) & ~((c.kind == 1) & (c.chunk == last))
-    delay = np.where(moved, _shared(delays)[np.minimum(c.kind, 1), c.direction, c.chunk], 0.0).tolist()
+    delay = _shared(delays)[np.where(moved, c.kind, 2), c.direction, c.chunk].tolist()
     glued = []
     if costs.fb is not None and schedule.overlapped:
         where = {op: i for i, op in enumerate(c.ops) if op in schedule.overlapped}
