@@ -45,7 +45,7 @@ def main() -> None:
         schedule = build(name, p, m, v)
         ops = sum(len(s) for s in schedule.stages)
         # A fresh record each run: its columns (the bulk validation and dependency lookup) are timed too.
-        wall, cpu = best_of(3, lambda: simulate(replace(schedule), Costs(f=1, b=2, comm=0.1)).bubble_ratio)
+        wall, cpu = best_of(5, lambda: simulate(replace(schedule), Costs(f=1, b=2, comm=0.1)).bubble_ratio)
         if (name, p, m, v) == BIG:
             big_cpu = cpu
         if ops <= TORCH_MAX_OPS:

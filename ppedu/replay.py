@@ -10,8 +10,8 @@ give it numbered items — and visits each item once, so it stays linear in thei
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 from array import array
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from math import inf
 
@@ -29,7 +29,7 @@ class Replay:
 
 
 class Deadlock(ValueError):
-    """The queues' order makes resources wait on each other: ``stuck`` lists, per blocked
+    """The runs' order makes resources wait on each other: ``stuck`` lists, per blocked
     resource, ``(resource, the item at its head, the item that one needs)``."""
 
     def __init__(self, stuck: list[tuple[int, int, int]]) -> None:
@@ -40,7 +40,7 @@ class Deadlock(ValueError):
 def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], length: Sequence[float],
            glued: Collection[int] = ()) -> Replay:
     """Run items ``0 … n-1``: resource ``q`` runs items ``bounds[q]`` to ``bounds[q+1] - 1`` in
-    order, one at a time (number the items queue by queue); item ``i`` takes ``length[i]`` and
+    order, one at a time (number the items resource by resource); item ``i`` takes ``length[i]`` and
     starts when its resource is free and item ``needs[i]`` (``-1``: none) ended ``delay[i]`` ago.
     An item in ``glued`` runs straight after the item before it on its resource, and that one
     waits for both inputs (two items overlapped into one unit).
