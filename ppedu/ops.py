@@ -198,7 +198,8 @@ class Schedule:
                 or np.count_nonzero(np.bincount(mb_ids, minlength=1)) != batches or batches != self.microbatches:
             return None
         need_kind, need_chunk, exists = needed(kind, chunks, chunks_)
-        needs = np.where(exists.astype(bool), index[need_kind * per_kind + row + np.clip(need_chunk, 0, chunks_ - 1)], -1)
+        need_id = need_kind * per_kind + row + np.clip(need_chunk, 0, chunks_ - 1)
+        needs = np.where(exists.astype(bool), index[need_id], -1)
         forward = index[row + chunks]  # the F of the same micro-batch and chunk
         split = (index[2 * per_kind + row + chunks] >= 0) & (kind > 0)
         if (needs[kind == 2] < 0).any():

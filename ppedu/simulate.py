@@ -252,4 +252,5 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
     start = np.fromiter(r.start, float, len(c.ops))
     # Each end is its start plus its length, the same float sum the loop made: cheaper in bulk.
-    return Timeline(schedule, costs, start, start + np.array(length), np.frombuffer(r.waited, np.int64), memory)
+    end = start + np.fromiter(length, float, len(length))
+    return Timeline(schedule, costs, start, end, np.frombuffer(r.waited, np.int64), memory)
