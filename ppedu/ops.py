@@ -184,11 +184,13 @@ class Schedule:
         if home is None or (kind > 2).any() or (mbs < 0).any() or not ((0 <= dirs) & (dirs < dirs_)).all() \
                 or not ((0 <= chunks) & (chunks < chunks_)).all() or (home[dirs, chunks] != stage).any():
             return None
-        # Each op's dense id by (kind, direction, micro-batch, chunk), to find its input by id.
+        # Each op's dense id by (kind, direction, micro-batch, chunk), to find its input by id
+        # (the ranges are checked above, so plain arithmetic makes the ids).
         mb_ids = mbs if mbs.max(initial=0) <= 2 * n else np.unique(mbs, return_inverse=True)[1]
-        size = (3, dirs_, int(mb_ids.max(initial=0)) + 1, chunks_)
-        index = np.full(int(np.prod(size)), -1, dtype=np.int64)
-        own = np.ravel_multi_index((kind, dirs, mb_ids, chunks), size)
+        row = (dirs * (int(mb_ids.max(initial=0)) + 1) + mb_ids) * chunks_  # (direction, micro-batch)
+        per_kind = int(row.max(initial=0)) + chunks_
+        index = np.full(3 * per_kind, -1, dtype=np.int64)
+        own = kind * per_kind + row + chunks
         index[own] = np.arange(n)
         batches = np.count_nonzero(np.bincount(mb_ids * dirs_ + dirs, minlength=1))
         counts = np.bincount(kind, minlength=3)
@@ -196,10 +198,10 @@ class Schedule:
                 or np.count_nonzero(np.bincount(mb_ids, minlength=1)) != batches or batches != self.microbatches:
             return None
         need_kind, need_chunk, exists = needed(kind, chunks, chunks_)
-        ids = np.ravel_multi_index((need_kind, dirs, mb_ids, np.clip(need_chunk, 0, chunks_ - 1)), size)
-        needs = np.where(exists.astype(bool), index[ids], -1)
-        forward = index[own % (size[1] * size[2] * size[3])]  # the F of the same micro-batch and chunk
-        split = (index[np.ravel_multi_index((np.full_like(kind, 2), dirs, mb_ids, chunks), size)] >= 0) & (kind > 0)
+        need_id = need_kind * per_kind + row + np.clip(need_chunk, 0, chunks_ - 1)
+        needs = np.where(exists.astype(bool), index[need_id], -1)
+        forward = index[row + chunks]  # the F of the same micro-batch and chunk
+        split = (index[2 * per_kind + row + chunks] >= 0) & (kind > 0)
         if (needs[kind == 2] < 0).any():
             return None  # a W without its B
         if self.overlapped:

@@ -1,32 +1,35 @@
-"""The replay loop: resources work through their queues of items, each item starting once its
+"""The replay loop: resources work through their runs of items, each item starting once its
 resource is free and the one item it needs has finished (plus a delay). It knows nothing of
 pipelines — the simulator, the MNIST executor's measured timeline and the schedule checks
 give it numbered items — and visits each item once, so it stays linear in their number.
 
->>> r = replay(queues=[[0, 1], [2]], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
->>> r.start, r.end, r.waited
+>>> r = replay(bounds=[0, 2, 3], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
+>>> r.start, r.end, list(r.waited)
 ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from math import inf
 
 
 @dataclass(frozen=True)
 class Replay:
     """When each item ran. ``waited[i]`` is the item whose arrival set ``i``'s start (``i``'s own
     input or, for a glued pair, its partner's), or ``-1`` when ``i`` started as soon as its
-    resource was free: the loop's own answer to "why did it start then?"."""
+    resource was free: the loop's own answer to "why did it start then?". ``waited`` is a
+    flat array, which numpy reads without a copy (the loop writes it only when an item waits)."""
 
     start: list[float]
     end: list[float]
-    waited: list[int]
+    waited: array[int]
 
 
 class Deadlock(ValueError):
-    """The queues' order makes resources wait on each other: ``stuck`` lists, per blocked
+    """The runs' order makes resources wait on each other: ``stuck`` lists, per blocked
     resource, ``(resource, the item at its head, the item that one needs)``."""
 
     def __init__(self, stuck: list[tuple[int, int, int]]) -> None:
@@ -34,70 +37,76 @@ class Deadlock(ValueError):
         self.stuck = stuck
 
 
-def replay(queues: Sequence[Sequence[int]], needs: Sequence[int], delay: Sequence[float], length: Sequence[float],
+def replay(bounds: Sequence[int], needs: Sequence[int], delay: Sequence[float], length: Sequence[float],
            glued: Collection[int] = ()) -> Replay:
-    """Run items ``0 … n-1``: resource ``q`` runs ``queues[q]`` in order, one at a time; item ``i``
-    takes ``length[i]`` and starts when its resource is free and item ``needs[i]`` (``-1``:
-    none) ended ``delay[i]`` ago. An item in ``glued`` runs straight after the item before it
-    in its queue, and that one waits for both inputs (two items overlapped into one unit).
+    """Run items ``0 … n-1``: resource ``q`` runs items ``bounds[q]`` to ``bounds[q+1] - 1`` in
+    order, one at a time (number the items resource by resource); item ``i`` takes ``length[i]`` and
+    starts when its resource is free and item ``needs[i]`` (``-1``: none) ended ``delay[i]`` ago.
+    An item in ``glued`` runs straight after the item before it on its resource, and that one
+    waits for both inputs (two items overlapped into one unit).
 
-    Raises :class:`Deadlock` if some resource can never reach the end of its queue.
+    Raises :class:`Deadlock` if some resource can never reach the end of its run.
 
-    >>> replay([[0, 1], [2, 3]], needs=[-1, 3, 0, -1], delay=[0] * 4, length=[1] * 4).start
+    >>> replay([0, 2, 4], needs=[-1, 3, 0, -1], delay=[0] * 4, length=[1] * 4).start
     [0.0, 3.0, 1.0, 2.0]
     """
-    n = len(length)
-    start, waited = [0.0] * n, [-1] * n
-    end = [-1.0] * n  # -1: not run yet
-    pair = bytearray(n)
+    n, resources = len(length), len(bounds) - 1
+    start: list = [None] * n  # None: not run yet
+    waited = array("q", [-1]) * n
+    # end[i] is +inf until item i has run, so "its input has not arrived" and "it waits for its
+    # input" are one comparison; the extra last entry, -inf, is where need -1 (none) points.
+    end = [inf] * n + [-inf]
+    paired = bytearray(n)  # 1: the next item is glued to this one
+    firsts = set(bounds)
     for i in glued:
-        pair[i] = 1
-    waiters: list[list[int] | None] = [None] * n
-    free = [0.0] * len(queues)
-    pos = [0] * len(queues)
-    ready = list(range(len(queues)))
+        if i not in firsts:  # the first item of a run has nothing before it to be glued to
+            paired[i - 1] = 1
+    # Resources are numbered from 1 in the loop, so 0 can mean "none" below.
+    free, pos, stop = [0.0] * (resources + 1), [0, *bounds[:-1]], [0, *bounds[1:]]
+    # Who waits for what, as linked lists in flat int lists (no allocation in the loop):
+    # first[i] is a resource waiting for item i, after[q] the next one waiting for the same item.
+    first, after = [0] * n, [0] * (resources + 1)
+    ready = list(range(1, resources + 1))
+    push, pop = ready.append, ready.pop
     while ready:
-        q = ready.pop()
-        items, t = queues[q], free[q]
-        last = len(items) - 1
-        for i in range(pos[q], last + 1):
-            x = items[i]
+        q = pop()
+        t = free[q]
+        for x in range(pos[q], stop[q]):
             need = needs[x]
-            if need >= 0:
-                arrival = end[need]
-                if arrival < 0:
-                    if (queued := waiters[need]) is None:
-                        waiters[need] = [q]
-                    else:
-                        queued.append(q)
+            arrival = end[need] + delay[x]
+            if arrival > t:
+                if start[need] is None:  # not run yet: wait for it
+                    after[q], first[need] = first[need], q
                     break
-                arrival += delay[x]
-                if arrival > t:
+                t = arrival
+                waited[x] = need
+            if glued and paired[x] and (need := needs[x + 1]) != x:
+                arrival = end[need] + delay[x + 1]
+                if arrival > t:  # the pair also waits for its second item's input
+                    if start[need] is None:
+                        after[q], first[need] = first[need], q
+                        break
                     t = arrival
                     waited[x] = need
-            if glued and i < last and pair[partner := items[i + 1]] and (need := needs[partner]) >= 0 and need != x:
-                if end[need] < 0:  # the pair also waits for its second item's input
-                    waiters[need] = [*(waiters[need] or ()), q]
-                    break
-                if end[need] + delay[partner] > t:
-                    t, waited[x] = end[need] + delay[partner], need
             start[x] = t
             t += length[x]
             end[x] = t
-            if (queued := waiters[x]) is not None:
-                ready += queued
-                waiters[x] = None
+            if first[x]:
+                w = first[x]
+                while w:
+                    push(w)
+                    w = after[w]
         else:
-            i = last + 1
-        pos[q], free[q] = i, t
+            x = stop[q]
+        pos[q], free[q] = x, t
+    end.pop()
     stuck = []
-    for q, items in enumerate(queues):
-        if pos[q] < len(items):
-            head = items[pos[q]]
+    for q in range(1, resources + 1):
+        if (head := pos[q]) < stop[q]:
             need = needs[head]
-            if need < 0 or end[need] >= 0:  # the head's input is in: its glued partner's is not
-                need = needs[items[pos[q] + 1]]
-            stuck.append((q, head, need))
+            if need < 0 or start[need] is not None:  # the head's input is in: its glued partner's is not
+                need = needs[head + 1]
+            stuck.append((q - 1, head, need))
     if stuck:
         raise Deadlock(stuck)
     return Replay(start, end, waited)

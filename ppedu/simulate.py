@@ -186,6 +186,12 @@ class Timeline:
         }
 
 
+def _shared(table: np.ndarray) -> np.ndarray:
+    """``table`` as Python floats in an object array: indexing it per op makes lists whose equal
+    entries share one float object, so the replay's inputs cost no allocation per op."""
+    return table.astype(object)
+
+
 def _whole(x: float) -> float:
     return int(x) if float(x).is_integer() else float(x)
 
@@ -216,18 +222,19 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             for k, s in enumerate(row):
                 table[:, s, k] = (costs.forward(s, k), costs.backward(s, True, k), costs.backward(s, False, k),
                                   costs.weight(s, k))
-        code = np.where(c.kind == 1, 1 + c.split, np.where(c.kind == 2, 3, 0))
-        length = table[code, c.stage, c.chunk]
+        code = c.kind + c.split  # F 0, full B 1, split B 2, W 3 (a W is always split)
+        length = _shared(table)[code, c.stage, c.chunk].tolist()
     else:
-        length = np.array([durations[op] for op in c.ops], dtype=float)
-    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward).
-    delays = np.zeros((2, len(schedule.placement), chunks))
+        length = np.array([durations[op] for op in c.ops], dtype=float).tolist()
+    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward);
+    # row 2 is for ops that take no hand-over.
+    delays = np.zeros((3, len(schedule.placement), chunks))
     for d, row in enumerate(schedule.placement):
         for k in range(last):
             delays[0, d, k + 1] = costs.hand_over(row[k], row[k + 1], k)
             delays[1, d, k] = costs.hand_over(row[k + 1], row[k], k)
     moved = (c.kind < 2) & ~((c.kind == 1) & (c.chunk == last))
-    delay = np.where(moved, delays[np.minimum(c.kind, 1), c.direction, c.chunk], 0.0)
+    delay = _shared(delays)[np.where(moved, c.kind, 2), c.direction, c.chunk].tolist()
     glued = []
     if costs.fb is not None and schedule.overlapped:
         where = {op: i for i, op in enumerate(c.ops) if op in schedule.overlapped}
@@ -237,13 +244,13 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             scale = (costs.pair(s) or 0.0) / total if total else 0.0
             length[f], length[b] = length[f] * scale, length[b] * scale
             glued.append(b)
-    queues = [range(a, b) for a, b in zip(c.start.tolist(), c.start[1:].tolist())]
     try:
-        r = replay(queues, c.needs.tolist(), delay.tolist(), length.tolist(), glued)
+        r = replay(c.start.tolist(), c.needs.tolist(), delay, length, glued)
     except Deadlock as stuck:
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
-    n = len(c.ops)
-    return Timeline(schedule, costs, np.fromiter(r.start, float, n), np.fromiter(r.end, float, n),
-                    np.fromiter(r.waited, np.int64, n), memory)
+    start = np.fromiter(r.start, float, len(c.ops))
+    # Each end is its start plus its length, the same float sum the loop made: cheaper in bulk.
+    end = start + np.fromiter(length, float, len(length))
+    return Timeline(schedule, costs, start, end, np.frombuffer(r.waited, np.int64), memory)

@@ -12,19 +12,19 @@ from ppedu.schedules import dualpipe, gpipe, one_f_one_b, zero_bubble_h1
 
 
 def test_an_item_waits_for_its_resource_and_its_input_plus_the_delay():
-    r = replay([[0, 1], [2]], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
-    assert (r.start, r.end, r.waited) == ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
+    r = replay([0, 2, 3], needs=[-1, -1, 0], delay=[0, 0, 0.5], length=[1, 1, 2])
+    assert (r.start, r.end, list(r.waited)) == ([0.0, 1.0, 1.5], [1.0, 2.0, 3.5], [-1, -1, 0])
 
 
 def test_a_glued_pair_starts_when_both_inputs_are_in_and_runs_back_to_back():
     # Resource 1 runs 2 then 3 as one unit; 3 needs 0, which ends at 4.
-    r = replay([[0], [2, 3]], needs=[-1, -1, -1, 0], delay=[0] * 4, length=[4, 0, 1, 1], glued={3})
+    r = replay([0, 2, 4], needs=[-1, -1, -1, 0], delay=[0] * 4, length=[4, 0, 1, 1], glued={3})
     assert r.start[2:] == [4.0, 5.0] and r.waited[2] == 0
 
 
 def test_queues_that_wait_on_each_other_deadlock_naming_what_they_wait_for():
     with pytest.raises(Deadlock) as caught:
-        replay([[0, 1], [2, 3]], needs=[3, -1, 1, -1], delay=[0] * 4, length=[1] * 4)
+        replay([0, 2, 4], needs=[3, -1, 1, -1], delay=[0] * 4, length=[1] * 4)
     assert sorted(caught.value.stuck) == [(0, 0, 3), (1, 2, 1)]
 
 
@@ -35,8 +35,14 @@ def test_every_item_starts_after_its_input_and_its_resources_previous_item(lengt
     needs = [data.draw(st.integers(-1, i - 1)) for i in range(n)]  # inputs come earlier: no deadlock
     delay = [data.draw(st.sampled_from([0.0, 0.5])) for _ in range(n)]
     owner = [data.draw(st.integers(0, 2)) for _ in range(n)]
-    queues = [[i for i in range(n) if owner[i] == q] for q in range(3)]
-    r = replay(queues, needs, delay, lengths)
+    # Number the items resource by resource, as replay takes them; each keeps its input.
+    order = sorted(range(n), key=owner.__getitem__)
+    number = {old: i for i, old in enumerate(order)}
+    needs = [number[needs[old]] if needs[old] >= 0 else -1 for old in order]
+    delay, lengths = [delay[old] for old in order], [lengths[old] for old in order]
+    bounds = [sum(o < q for o in owner) for q in range(4)]
+    queues = [range(a, b) for a, b in zip(bounds, bounds[1:])]
+    r = replay(bounds, needs, delay, lengths)
     for i in range(n):
         assert r.end[i] == r.start[i] + lengths[i]
         if needs[i] >= 0:

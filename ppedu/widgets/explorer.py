@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from html import escape
 from typing import Any
 
@@ -158,7 +159,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
 
     def _build(self, m: int) -> Schedule:
         values = self.values
-        return build(values["schedule"], values["p"], m, values["v"] if values["schedule"] in VIRTUAL else 1)
+        return _built(values["schedule"], values["p"], m, values["v"] if values["schedule"] in VIRTUAL else 1)
 
     def _nearest_m(self) -> int | None:
         """The m closest to the chosen one (smaller first) for which the other settings work."""
@@ -170,6 +171,13 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
                 continue
             return candidate
         return None
+
+
+@lru_cache(maxsize=32)
+def _built(name: str, p: int, m: int, v: int) -> Schedule:
+    """The schedule, built once per choice: a cost slider's move reuses it and its columns
+    (schedules are immutable, so sharing one is safe)."""
+    return build(name, p, m, v)
 
 
 def _costs(values: dict[str, Any]) -> Costs:
