@@ -14,10 +14,16 @@ from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.validate import one_of, require_counts
-from ppedu.widgets._parts import StaticFallback, scrolling
+from ppedu.widgets._parts import ControlNames, StaticFallback, scrolling
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
+#: What a screen reader calls each slider (its visible letter first).
+NAMES = {
+    "p": "p, pipeline stages (GPUs)", "m": "m, micro-batches per step", "v": "v, model chunks per GPU",
+    "f": "f, forward time per chunk", "b": "b, backward time per chunk", "w": "w, weight-gradient time per chunk",
+    "comm": "comm, hand-over time between GPUs",
+}
 
 
 class ScheduleExplorer(StaticFallback, widgets.VBox):
@@ -70,7 +76,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         ], layout=widgets.Layout(flex_flow="row wrap"))
         # The message line keeps its height whether or not it has something to say.
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
-        super().__init__([controls, status, self.diagram, self.table], layout=widgets.Layout(max_width="100%"))
+        super().__init__([controls, status, self.diagram, self.table, ControlNames(NAMES)],
+                         layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
         for control in (self.picker, *self.sliders.values()):
             control.observe(self._changed, names="value")

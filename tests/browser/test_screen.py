@@ -11,6 +11,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from ppedu import Costs, schedules, simulate
 from ppedu.svg import describe
+from ppedu.widgets import explorer as explorer_module
+from ppedu.widgets import player as player_module
 
 from .conftest import SCREENSHOTS
 from .test_slides import deck
@@ -85,6 +87,13 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     explorer = panel.locator(".ppedu-explorer").first
     lab.shoot(explorer, "screen-light-explorer")
 
+    # Every control has a name a screen reader reads out: each slider handle, the schedule drop-down, the time slider.
+    for name in explorer_module.NAMES.values():
+        explorer.get_by_role("slider", name=name, exact=True).wait_for()
+    assert explorer.get_by_role("slider").count() == len(explorer_module.NAMES)
+    schedule = explorer.get_by_role("combobox", name="schedule", exact=True)
+    panel.locator(".ppedu-player").get_by_role("slider", name=player_module.NAME, exact=True).wait_for()
+
     # No two drawings share an SVG id (a pattern on a hidden slide would paint another slide's cells).
     ids = page.evaluate("() => [...document.querySelectorAll('svg [id]')].map(e => e.id)")
     assert ids and len(ids) == len(set(ids))
@@ -113,7 +122,7 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     # An impossible setting (DualPipe with an odd m) keeps the explorer's height, says why and offers the nearest m.
     # (Interleaving takes any m now, as Megatron-LM and torch do.)
     height = explorer.bounding_box()["height"]
-    explorer.locator("select").select_option("dualpipe")
+    schedule.select_option("dualpipe")
     explorer.locator(".ppedu-diagram svg[aria-label*='of dualpipe']").wait_for()
     lab.slider(explorer, "m").press("ArrowRight")
     explorer.locator(".ppedu-fix", has_text="use m = 8").wait_for()
@@ -123,7 +132,7 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     explorer.locator(".ppedu-fix").click()
     explorer.locator(".ppedu-fix").wait_for(state="hidden")
     assert abs(explorer.bounding_box()["height"] - height) <= 1
-    explorer.locator("select").select_option("interleaved")
+    schedule.select_option("interleaved")
     explorer.locator(".ppedu-diagram svg[aria-label*='of interleaved']").wait_for()
 
     # A wrong count gives feedback to be read too.
