@@ -10,6 +10,7 @@ import ipywidgets as widgets
 from ppedu.costs import Costs
 from ppedu.ops import Schedule
 from ppedu.palette import ALERT, TEXT
+from ppedu.rounding import rounded
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
@@ -113,11 +114,12 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         return self
 
     def metrics(self) -> dict[str, object]:
-        """The numbers the table shows (empty while the choice is impossible)."""
+        """The numbers the table shows, rounded as :func:`~ppedu.rounding.rounded` does (empty while the
+        choice is impossible)."""
         if self.timeline is None:
             return {}
         t = self.timeline
-        return {
+        return rounded({
             "schedule": t.schedule.name,
             "makespan": t.makespan,
             "total_slots": t.total_slots,
@@ -128,7 +130,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "peak_stage_activations": t.peak_stage_activations,
             "handovers": t.schedule.hand_overs,
             "idle_causes": t.idle_causes().totals(),
-        }
+        })
 
     # -- drawing -------------------------------------------------------------------------------
     def _static_html(self) -> str:

@@ -43,7 +43,8 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
         self.caption = widgets.HTML().add_class("ppedu-caption")
         self.slider.observe(lambda _change: self._draw(), names="value")
-        super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption, ControlNames({"t": NAME})])
+        super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption,
+                          ControlNames({"t": NAME})])
         self.add_class("ppedu-player")
         self._draw()
 

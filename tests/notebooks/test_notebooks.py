@@ -9,6 +9,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from ppedu.rounding import UNROUNDED
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-dualpipe", "06-mnist-lab", "07-beyond",
             "08-memory-and-recomputation", "09-3d-parallelism-and-history"]
@@ -85,6 +87,10 @@ def test_runs_top_to_bottom_headless(name, tmp_path, monkeypatch):
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    shown = [o.get("text", "") for o in outputs]
+    shown += [v for o in outputs for v in o.get("data", {}).values() if isinstance(v, str)]
+    unrounded = sorted({m for text in shown for m in UNROUNDED.findall(text)})
+    assert unrounded == [], f"{name}: unrounded numbers in the outputs: {unrounded[:5]}"
     if any("plot" in c.source for c in nb.cells if c.cell_type == "code"):  # a figure shows as a picture
         assert any("image/png" in o.get("data", {}) for o in outputs), f"{name}: no figure was drawn as an image"
     assert (NOTEBOOKS / f"{name}.ipynb").read_bytes() == original  # nothing written back
