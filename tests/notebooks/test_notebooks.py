@@ -10,6 +10,7 @@ import pytest
 from nbclient import NotebookClient
 
 from ppedu.rounding import UNROUNDED
+from ppedu.slides import DECK_STYLE
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-dualpipe", "06-mnist-lab", "07-beyond",
@@ -47,6 +48,7 @@ def test_every_cell_has_slide_metadata_and_the_deck_opens_on_a_slide(name):
     assert cells[0].metadata.slideshow.slide_type == "slide"
     slides = sum(c.metadata.slideshow.slide_type == "slide" for c in cells)
     assert slides >= 5, f"{name}: only {slides} slides"
+    assert load(name).metadata.get("@deathbeds/jupyterlab-fonts") == DECK_STYLE, f"{name}: run ppedu.slides.style_deck on it"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
