@@ -226,10 +226,16 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
 def _rect(patterns: _Patterns, x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str,
           stroke: str = "#000", tip: str | None = None, opacity: str | None = None) -> str:
     body = f"><title>{escape(tip)}</title></rect>" if tip else "/>"
-    paint = f'style="stroke:{stroke}"' if stroke.startswith("var(") else f'stroke="{stroke}"'
+    paint = patterns.fill(fill, hatch)
+    if not stroke.startswith("var("):
+        paint += f' stroke="{stroke}"'
+    elif paint.startswith('style="'):  # a themed fill and a themed outline share the one style attribute
+        paint = f'{paint[:-1]};stroke:{stroke}"'
+    else:
+        paint += f' style="stroke:{stroke}"'
     paint += f' opacity="{opacity}"' if opacity else ""
     return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
-            f'{patterns.fill(fill, hatch)} {paint} stroke-width=".6"{body}')
+            f'{paint} stroke-width=".6"{body}')
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", size: int = _FONT) -> str:
@@ -239,7 +245,7 @@ def _text(x: float, y: float, text: str, anchor: str = "start", size: int = _FON
 
 def _label(x: float, y: float, w: float, text: str, background: str) -> str:
     # A halo of the block's own colour keeps hatch lines out from under the letters.
-    return (f'<text class="ppedu-label" x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle">'
+    return (f'<text class="ppedu-label" x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4}" text-anchor="middle" '
             f'font-size="{_FONT}" fill="{ink(background)}" stroke="{background}" stroke-width="3" '
             f'paint-order="stroke" pointer-events="none">{escape(text)}</text>')
 
