@@ -10,6 +10,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from ppedu import Costs, schedules, simulate
+from ppedu.slides import DECK_STYLE
 from ppedu.svg import describe
 from ppedu.widgets import explorer as explorer_module
 from ppedu.widgets import player as player_module
@@ -69,6 +70,8 @@ def _notebook(server, name: str, *sources: str, slides: bool = False) -> str:
         if slides:  # each widget on a slide of its own
             cells[-1].metadata["slideshow"] = {"slide_type": "slide"}
     metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    if slides:  # styled for presenting as every chapter is
+        metadata["@deathbeds/jupyterlab-fonts"] = DECK_STYLE
     nbformat.write(new_notebook(cells=cells, metadata=metadata), server.root / "notebooks" / f"{name}.ipynb")
     return f"notebooks/{name}.ipynb"
 
