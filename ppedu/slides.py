@@ -100,9 +100,10 @@ def missing_assets(deck: str | Path) -> list[str]:
 
 
 #: The notebook's style while jupyterlab-slideshow presents it (its jupyterlab-fonts metadata): text and code in
-#: sizes that read from the back of a lecture hall (JupyterLab's are 14 and 13 px; headings scale with the text).
+#: sizes that read from the back of a lecture hall (JupyterLab's are 14 and 13 px; headings scale with the text),
+#: and outputs (widgets, diagrams) half as large again.
 DECK_STYLE = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
-    "--jp-content-font-size1": "26px", "--jp-code-font-size": "20px"}}}}
+    "--jp-content-font-size1": "26px", "--jp-code-font-size": "20px", "& .jp-OutputArea-output": {"zoom": "150%"}}}}}
 _FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 
 
