@@ -99,6 +99,27 @@ def missing_assets(deck: str | Path) -> list[str]:
     return [url for url in wanted if url.split("/")[0] in html and not (deck.parent / url).exists()]
 
 
+#: The notebook's style while jupyterlab-slideshow presents it (its jupyterlab-fonts metadata): text and code in
+#: sizes that read from the back of a lecture hall (JupyterLab's are 14 and 13 px; headings scale with the text),
+#: and outputs (widgets, diagrams) half as large again.
+DECK_STYLE = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
+    "--jp-content-font-size1": "26px", "--jp-code-font-size": "20px", "& .jp-OutputArea-output": {"zoom": "150%"}}}}}
+_FONTS_KEY = "@deathbeds/jupyterlab-fonts"
+
+
+def style_deck(notebook: str | Path) -> bool:
+    """Give ``notebook`` the course's presentation style (:data:`DECK_STYLE`); True if it lacked it."""
+    import nbformat
+
+    path = Path(notebook)
+    nb = nbformat.read(path, as_version=4)
+    if nb.metadata.get(_FONTS_KEY) == DECK_STYLE:
+        return False
+    nb.metadata[_FONTS_KEY] = DECK_STYLE
+    nbformat.write(nb, path)
+    return True
+
+
 def tag_slides(notebook: str | Path) -> int:
     """Give every cell without slide metadata a slide type: a markdown cell that opens with a
     ``#`` or ``##`` heading starts a new slide, every other cell continues the current one.

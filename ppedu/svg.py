@@ -20,7 +20,7 @@ from html import escape
 
 import numpy as np
 
-from ppedu.grid import Grid, grid, label
+from ppedu.grid import Grid, grid
 from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade
 from ppedu.simulate import Timeline
@@ -109,20 +109,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
                               (min(idle.end, shown) - idle.start) * unit, _ROW - _GAP, *CAUSE_STYLE[idle.cause],
                               f"ppedu-idle ppedu-{idle.cause.replace(' ', '-')}", stroke="none", tip=idle.cause,
                               opacity=".6"))
-    for e in timeline.events:
-        if e.start >= shown and upto is not None:
-            continue
-        stop = min(e.end, shown)
-        x, w = _LEFT + e.start * unit, (stop - e.start) * unit
-        y = y0 + (p - 1 - e.stage) * _ROW
-        text = label(e.op, timeline)
-        colour, hatch = op_colour(e.op, timeline.schedule), STYLE[e.op.kind, e.op.direction][1]
-        body.append(_rect(patterns, x, y + _GAP / 2, w, _ROW - _GAP, colour, hatch, f"ppedu-op ppedu-{e.op.kind}", tip=text))
-        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
-        short = text.lstrip("FBW")
-        fits = [t for t in (short, short.split("c")[0] + ("'" if e.op.direction else "")) if w >= _CHAR * len(t) + 3]
-        if fits:
-            body.append(_label(x, y, w, fits[0], colour))
+    body.append(_blocks(timeline, patterns, unit, y0, None if upto is None else shown))
     if upto is not None:
         x = _LEFT + shown * unit
         body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
@@ -201,13 +188,54 @@ def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = Fa
     return "".join(out), x
 
 
+def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upto: float | None) -> str:
+    """Each operation's block (run by ``upto``, if given) with its label, in one group that carries what they share:
+    the big diagrams have thousands, redrawn on every slider move."""
+    p, chunked = timeline.p, timeline.schedule.chunks > timeline.schedule.p
+    looks: dict[tuple[str, int, int], tuple[str, str]] = {}  # per kind, direction and chunk: the block's and label's
+    out = []
+    for e in timeline.events:
+        if upto is not None and e.start >= upto:
+            continue
+        op = e.op
+        look = looks.get((op.kind, op.direction, op.chunk))
+        if look is None:
+            colour = op_colour(op, timeline.schedule)
+            look = looks[op.kind, op.direction, op.chunk] = (
+                f'class="ppedu-op ppedu-{op.kind}" {patterns.fill(colour, STYLE[op.kind, op.direction][1])}',
+                f'fill="{ink(colour)}" stroke="{colour}"')
+        x, w = _LEFT + e.start * unit, ((e.end if upto is None else min(e.end, upto)) - e.start) * unit
+        y = y0 + (p - 1 - e.stage) * _ROW
+        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing. An unlabelled block names
+        # itself on hover; a labelled one does not (its colour and shade say the rest, and a big diagram redraws
+        # thousands of blocks on every slider move).
+        text = op.label(chunk=chunked)
+        short = text.lstrip("FBW")
+        fits = [t for t in (short, short.split("c")[0] + ("'" if op.direction else "")) if w >= _CHAR * len(t) + 3]
+        tip = "/>" if fits else f"><title>{text}</title></rect>"
+        out.append(f'<rect {look[0]} x="{x:.1f}" y="{y + _GAP / 2:g}" width="{w:.1f}" height="{_ROW - _GAP}"{tip}')
+        if fits:
+            out.append(f'<text class="ppedu-label" x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4:g}" {look[1]}>{fits[0]}</text>')
+    # What every block and label shares is said once: the outline, and the label's size, centring and halo (a stroke
+    # in its block's colour, painted under the letters: it keeps hatch lines out from under them).
+    return (f'<g class="ppedu-blocks" stroke="#000" stroke-width=".6" font-size="{_FONT}" text-anchor="middle">'
+            f'<style>.ppedu-blocks .ppedu-label{{stroke-width:3px;paint-order:stroke;pointer-events:none}}</style>'
+            f'{"".join(out)}</g>')
+
+
 def _rect(patterns: _Patterns, x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str,
           stroke: str = "#000", tip: str | None = None, opacity: str | None = None) -> str:
     body = f"><title>{escape(tip)}</title></rect>" if tip else "/>"
-    paint = f'style="stroke:{stroke}"' if stroke.startswith("var(") else f'stroke="{stroke}"'
+    paint = patterns.fill(fill, hatch)
+    if not stroke.startswith("var("):
+        paint += f' stroke="{stroke}"'
+    elif paint.startswith('style="'):  # a themed fill and a themed outline share the one style attribute
+        paint = f'{paint[:-1]};stroke:{stroke}"'
+    else:
+        paint += f' style="stroke:{stroke}"'
     paint += f' opacity="{opacity}"' if opacity else ""
     return (f'<rect class="{cls}" x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
-            f'{patterns.fill(fill, hatch)} {paint} stroke-width=".6"{body}')
+            f'{paint} stroke-width=".6"{body}')
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", size: int = _FONT) -> str:

@@ -7,7 +7,9 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+import anywidget
 import ipywidgets as widgets
+import traitlets
 
 from ppedu.feedback import Feedback
 from ppedu.palette import ALERT, BACKGROUND, BORDER, OK, TEXT, ink
@@ -29,6 +31,51 @@ def scrolling(html: str) -> str:
     """``html`` (a wide SVG) in a box that scrolls sideways rather than shrinking it. Its width is
     its container's (width 0, at least 100%): never its content's, which would widen the widget."""
     return f'<div class="ppedu-scroll" style="overflow-x:auto;width:0;min-width:100%">{html}</div>'
+
+
+# In the page: name each slider handle (role="slider") inside the parent widget by its description, or by the longer
+# name given for it. ipywidgets ties a dropdown's label to its <select>, but noUiSlider's handles get no name; they
+# are named again whenever the page rebuilds them (a slider's range changed).
+_NAMING_ESM = """
+function render({ model, el }) {
+  let observer = null, frame = 0;
+  const name = () => {
+    const names = model.get("names");
+    for (const box of el.parentElement.querySelectorAll(".widget-slider")) {
+      const label = box.querySelector(".widget-label")?.textContent.trim() ?? "";
+      const wanted = names[label] ?? label;
+      for (const handle of box.querySelectorAll("[role=slider]")) {
+        if (wanted && handle.getAttribute("aria-label") !== wanted) handle.setAttribute("aria-label", wanted);
+      }
+    }
+  };
+  const start = () => {  // the view is drawn before the page places it inside its parent
+    if (!el.parentElement) { frame = requestAnimationFrame(start); return; }
+    name();
+    observer = new MutationObserver(name);
+    observer.observe(el.parentElement, { childList: true, subtree: true });
+  };
+  start();
+  model.on("change:names", name);
+  return () => { cancelAnimationFrame(frame); observer?.disconnect(); };
+}
+export default { render };
+"""
+
+
+class ControlNames(anywidget.AnyWidget):
+    """An invisible child that gives every slider of its parent widget an accessible name (``aria-label``):
+    ``names[description]`` where given, else the slider's description.
+
+    >>> ControlNames({"m": "m, micro-batches"}).names
+    {'m': 'm, micro-batches'}
+    """
+
+    _esm = _NAMING_ESM
+    names = traitlets.Dict(traitlets.Unicode(), key_trait=traitlets.Unicode()).tag(sync=True)
+
+    def __init__(self, names: dict[str, str] | None = None) -> None:
+        super().__init__(names=names or {}, layout=widgets.Layout(display="none"))
 
 
 class StaticFallback:

@@ -11,14 +11,21 @@ import ipywidgets as widgets
 from ppedu.costs import Costs
 from ppedu.ops import Schedule
 from ppedu.palette import ALERT, TEXT
+from ppedu.rounding import rounded
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.validate import one_of, require_counts
-from ppedu.widgets._parts import StaticFallback, scrolling
+from ppedu.widgets._parts import ControlNames, StaticFallback, scrolling
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
+#: What a screen reader calls each slider (its visible letter first).
+NAMES = {
+    "p": "p, pipeline stages (GPUs)", "m": "m, micro-batches per step", "v": "v, model chunks per GPU",
+    "f": "f, forward time per chunk", "b": "b, backward time per chunk", "w": "w, weight-gradient time per chunk",
+    "comm": "comm, hand-over time between GPUs",
+}
 
 
 class ScheduleExplorer(StaticFallback, widgets.VBox):
@@ -71,7 +78,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         ], layout=widgets.Layout(flex_flow="row wrap"))
         # The message line keeps its height whether or not it has something to say.
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
-        super().__init__([controls, status, self.diagram, self.table], layout=widgets.Layout(max_width="100%"))
+        super().__init__([controls, status, self.diagram, self.table, ControlNames(NAMES)],
+                         layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
         for control in (self.picker, *self.sliders.values()):
             control.observe(self._changed, names="value")
@@ -107,11 +115,12 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         return self
 
     def metrics(self) -> dict[str, object]:
-        """The numbers the table shows (empty while the choice is impossible)."""
+        """The numbers the table shows, rounded as :func:`~ppedu.rounding.rounded` does (empty while the
+        choice is impossible)."""
         if self.timeline is None:
             return {}
         t = self.timeline
-        return {
+        return rounded({
             "schedule": t.schedule.name,
             "makespan": t.makespan,
             "total_slots": t.total_slots,
@@ -122,7 +131,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "peak_stage_activations": t.peak_stage_activations,
             "handovers": t.schedule.hand_overs,
             "idle_causes": t.idle_causes().totals(),
-        }
+        })
 
     # -- drawing -------------------------------------------------------------------------------
     def _static_html(self) -> str:

@@ -16,7 +16,8 @@ from ppedu.mnist.measure import AGREEMENT, gap, measure_step
 from ppedu.mnist.models import split_model
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.svg import render_svg
-from ppedu.widgets._parts import StaticFallback
+from ppedu.widgets._parts import ControlNames, StaticFallback
+from ppedu.widgets.explorer import NAMES
 
 
 class StepPicker(StaticFallback, widgets.VBox):
@@ -51,7 +52,8 @@ class StepPicker(StaticFallback, widgets.VBox):
         self.diagrams = widgets.HTML().add_class("ppedu-diagram")
         self.result: StepResult | None = None
         self.error: str | None = None
-        super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams])
+        names = ControlNames({"m": NAMES["m"], "v (chunked)": NAMES["v"]})
+        super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams, names])
         self.add_class("ppedu-step-picker")
         self.button.on_click(lambda _: self.run())
         self.run()

@@ -9,7 +9,10 @@ import ipywidgets as widgets
 from ppedu.grid import grid
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
-from ppedu.widgets._parts import StaticFallback, scrolling
+from ppedu.widgets._parts import ControlNames, StaticFallback, scrolling
+
+#: What a screen reader calls the time slider.
+NAME = "t, time step shown"
 
 
 class TimelinePlayer(StaticFallback, widgets.VBox):
@@ -36,11 +39,12 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
                                          layout=widgets.Layout(width="7em")).add_class("ppedu-play")
         self.play.observe(self._toggled, names="value")
         self.slider = widgets.IntSlider(value=0, min=0, max=self.steps, description="t",
-                                        tooltip="time step shown").add_class("ppedu-time")
+                                        tooltip=NAME).add_class("ppedu-time")
         self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
         self.caption = widgets.HTML().add_class("ppedu-caption")
         self.slider.observe(lambda _change: self._draw(), names="value")
-        super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption])
+        super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption,
+                          ControlNames({"t": NAME})])
         self.add_class("ppedu-player")
         self._draw()
 

@@ -10,7 +10,10 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from ppedu import Costs, schedules, simulate
+from ppedu.slides import DECK_STYLE
 from ppedu.svg import describe
+from ppedu.widgets import explorer as explorer_module
+from ppedu.widgets import player as player_module
 
 from .conftest import SCREENSHOTS
 from .test_slides import deck
@@ -67,6 +70,8 @@ def _notebook(server, name: str, *sources: str, slides: bool = False) -> str:
         if slides:  # each widget on a slide of its own
             cells[-1].metadata["slideshow"] = {"slide_type": "slide"}
     metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    if slides:  # styled for presenting as every chapter is
+        metadata["@deathbeds/jupyterlab-fonts"] = DECK_STYLE
     nbformat.write(new_notebook(cells=cells, metadata=metadata), server.root / "notebooks" / f"{name}.ipynb")
     return f"notebooks/{name}.ipynb"
 
@@ -84,6 +89,13 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     explorer = panel.locator(".ppedu-explorer").first
     lab.shoot(explorer, "screen-light-explorer")
+
+    # Every control has a name a screen reader reads out: each slider handle, the schedule drop-down, the time slider.
+    for name in explorer_module.NAMES.values():
+        explorer.get_by_role("slider", name=name, exact=True).wait_for()
+    assert explorer.get_by_role("slider").count() == len(explorer_module.NAMES)
+    schedule = explorer.get_by_role("combobox", name="schedule", exact=True)
+    panel.locator(".ppedu-player").get_by_role("slider", name=player_module.NAME, exact=True).wait_for()
 
     # No two drawings share an SVG id (a pattern on a hidden slide would paint another slide's cells).
     ids = page.evaluate("() => [...document.querySelectorAll('svg [id]')].map(e => e.id)")
@@ -113,7 +125,7 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     # An impossible setting (DualPipe with an odd m) keeps the explorer's height, says why and offers the nearest m.
     # (Interleaving takes any m now, as Megatron-LM and torch do.)
     height = explorer.bounding_box()["height"]
-    explorer.locator("select").select_option("dualpipe")
+    schedule.select_option("dualpipe")
     explorer.locator(".ppedu-diagram svg[aria-label*='of dualpipe']").wait_for()
     lab.slider(explorer, "m").press("ArrowRight")
     explorer.locator(".ppedu-fix", has_text="use m = 8").wait_for()
@@ -123,7 +135,7 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     explorer.locator(".ppedu-fix").click()
     explorer.locator(".ppedu-fix").wait_for(state="hidden")
     assert abs(explorer.bounding_box()["height"] - height) <= 1
-    explorer.locator("select").select_option("interleaved")
+    schedule.select_option("interleaved")
     explorer.locator(".ppedu-diagram svg[aria-label*='of interleaved']").wait_for()
 
     # A wrong count gives feedback to be read too.

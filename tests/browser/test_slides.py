@@ -11,6 +11,12 @@ import pytest
 
 from .conftest import ROOT, SCREENSHOTS
 
+# In the page: the on-screen size (px) of each visible paragraph or list item of the slide's text, zoom included.
+TEXT_SIZES_JS = """
+() => [...document.querySelectorAll('.jp-deck-mod-onscreen .jp-RenderedMarkdown :is(p, li)')]
+  .filter(e => e.getBoundingClientRect().height > 0 && e.textContent.trim())
+  .map(e => parseFloat(getComputedStyle(e).fontSize) * (e.currentCSSZoom ?? 1))
+"""
 CHAPTER = next(iter(sorted((ROOT / "notebooks").glob("0*.ipynb"))), None)
 
 
@@ -43,6 +49,9 @@ def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
         assert shown and re.sub(r"\s+", " ", shown[0].inner_text()).find(first_heading(CHAPTER)) >= 0
         assert len(shown) < panel.locator(".jp-Cell").count()  # one slide, not the whole notebook
         assert not panel.locator(".jp-Notebook-footer").is_visible()  # no "Click to add a cell" bar on a slide
+        # Legible from the back of a lecture hall: the slide's body text at least 24 px on a 1080p screen.
+        sizes = lab.page.evaluate(TEXT_SIZES_JS)
+        assert sizes and min(sizes) >= 24, f"slide text {min(sizes):.0f} px at 1920×1080"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         lab.page.screenshot(path=str(SCREENSHOTS / f"{CHAPTER.stem}-slides.png"))
     assert lab.page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0  # the deck wrote nothing into it

@@ -9,6 +9,9 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from ppedu.rounding import UNROUNDED
+from ppedu.slides import DECK_STYLE
+
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-zero-bubble", "06-dualpipe", "07-mnist-lab",
             "08-memory-and-recomputation", "09-3d-parallelism-and-history"]
@@ -45,6 +48,7 @@ def test_every_cell_has_slide_metadata_and_the_deck_opens_on_a_slide(name):
     assert cells[0].metadata.slideshow.slide_type == "slide"
     slides = sum(c.metadata.slideshow.slide_type == "slide" for c in cells)
     assert slides >= 5, f"{name}: only {slides} slides"
+    assert load(name).metadata.get("@deathbeds/jupyterlab-fonts") == DECK_STYLE, f"{name}: run ppedu.slides.style_deck on it"
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
@@ -85,6 +89,10 @@ def test_runs_top_to_bottom_headless(name, tmp_path, monkeypatch):
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    shown = [o.get("text", "") for o in outputs]
+    shown += [v for o in outputs for v in o.get("data", {}).values() if isinstance(v, str)]
+    unrounded = sorted({m for text in shown for m in UNROUNDED.findall(text)})
+    assert unrounded == [], f"{name}: unrounded numbers in the outputs: {unrounded[:5]}"
     if any("plot" in c.source for c in nb.cells if c.cell_type == "code"):  # a figure shows as a picture
         assert any("image/png" in o.get("data", {}) for o in outputs), f"{name}: no figure was drawn as an image"
     assert (NOTEBOOKS / f"{name}.ipynb").read_bytes() == original  # nothing written back

@@ -3,11 +3,15 @@
 import re
 import subprocess
 import sys
+from xml.etree import ElementTree
+
+import numpy as np
 
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from ppedu import Costs, schedules, simulate
+from ppedu.grid import grid
 from ppedu.palette import STYLE, contrast, ink, shade
 from ppedu.plot import plot_timeline
 from ppedu.svg import render_grid_svg, render_svg
@@ -44,6 +48,15 @@ def test_every_diagram_has_a_text_alternative_and_follows_the_theme():
     assert 'role="img"' in svg and "aria-label=\"Spacetime diagram of 1F1B" in svg.replace("1f1b", "1F1B")
     assert "var(--jp-ui-font-color1" in svg and "var(--jp-layout-color2" in svg  # text and idle time themed
     assert not re.search(r'<text (?!class="ppedu-label")[^>]*fill="#', svg)  # fixed colours only on blocks
+
+
+def test_every_drawing_is_well_formed_svg_whose_texts_are_words():
+    t = simulate(schedules.interleaved_1f1b(2, 4, v=2), Costs(f=0.5, b=0.5))
+    hidden = np.zeros((2, grid(t).cells.shape[1]), dtype=bool)
+    hidden[0, :3] = True
+    for svg in (render_svg(t), render_svg(t, upto=3, causes=True), render_grid_svg(t, hidden=hidden, marked={(1, 0)})):
+        texts = [e.text or "" for e in ElementTree.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+        assert texts and not [x for x in texts if "<" in x or "=" in x]
 
 
 def test_a_long_schedule_is_drawn_wide_enough_to_label_every_block():

@@ -68,3 +68,8 @@ def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="needs npm"):
         slides.install_assets(tmp_path)
     assert slides.main(["--out", str(tmp_path), str(tmp_path / "none.ipynb")]) == 2
+
+
+def test_style_deck_gives_a_notebook_the_course_presentation_style_once(notebook):
+    assert slides.style_deck(notebook) is True and slides.style_deck(notebook) is False
+    assert nbformat.read(notebook, as_version=4).metadata["@deathbeds/jupyterlab-fonts"] == slides.DECK_STYLE

@@ -10,6 +10,7 @@ from ppedu import Costs, schedules, simulate
 from ppedu.grid import grid
 from ppedu.schedules import SCHEDULES, VIRTUAL
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
+from ppedu.rounding import UNROUNDED
 
 
 # -- ScheduleExplorer ---------------------------------------------------------------------------
@@ -100,7 +101,18 @@ def test_set_rejects_unknown_controls_and_values_no_slider_takes():
 def test_the_explorer_agrees_with_the_simulator_everywhere(name, p, m, f, b):
     x = ScheduleExplorer(name, p=p, m=m, f=f, b=b, w=1.0)
     t = simulate(schedules.build(name, p, m), Costs(f=f, b=b, w=1.0))  # one chunk per GPU: costs as given
-    assert x.metrics()["idle_slots"] == t.idle_slots and x.metrics()["bubble_ratio"] == t.bubble_ratio
+    assert x.metrics()["idle_slots"] == pytest.approx(t.idle_slots, rel=1e-5)
+    assert x.metrics()["bubble_ratio"] == pytest.approx(t.bubble_ratio, rel=1e-5)  # six significant digits
+
+
+def test_the_explorer_shows_no_float_noise():
+    # A hand-over of 0.05 makes the simulator's sums inexact (19.700000000000003); the table and metrics() round them.
+    x = ScheduleExplorer("interleaved", p=4, m=8, v=2, f=0.5, b=0.5, comm=0.05)
+    t = simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05))
+    assert UNROUNDED.search(repr(t.makespan) + repr(t.idle_causes().totals()))  # there is noise to hide
+    assert not UNROUNDED.search(repr(x.metrics()) + x.table.value)
+    assert x.metrics()["makespan"] == pytest.approx(t.makespan, rel=1e-5)
+    assert x.metrics()["idle_causes"].keys() == t.idle_causes().totals().keys()
 
 
 # -- SlotCountingExercise -------------------------------------------------------------------------
