@@ -75,3 +75,11 @@ def test_zero_bubble_h1_fills_the_drain_with_w():
     zb = simulate(build("zb-h1", 4, 8), Costs(f=1, b=1, w=1)).idle_causes().totals()
     base = simulate(one_f_one_b(4, 8), Costs(f=1, b=1, w=1)).idle_causes().totals()
     assert zb["drain"] < base["drain"]
+
+
+def test_a_w_run_ahead_of_a_needed_input_shows_as_deferred_w():
+    # ZB-V's order is made for f = b = w; with a slower forward its W passes now run while a
+    # neighbour waits for the forward they stand in front of.
+    equal = simulate(build("zb-v", 4, 8), Costs(f=1, b=1, w=1)).idle_causes().totals()
+    slow_forward = simulate(build("zb-v", 4, 8), Costs(f=2, b=1, w=1)).idle_causes().totals()
+    assert equal["deferred W"] == 0 < slow_forward["deferred W"]
