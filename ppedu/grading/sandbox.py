@@ -81,6 +81,10 @@ class Sandbox:
                 args += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
+        size = str(self.limits.scratch_bytes)
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
+                 "--perms", "0755", "--dir", "/home", "--perms", "1777", "--size", size, "--tmpfs", HOME]
+        # After the private /tmp and home, so that an environment installed under either is still seen.
         for path in _readable():
             args += [*_parents(path), "--ro-bind", path, path]
         for target, stand_in in self.hidden.items():
@@ -88,10 +92,7 @@ class Sandbox:
             cache = Path(target).parent / "__pycache__"
             if cache.is_dir():  # the compiled original would still be readable there
                 args += ["--tmpfs", str(cache)]
-        size = str(self.limits.scratch_bytes)
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
-                 "--perms", "0755", "--dir", "/home", "--perms", "1777", "--size", size, "--tmpfs", HOME,
-                 "--ro-bind", str(self.workdir), FOLDER,
+        args += ["--ro-bind", str(self.workdir), FOLDER,
                  *_parents(self.rundir), "--bind", str(self.rundir), str(self.rundir), "--chdir", "/"]
         env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME,
                "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
