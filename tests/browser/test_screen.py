@@ -171,9 +171,14 @@ def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
     """Lecture mode (jupyterlab-slideshow's deck, inside JupyterLab): the widgets on a slide are live."""
     panel = lab.open(_notebook(server, "screen-slides", *WIDGETS[:2], 'print("the last slide")', slides=True))
     lab.run_all(panel)
-    panel.locator(".jp-Cell").first.click()  # the deck starts at the selected cell
+    cells = panel.locator(".jp-Cell")
+    # The deck opens on the selected cell's slide, and Run All leaves the last cell selected (the lecture
+    # plans say so): the lecturer selects the title first.
+    assert "jp-mod-active" in cells.nth(cells.count() - 1).get_attribute("class")
+    cells.first.click()
     page = lab.page
     with deck(lab):
+        assert cells.first.is_visible()
         explorer = panel.locator(".ppedu-explorer").first
         for _ in range(4):
             if explorer.is_visible():

@@ -132,7 +132,7 @@ def test_each_erratum_is_shown_where_its_topic_is_taught(name, call):
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_every_slide_has_speaker_notes_that_students_do_not_see_in_the_notebook(name):
-    # RISE shows a "notes" cell in the speaker view only; collapsed (source_hidden), JupyterLab folds it away.
+    # A "notes" cell is the speaker's: collapsed (source_hidden), JupyterLab folds it away from students.
     slide, noted = None, set()
     for cell in load(name).cells:
         kind = cell.metadata.slideshow.slide_type
