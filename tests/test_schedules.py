@@ -190,21 +190,32 @@ def test_zb_h2_leaves_no_gap_on_any_stage_at_twice_1f1bs_activations(p, m):
     assert max(simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_W).peak_activations) == m
 
 
-@pytest.mark.parametrize("p", [2, 4, 6, 8])
-@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("p", [2, 4, 6, 8, 10, 12])
+@pytest.mark.parametrize("k", [1, 2, 3])
 def test_chimera_leaves_p_minus_2_idle_slots_per_gpu(p, k):
-    # Li and Hoefler: p-2 bubbles per worker against 1F1B's 2(p-1), equal F and B.
+    # Li and Hoefler: p-2 bubbles per worker against 1F1B's 2(p-1), equal F and B; k basic units of m = p.
     m = k * p
     t = simulate(chimera(p, m))
     assert t.makespan == 2 * m + p - 2 and simulate(one_f_one_b(p, m)).makespan == 2 * m + 2 * (p - 1)
+    assert all(sum(e.end - e.start for e in t.on_stage(s)) == 2 * m for s in range(p))  # so p-2 idle on each
     assert t.schedule.placement == ((*range(p),), (*range(p - 1, -1, -1),))  # two model replicas
 
 
-def test_chimera_basic_unit_keeps_the_papers_activation_range():
-    # m = p: each worker holds between p/2 + 1 and p micro-batches' activations (the paper's range).
-    t = simulate(chimera(4, 4))
-    assert t.makespan == 3 * 4 - 2
-    assert all(4 // 2 + 1 <= a <= 4 for a in t.peak_activations)
+@pytest.mark.parametrize("p", [2, 4, 6, 8, 10])
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_chimera_basic_unit_keeps_the_papers_activation_range(p, k):
+    # Each worker holds between p/2 + 1 and p micro-batches' activations (the paper's range), units in a row too.
+    t = simulate(chimera(p, k * p))
+    assert all(p // 2 + 1 <= a <= p for a in t.peak_activations)
+    assert max(t.peak_activations) == p
+
+
+@pytest.mark.parametrize("p", [4, 6, 8, 10])
+@pytest.mark.parametrize("k", [1, 2])
+def test_chimera_between_multiples_of_p_still_leaves_p_minus_2_idle_slots(p, k):
+    # The paper's units need p | m; the greedy order for the m between them does as well once m > p.
+    m = k * p + 2
+    assert simulate(chimera(p, m)).makespan == 2 * m + p - 2
 
 
 @pytest.mark.parametrize("name", sorted(schedules.GROUPED))
