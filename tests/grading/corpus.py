@@ -22,13 +22,13 @@ from typing import Any
 #: ps1 answers that are all wrong (and consistent enough to pass nothing by accident).
 PS1_WRONG = {
     "q1a_answer": "T = 3 * (values.m + values.p - 1) + 1\ntotal_slots = values.p * T",
-    "q1b_answer": "idle_slots = 3 * values.p * values.m\nbubble = idle_slots / total_slots",
+    "q1b_answer": "idle_slots = 3 * values.m * (values.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
     "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
     "q4_answer": "m_needed = 1\nm_needed_interleaved = 1",
     "q5_answer": "idle_total = 0.5",
 }
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 2, "closed_form": 2, "microbatches": 2, "conversion": 1}
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
 REACH = """
@@ -210,12 +210,12 @@ idle_total = Liar(0.123)
 """
 NUMPY_PS1 = """
 import numpy as np
-T = np.int64(3 * (values.m + values.p - 1))
+T = np.int64(3 * (2 * values.m + values.p - 1))
 total_slots = np.array(values.p * T)
 """
 NUMPY_PS1B = """
 import numpy as np
-idle_slots = np.int32(total_slots - 3 * values.p * values.m)
+idle_slots = np.int32(total_slots - 3 * values.m * (values.p + 1))
 bubble = np.float64(idle_slots / total_slots)
 """
 
@@ -281,7 +281,19 @@ PS1: dict[str, Case] = {
     # careless and wrong
     "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 2}),
     "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 2}),
-    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 2}),
+    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 1}),
+    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (values.m + values.p - 1)\ntotal_slots = values.p * T"},
+                        lost={"gpipe_slots": 1, "gpipe_idle": 2}),
+    # the closed forms from the library: out of reach while they are checked
+    "closed_form_by_library": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n"
+                                                                "    return formulas.bubble_ratio(p, m)\n\n\n"
+                                                                "def bubble_interleaved(p, m, v):\n"
+                                                                "    return (p - 1) / (v * m + p - 1)"},
+                                   lost={"closed_form": 2}),
+    "closed_form_by_simulation": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
+                                                                   "def bubble_interleaved(p, m, v):\n"
+                                                                   "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
+                                      lost={"closed_form": 2}),
     "nan": Case("ps1", replace={"q5_answer": "idle_total = float('nan')"}, lost={"conversion": 1}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"

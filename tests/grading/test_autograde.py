@@ -164,7 +164,8 @@ def test_untouched_students_the_course_and_ppedu_are_exactly_as_before(graded):
 
 def test_students_graded_afterwards_are_graded_by_the_real_code(graded):
     assert graded["later"].returncode == 0, graded["later"].stdout
-    assert graded["scores"]["ps1", "after_all_wrong"] == 0 and graded["scores"]["ps1", "after_solved"] == 10
+    autograded = sum(points for _, points in autograded_cells(ROOT / "solutions" / "ps1" / "ps1.ipynb"))
+    assert graded["scores"]["ps1", "after_all_wrong"] == 0 and graded["scores"]["ps1", "after_solved"] == autograded
 
 
 def _test_outputs(course, assignment, student):

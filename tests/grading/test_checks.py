@@ -182,3 +182,26 @@ def test_every_ps4_key_is_an_answer_a_student_can_give(student):
     assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < v.grid_p * grid["T"]
     assert len(grid["peak_activations"]) == v.grid_p and max(grid["peak_activations"]) <= v.grid_m
     assert ps4._choice_key(v)["schedule"] in load("ps4").CHOICES
+
+
+def test_ps1s_closed_forms_are_checked_with_the_simulator_and_formulas_out_of_reach():
+    from ppedu import formulas, simulate
+
+    ps1, v = keys.load("ps1"), my_values("ps1", "alice")
+    form = load("ps1").QUESTIONS["closed_form"]
+    mine = {"bubble_ratio": lambda p, m: (p - 1) / (m + p - 1), "bubble_interleaved": lambda p, m, v: (p - 1) / (v * m + p - 1)}
+    assert ps1.KEYS["closed_form"].judge(json.loads(json.dumps(form.data(mine, v))), v) == "correct"
+    for borrowed in ({**mine, "bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m)},
+                     {**mine, "bubble_interleaved": lambda p, m, v: simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio}):
+        said = message(lambda d: ps1.KEYS["closed_form"].judge(d, v), json.loads(json.dumps(form.data(borrowed, v))))
+        assert "not available while your formula is checked" in said
+    assert formulas.bubble_ratio(4, 4) == 3 / 7  # back afterwards
+
+
+def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
+    ps1, v = keys.load("ps1"), my_values("ps1", "alice")
+    key = ps1._slots_key(v)
+    assert key["T"] == 3 * (2 * v.m + v.p - 1) and key["idle_slots"] == key["total_slots"] - 3 * v.m * (v.p + 1)
+    plain = ps1.timeline("gpipe", v).makespan
+    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": v.p * plain})
+    assert f"GPU {v.slow} takes twice as long" in said
