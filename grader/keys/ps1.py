@@ -1,5 +1,6 @@
-"""ps1's keys — slot counting and bubble ratios, recomputed with ppedu's simulator from the
-student's own (p, m, v) and target bubble.
+"""ps1's keys — slot counting (GPipe with one slow GPU, from its picture) and bubble ratios,
+recomputed with ppedu's simulator from the student's own (p, m, v), slow GPU and target bubble. The
+written reason of question 2 is graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps1", "alice")
@@ -17,7 +18,7 @@ from typing import Any
 from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Wrong
-from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion
+from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion, costs
 from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
 
@@ -26,24 +27,32 @@ COSTS = Costs(f=1, b=2)
 
 
 def timeline(name: str, v: Mapping[str, Any]) -> Timeline:
-    """The schedule the notebook draws for this student, under :data:`COSTS`."""
+    """``name`` on the student's p GPUs and m micro-batches, under :data:`COSTS` (question 2)."""
     return simulate(schedules.build(name, v["p"], v["m"]), COSTS)
 
 
+def pictured(v: Mapping[str, Any]) -> Timeline:
+    """The grid question 1 draws: GPipe with the student's slow GPU."""
+    return simulate(schedules.gpipe(v["p"], v["m"]), costs(v))
+
+
 def _slots_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    t = timeline("gpipe", v)
+    t = pictured(v)
     return {"T": t.makespan, "total_slots": t.total_slots, "idle_slots": t.idle_slots, "bubble": t.bubble_ratio}
 
 
 def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
     if name == "T":
+        if got == timeline("gpipe", v).makespan:
+            return (f"That is GPipe with every GPU equally fast; GPU {v['slow']} takes twice as long, and the GPUs "
+                    "after it wait for it: count the picture's columns.")
         if abs(got - key["T"]) == 1:
             return "It is one step off: count every column of the grid, from t1 to the step where the last backward ends."
         return "Count the columns of the grid: one per time step." if got != v["m"] else (
             "That is the number of micro-batches; T counts time steps.")
     # The slot counts get the slot checker's diagnosis of the usual mistakes.
     given = {"total_slots": "total", "idle_slots": "idle", "bubble": "ratio"}
-    feedback = check_slot_answers(timeline("gpipe", v), **{given[n]: a for n, a in answers.items() if n in given})
+    feedback = check_slot_answers(pictured(v), **{given[n]: a for n, a in answers.items() if n in given})
     label = {"total_slots": "total slots: ", "idle_slots": "idle slots: ", "bubble": "bubble ratio: "}[name]
     return next((msg[len(label):] for msg in feedback.messages if msg.startswith(label)), None)
 

@@ -1,24 +1,29 @@
-"""ps4's keys — DualPipe and the trade-offs: DeepSeek's bubble table, DualPipe simulated against 1F1B,
-where interleaving stops paying (a hand-over latency, then a real model's link bandwidth), and a
-schedule for a real model on a given cluster. The cluster questions' keys come from
-:mod:`ppedu.cluster`, the functions chapter 4 teaches.
+"""ps4's keys — DualPipe and the trade-offs: DeepSeek's bubble table, the pictured grid of 1F1B run
+in waves (counted), the closed form of its step time (the student's function, on their own values,
+the notebook's example and :data:`HIDDEN_CASES`, against the simulator), and the schedule for a real
+model on a given cluster (:mod:`ppedu.cluster`'s plan). The written reasons are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps4", "alice")
->>> 0 < _latency_key(v)["break_even"] < 100 and _choice_key(v)["schedule"] in CHOICES
+>>> _grid_key(v)["T"] == (v["grid_m"] + 2 * (v["grid_p"] - 1)) * 3 and _choice_key(v)["schedule"] in CHOICES
 True
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from grader.questions import Keyed
-from ppedu import Costs, cluster, simulate
-from ppedu.grading.assignments.ps4 import CHOICES, QUESTIONS
-from ppedu.schedules import build
+from ppedu import Costs, cluster, formulas, simulate
+from ppedu.grading.answers import Wrong
+from ppedu.grading.assignments.ps4 import CHOICES, QUESTIONS, WAVES, Formula, _in_waves
+
+#: (p, m, k, f, b) the hidden test also calls the student's formula on; the solution's hidden test
+#: hands these in (tests/grading/test_checks.py keeps the two equal). k divides m in every one.
+HIDDEN_CASES = ((5, 10, 5, 1.0, 2.0), (3, 9, 3, 1.5, 2.5), (6, 12, 4, 2.0, 3.0), (4, 8, 1, 1.0, 2.0),
+                (7, 21, 3, 0.5, 1.25))
 
 
 def your_cluster(v: Mapping[str, Any]) -> tuple[cluster.Model, cluster.Cluster]:
@@ -32,44 +37,68 @@ def _table_key(v: Mapping[str, Any]) -> dict[str, Any]:
             "bubble_dualpipe": (p / 2 - 1) * (FB + B - 3 * W)}
 
 
-def _sim_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    # B in DeepSeek's table is a full backward: b + w with W split off (DualPipe), b alone without (1F1B).
-    dual = simulate(build("dualpipe", v["p"], v["m"]), Costs(f=v["F"], b=v["B"] - v["W"], w=v["W"], fb=v["FB"]))
-    ofob = simulate(build("1f1b", v["p"], v["m"]), Costs(f=v["F"], b=v["B"]))
-    return {"makespan_dualpipe": dual.makespan, "makespan_1f1b": ofob.makespan}
-
-
 def _table_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
     if name == "bubble_dualpipe" and abs(got - (v["p"] - 1) * (v["FB"] + v["B"] - 3 * v["W"])) < 1e-6:
         return "DualPipe's bubble scales with p/2 - 1, not p - 1: both ends of the pipeline start at once."
     return "Take the formula from the table; B there is a full backward (input and weight gradients)."
 
 
-def _stage(v: Mapping[str, Any]) -> Costs:
-    """A whole stage's costs in question 3: a forward and a full backward."""
-    return Costs(f=v["F"], b=v["B"])
+def makespan(p: int, m: int, k: int, f: float, b: float) -> float:
+    """The simulated step time of 1F1B in ``k`` waves (the key of the derivation)."""
+    return float(simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan)
 
 
-def _latency_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    return {"break_even": cluster.interleaving_break_even(v["p"], v["m"], _stage(v), v=2)}
+def _grid_key(v: Mapping[str, Any]) -> dict[str, Any]:
+    t = simulate(_in_waves(v["grid_p"], v["grid_m"], WAVES), Costs(f=1, b=2))
+    return {"T": t.makespan, "idle_slots": t.idle_slots, "peak_activations": tuple(t.peak_activations)}
 
 
-def _latency_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    if math.isclose(got, cluster.interleaving_break_even(v["p"], v["m"], _stage(v).per_chunk(2), v=2), rel_tol=1e-3):
-        return "Give the costs of a whole stage: the function cuts them into v = 2 chunks itself."
-    return "Use your own p, m and stage costs (f = values.F, b = values.B), with v = 2."
+def _grid_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+    p, m = v["grid_p"], v["grid_m"]
+    if name == "T":
+        if got == (m + p - 1) * 3:
+            return "That is one 1F1B pass over all the micro-batches: the picture fills and drains the pipeline once per wave."
+        return "Count the columns of the picture, from t1 to the step where the last backward ends."
+    if name == "idle_slots":
+        if got == p * key["T"] - key["idle_slots"]:
+            return "You counted the busy slots (an operation or its `·`); count the `.` slots."
+        return "Count the `.` slots of every GPU's row; a `·` is a backward still running, not idle."
+    if len(got) != p:
+        return f"Give one number per GPU of the picture ({p}), GPU 0 first."
+    if tuple(got) == tuple(reversed(key["peak_activations"])):
+        return "GPU 0 is the bottom row of the picture: list GPU 0 first."
+    return ("A forward stores its micro-batch's activations until that micro-batch's backward on the same GPU; "
+            "per GPU, count how many are stored at once at most (within a wave).")
 
 
-def _bandwidth_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    model, gpus = your_cluster(v)
-    return {"min_bandwidth": cluster.break_even_bandwidth(model, gpus, v["m"], v=2) / cluster.GB}
+@dataclass(frozen=True)
+class FormulaJudge:
+    """The student's ``waves_makespan`` on their own values, the example and :data:`HIDDEN_CASES`,
+    against the simulator."""
+
+    form: Formula
+
+    def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
+        results = self.form.results(data)
+        for args in (self.form.own(v), self.form.example, *HIDDEN_CASES):
+            p, m, k, f, b = args
+            call = f"{self.form.name}({p}, {m}, {k}, {f:g}, {b:g})"
+            if args not in results:
+                raise Wrong(f"{call} was not run: the autograder runs your function on inputs of its own.")
+            expected, got = makespan(*args), results[args]
+            if abs(got - expected) > 1e-6 * max(1.0, expected):
+                raise Wrong(f"{call} returned {got:g}, but 1F1B in {k} wave(s) of p={p}, m={m} takes {expected:g} "
+                            f"when f={f:g}, b={b:g}." + _formula_hint(got, args))
+        return "correct"
 
 
-def _bandwidth_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    if math.isclose(got, key[name] * cluster.GB, rel_tol=1e-3):
-        return "Give it in GB/s (10⁹ bytes per second), not bytes per second."
-    return (f"Build your cluster from the presets (cluster.MODELS[{v['model']!r}], cluster.GPUS[{v['gpu']!r}], "
-            f"cluster.LINKS[{v['link']!r}], {v['p']} GPUs) and use m = values.m.")
+def _formula_hint(got: float, args: tuple[Any, ...]) -> str:
+    p, m, k, f, b = args
+    if abs(got - (m + p - 1) * (f + b)) < 1e-6:
+        return " That is one pass over all m micro-batches: each wave fills and drains the pipeline again."
+    if abs(got - formulas.bubble_ratio(p, m)) < 1e-6 or got < f + b:
+        return " Give a time (in the units of f and b), not a ratio."
+    return " Check it on your picture first: with p, m of the grid, k = 2, f = 1, b = 2 it must give your T."
 
 
 def _rows(v: Mapping[str, Any]) -> list[cluster.PlanRow]:
@@ -84,8 +113,10 @@ def _choice_key(v: Mapping[str, Any]) -> dict[str, Any]:
 
 def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
     if got == "none":
-        return "At least one schedule fits: look at each row's `fits`."
-    row = next(r for r in _rows(v) if r.schedule == got)
+        return "At least one schedule fits: look at each row's memory against your GPUs'."
+    row = next((r for r in _rows(v) if r.schedule == got), None)
+    if row is None:
+        return "That schedule is not one of the plan's rows."
     if not row.fits:
         return f"`{got}` needs {max(row.memory.total) / cluster.GB:.1f} GB on its fullest GPU, more than yours hold."
     return f"`{got}` fits, but another schedule that fits moves more tokens per second."
@@ -93,9 +124,7 @@ def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[s
 
 KEYS: dict[str, Any] = {
     "table": Keyed(QUESTIONS["table"], _table_key, _table_hint),
-    "simulated": Keyed(QUESTIONS["simulated"], _sim_key,
-                       lambda *a: "Use the costs as the question gives them; W is split off only in DualPipe."),
-    "break_even": Keyed(QUESTIONS["break_even"], _latency_key, _latency_hint),
-    "min_bandwidth": Keyed(QUESTIONS["min_bandwidth"], _bandwidth_key, _bandwidth_hint),
+    "grid": Keyed(QUESTIONS["grid"], _grid_key, _grid_hint),
+    "waves": FormulaJudge(QUESTIONS["waves"]),
     "choose": Keyed(QUESTIONS["choose"], _choice_key, _choice_hint),
 }

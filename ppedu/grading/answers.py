@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from ppedu.feedback import Wrong
 
@@ -216,3 +218,33 @@ def raised(result: object) -> str | None:
         name, message = result["__raised__"], str(result.get("message", ""))
         return f"raised {name}" + (f": {message}" if message else "")
     return None
+
+
+@contextmanager
+def without(functions: Sequence[Callable[..., object]], why: str) -> Iterator[None]:
+    """While inside, each of ``functions`` raises ``RuntimeError(why)`` instead of running: its code
+    is swapped, so a name it was imported under elsewhere stops working too. Put back afterwards.
+
+    >>> def double(x):
+    ...     return 2 * x
+    >>> twice = double
+    >>> with without([double], "write it yourself"):
+    ...     calls({"f": lambda x: twice(x)}, "f", [(1,)])
+    [[[1], {'__raised__': 'RuntimeError', 'message': 'write it yourself'}]]
+    >>> twice(2)
+    4
+    """
+    namespace: dict[str, Any] = {}
+    exec(f"def stand_in(*args, **kwargs):\n    raise RuntimeError({why!r})", namespace)
+    stub = namespace["stand_in"].__code__
+    swapped = []
+    try:
+        for f in functions:
+            code = getattr(f, "__code__", None)
+            if code is not None and not code.co_freevars:
+                swapped.append((f, code))
+                f.__code__ = stub  # type: ignore[attr-defined]
+        yield
+    finally:
+        for f, code in swapped:
+            f.__code__ = code  # type: ignore[attr-defined]

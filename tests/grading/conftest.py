@@ -51,3 +51,9 @@ def graded_cells(path):
     """(grade_id, points) of every graded cell, in order."""
     return [(c.metadata.nbgrader["grade_id"], c.metadata.nbgrader["points"]) for c in cells(path)
             if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+
+
+def autograded_cells(path):
+    """(grade_id, points) of every autograded (code) cell: a graded text cell is scored by hand in the formgrader."""
+    return [(c.metadata.nbgrader["grade_id"], c.metadata.nbgrader["points"]) for c in cells(path)
+            if c.get("metadata", {}).get("nbgrader", {}).get("grade") and c.cell_type == "code"]

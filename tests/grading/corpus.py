@@ -22,13 +22,13 @@ from typing import Any
 #: ps1 answers that are all wrong (and consistent enough to pass nothing by accident).
 PS1_WRONG = {
     "q1a_answer": "T = 3 * (values.m + values.p - 1) + 1\ntotal_slots = values.p * T",
-    "q1b_answer": "idle_slots = 3 * values.p * values.m\nbubble = idle_slots / total_slots",
+    "q1b_answer": "idle_slots = 3 * values.m * (values.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
     "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
     "q4_answer": "m_needed = 1\nm_needed_interleaved = 1",
     "q5_answer": "idle_total = 0.5",
 }
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 2, "closed_form": 2, "microbatches": 2, "conversion": 1}
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
 REACH = """
@@ -210,12 +210,12 @@ idle_total = Liar(0.123)
 """
 NUMPY_PS1 = """
 import numpy as np
-T = np.int64(3 * (values.m + values.p - 1))
+T = np.int64(3 * (2 * values.m + values.p - 1))
 total_slots = np.array(values.p * T)
 """
 NUMPY_PS1B = """
 import numpy as np
-idle_slots = np.int32(total_slots - 3 * values.p * values.m)
+idle_slots = np.int32(total_slots - 3 * values.m * (values.p + 1))
 bubble = np.float64(idle_slots / total_slots)
 """
 
@@ -281,7 +281,19 @@ PS1: dict[str, Case] = {
     # careless and wrong
     "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 2}),
     "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 2}),
-    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 2}),
+    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 1}),
+    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (values.m + values.p - 1)\ntotal_slots = values.p * T"},
+                        lost={"gpipe_slots": 1, "gpipe_idle": 2}),
+    # the closed forms from the library: out of reach while they are checked
+    "closed_form_by_library": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n"
+                                                                "    return formulas.bubble_ratio(p, m)\n\n\n"
+                                                                "def bubble_interleaved(p, m, v):\n"
+                                                                "    return (p - 1) / (v * m + p - 1)"},
+                                   lost={"closed_form": 2}),
+    "closed_form_by_simulation": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
+                                                                   "def bubble_interleaved(p, m, v):\n"
+                                                                   "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
+                                      lost={"closed_form": 2}),
     "nan": Case("ps1", replace={"q5_answer": "idle_total = float('nan')"}, lost={"conversion": 1}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
@@ -459,17 +471,50 @@ def one_f_one_b(p, m):  # backward before forward in the steady phase: the last 
                        lost={"interleaved_1f1b": 4}),
 }
 
-PS4_ALL = {"table": 3, "simulated": 2, "break_even": 2, "min_bandwidth": 1, "choose": 2}
+PS4_ALL = {"table": 2, "grid": 2, "waves": 2, "choose": 1}  # autograded; 3b and 4b are graded by hand
+PS4_COPIED_SIMULATOR = """
+import types
+from ppedu.grading.assignments import ps4 as _ps4
+_sim = types.FunctionType(simulate.__code__, simulate.__globals__, "sim", simulate.__defaults__)
+_sim.__kwdefaults__ = simulate.__kwdefaults__
+_build = types.FunctionType(_ps4._in_waves.__code__, _ps4._in_waves.__globals__, "build")
+
+
+def waves_makespan(p, m, k, f, b):
+    return _sim(_build(p, m, k), Costs(f=f, b=b)).makespan
+"""
 PS4: dict[str, Case] = {
     "solved": Case("ps4"),
     "blank": Case("ps4", release=True, lost=PS4_ALL),
     "abs_patcher": Case("ps4", append={"q1_answer": "bubble_dualpipe = (p - 1) * (FB + B - 3 * W)",
-                                       "q3_answer": "break_even = break_even * 2", "q4_answer": ABS},
-                        lost={"table": 3, "break_even": 2}),
-    "bytes_not_gbs": Case("ps4", append={"q3b_answer": "min_bandwidth = min_bandwidth * 1e9"}, lost={"min_bandwidth": 1}),
+                                       "q3_answer": "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)",
+                                       "q4_answer": ABS},
+                        lost={"table": 2, "waves": 2}),
     "numpy_and_noise": Case("ps4", prepend={"q2_answer": NOISE},
-                            append={"q2_answer": "import numpy as np\nmakespan_dualpipe = np.float64(makespan_dualpipe)\n"
-                                                 "makespan_1f1b = np.array(makespan_1f1b)"}),
+                            append={"q2_answer": "import numpy as np\nT = np.int64(T)\nidle_slots = np.float64(idle_slots)\n"
+                                                 "peak_activations = np.array(peak_activations)",
+                                    "q3_answer": "import numpy as np\n_mine = waves_makespan\n\n\n"
+                                                 "def waves_makespan(p, m, k, f, b):\n    return np.float64(_mine(p, m, k, f, b))"}),
+    # the grid misread
+    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * m * 3"}, lost={"grid": 2}),
+    "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 2}),
+    "one_wave_grid": Case("ps4", append={"q2_answer": "T = (m + p - 1) * 3\nidle_slots = p * T - p * m * 3"},
+                          lost={"grid": 2}),
+    # the closed form: right only on the student's own values, or the simulator behind it
+    "own_values_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n"
+                                                         "    return (values.m + 2 * (values.p - 1)) * (values.F + values.B)"},
+                            lost={"waves": 2}),
+    "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
+                                                          "def waves_makespan(p, m, k, f, b):\n"
+                                                          "    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan"},
+                             lost={"waves": 2}),
+    "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 2}),
+    # the choice: the fastest row, fitting or not (for this student the fastest does not fit)
+    "fastest_anyway": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
+                                                     "schedule = max(rows, key=lambda r: r.tokens_per_second).schedule"},
+                        lost={"choose": 1}),
+    # the written answers are the formgrader's: none of them changes the autograded score
+    "no_written_answers": Case("ps4", replace={"q3b_answer": "", "q4b_answer": "I don't know."}),
 }
 
 LIBRARY_EXECUTOR = """

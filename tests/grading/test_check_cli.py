@@ -1,4 +1,5 @@
-"""`ppedu check`: a verdict with an exit status (nbgrader validate exits 0 even when tests fail)."""
+"""`ppedu check`: a verdict with an exit status (nbgrader validate exits 0 even when tests fail). It counts the
+autograded points only: ps1's 9 (question 2b, 1 point, is graded by hand)."""
 
 import os
 import subprocess
@@ -18,13 +19,13 @@ def test_the_release_fails_with_a_message_per_cell_and_exit_status_1():
     run = ppedu("check", "exercises/ps1/ps1.ipynb")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "✗ gpipe_slots  0/1" in run.stdout and "`T` is not defined" in run.stdout
-    assert "0/10 points" in run.stdout and "Traceback" not in run.stdout
+    assert "0/9 points" in run.stdout and "Traceback" not in run.stdout
 
 
 def test_a_solved_notebook_passes_with_exit_status_0():
     run = ppedu("check", "solutions/ps1/ps1.ipynb")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "10/10 points" in run.stdout and "all pass" in run.stdout
+    assert "9/9 points" in run.stdout and "all pass" in run.stdout
 
 
 def test_bad_input_is_one_line_and_exit_status_2():
@@ -41,7 +42,7 @@ def test_a_notebook_whose_kernel_dies_gets_a_verdict_not_a_traceback(tmp_path):
     nbformat.write(nb, tmp_path / "ps1.ipynb")
     run = ppedu("check", str(tmp_path / "ps1.ipynb"))
     assert run.returncode == 1 and "Traceback" not in run.stdout + run.stderr
-    assert "5/10 points" in run.stdout and "kernel stopped" in run.stdout
+    assert "4/9 points" in run.stdout and "kernel stopped" in run.stdout
 
 
 def test_grade_runs_only_in_an_instructors_course(tmp_path):
@@ -59,4 +60,4 @@ def test_grade_refuses_without_a_sandbox_unless_told(course):
     assert run.returncode == 2 and "no sandbox" in run.stderr and "--no-sandbox" in run.stderr
     assert run.stderr.count("\n") == 1
     run = subprocess.run([*grade, "--no-sandbox"], cwd=course, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and "trusted: 10/10" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and "trusted: 9/10" in run.stdout, run.stdout + run.stderr

@@ -114,26 +114,94 @@ def test_a_schedule_not_run_on_the_students_own_size_earns_nothing():
     assert grade_schedule(results, "gpipe", [(2, 2), (3, 4)], points=2).score == 0
 
 
-def test_ps4s_cluster_keys_come_from_ppedu_cluster_and_a_slip_gets_its_own_hint():
-    from ppedu import Costs, cluster
+def _waves_data(function, v, hidden=()):
+    namespace = {"waves_makespan": function, "__hidden_cases__": hidden}
+    return json.loads(json.dumps(load("ps4").QUESTIONS["waves"].data(namespace, v)))
+
+
+def test_ps4s_formula_is_checked_on_hidden_inputs_without_the_simulator():
+    ps4, v = keys.load("ps4"), my_values("ps4", "alice")
+    judge = ps4.KEYS["waves"].judge
+    right = lambda p, m, k, f, b: (m + k * (p - 1)) * (f + b)  # noqa: E731
+    assert judge(_waves_data(right, v, ps4.HIDDEN_CASES), v) == "correct"
+    assert "was not run" in message(lambda d: judge(d, v), _waves_data(right, v))  # a forged hand-in without them
+    one_pass = lambda p, m, k, f, b: (m + p - 1) * (f + b)  # noqa: E731
+    assert "fills and drains the pipeline again" in message(lambda d: judge(d, v), _waves_data(one_pass, v, ps4.HIDDEN_CASES))
+    own = lambda p, m, k, f, b: right(v.p, v.m, 2, v.F, v.B)  # noqa: E731
+    assert "returned" in message(lambda d: judge(d, v), _waves_data(own, v, ps4.HIDDEN_CASES))
+    from ppedu import Costs, simulate
+    from ppedu.grading.assignments.ps4 import _in_waves
+
+    simulated = lambda p, m, k, f, b: simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan  # noqa: E731
+    said = message(lambda d: judge(d, v), _waves_data(simulated, v, ps4.HIDDEN_CASES))
+    assert "simulator is not available" in said and "Traceback" not in said
+    assert simulated(3, 4, 2, 1, 2) == 24  # the simulator is back afterwards
+    assert "simulator is not available" in message(lambda ns: load("ps4").QUESTIONS["waves"].check(ns, v),
+                                                   {"waves_makespan": simulated})
+
+
+def test_ps4s_hidden_test_hands_in_the_keys_hidden_cases():
+    from conftest import cells
+
+    source = next(c.source for c in cells(ROOT / "solutions" / "ps4" / "ps4.ipynb")
+                  if c.metadata.get("nbgrader", {}).get("grade_id") == "waves")
+    listed = source.split('"__hidden_cases__": ')[1].split("}")[0]
+    assert tuple(map(tuple, eval(listed))) == keys.load("ps4").HIDDEN_CASES
+    assert all(m % k == 0 for _, m, k, _, _ in keys.load("ps4").HIDDEN_CASES)
+
+
+def test_ps4s_grid_slips_get_their_own_hints():
+    ps4, v = keys.load("ps4"), my_values("ps4", "alice")
+    key = ps4._grid_key(v)
+    grade = lambda ns: ps4.KEYS["grid"].judge(ns, v)  # noqa: E731
+    assert grade({**key, "peak_activations": list(key["peak_activations"])}) == "correct"
+    busy = v.grid_p * key["T"] - key["idle_slots"]
+    assert "busy slots" in message(grade, {**key, "idle_slots": busy, "peak_activations": list(key["peak_activations"])})
+    assert "GPU 0 first" in message(grade, {**key, "peak_activations": list(reversed(key["peak_activations"]))})
+    assert "once per wave" in message(grade, {**key, "T": (v.grid_m + v.grid_p - 1) * 3,
+                                              "peak_activations": list(key["peak_activations"])})
+
+
+def test_ps4s_choice_comes_from_ppedu_cluster_and_a_wrong_one_gets_its_own_hint():
+    from ppedu import cluster
 
     ps4, v = keys.load("ps4"), my_values("ps4", "alice")
     model, gpus = ps4.your_cluster(v)
-    grade = lambda question: lambda ns: ps4.KEYS[question].judge(ns, v)  # noqa: E731
-    bandwidth = cluster.break_even_bandwidth(model, gpus, v.m)
-    assert grade("min_bandwidth")({"min_bandwidth": bandwidth / 1e9}) == "correct"
-    assert "GB/s" in message(grade("min_bandwidth"), {"min_bandwidth": bandwidth})
-    per_chunk = cluster.interleaving_break_even(v.p, v.m, Costs(f=v.F, b=v.B).per_chunk(2))
-    assert "whole stage" in message(grade("break_even"), {"break_even": per_chunk})
+    grade = lambda ns: ps4.KEYS["choose"].judge(ns, v)  # noqa: E731
     winner = cluster.best(cluster.plan(model, gpus, [v.m]))
+    assert grade({"schedule": winner.schedule}) == "correct"
     wrong = next(r for r in cluster.plan(model, gpus, [v.m]) if r.fits and r.schedule != winner.schedule)
-    said = message(grade("choose"), {"schedule": wrong.schedule})
+    said = message(grade, {"schedule": wrong.schedule})
     assert "fits, but" in said and winner.schedule not in said
 
 
 @pytest.mark.parametrize("student", ["bob", "carol", "dave"])
 def test_every_ps4_key_is_an_answer_a_student_can_give(student):
     ps4, v = keys.load("ps4"), my_values("ps4", student)
-    key = {**ps4._latency_key(v), **ps4._bandwidth_key(v), **ps4._choice_key(v)}
-    assert 0 < key["break_even"] < math.inf and 0 < key["min_bandwidth"] < math.inf
-    assert key["schedule"] in load("ps4").CHOICES
+    grid = ps4._grid_key(v)
+    assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < v.grid_p * grid["T"]
+    assert len(grid["peak_activations"]) == v.grid_p and max(grid["peak_activations"]) <= v.grid_m
+    assert ps4._choice_key(v)["schedule"] in load("ps4").CHOICES
+
+
+def test_ps1s_closed_forms_are_checked_with_the_simulator_and_formulas_out_of_reach():
+    from ppedu import formulas, simulate
+
+    ps1, v = keys.load("ps1"), my_values("ps1", "alice")
+    form = load("ps1").QUESTIONS["closed_form"]
+    mine = {"bubble_ratio": lambda p, m: (p - 1) / (m + p - 1), "bubble_interleaved": lambda p, m, v: (p - 1) / (v * m + p - 1)}
+    assert ps1.KEYS["closed_form"].judge(json.loads(json.dumps(form.data(mine, v))), v) == "correct"
+    for borrowed in ({**mine, "bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m)},
+                     {**mine, "bubble_interleaved": lambda p, m, v: simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio}):
+        said = message(lambda d: ps1.KEYS["closed_form"].judge(d, v), json.loads(json.dumps(form.data(borrowed, v))))
+        assert "not available while your formula is checked" in said
+    assert formulas.bubble_ratio(4, 4) == 3 / 7  # back afterwards
+
+
+def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
+    ps1, v = keys.load("ps1"), my_values("ps1", "alice")
+    key = ps1._slots_key(v)
+    assert key["T"] == 3 * (2 * v.m + v.p - 1) and key["idle_slots"] == key["total_slots"] - 3 * v.m * (v.p + 1)
+    plain = ps1.timeline("gpipe", v).makespan
+    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": v.p * plain})
+    assert f"GPU {v.slow} takes twice as long" in said

@@ -1,7 +1,11 @@
-"""ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble.
+"""ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble: a GPipe
+grid with one slow GPU, counted from its picture; 1F1B against GPipe, with the reason written (graded
+by hand); the closed forms, checked with the simulator and ppedu's formulas out of reach.
 
 >>> sorted(values("alice"))
-['m', 'p', 'target', 'v']
+['m', 'p', 'slow', 'target', 'v']
+>>> picture(values("alice")).count("GPU ") == values("alice")["p"]
+True
 """
 
 from __future__ import annotations
@@ -10,20 +14,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number, Wrong, calls, kind, raised
+from ppedu.grading.answers import Choice, Number, Wrong, calls, kind, raised, without
 from ppedu.grading.questions import Question
 from ppedu.grading.students import pick
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
+#: What a closed form may not call while it is checked.
+WHY_NO_LIBRARY = "the simulator and ppedu.formulas are not available while your formula is checked: write the closed form"
 
 
 def values(student: str) -> dict[str, Any]:
+    p = pick("ps1", student, "p", range(3, 7))
     return {
-        "p": pick("ps1", student, "p", range(3, 7)),
+        "p": p,
         "m": pick("ps1", student, "m", range(3, 9)),
         "v": pick("ps1", student, "v", range(2, 5)),
         "target": pick("ps1", student, "target", TARGETS),
+        "slow": pick("ps1", student, "slow", range(6)) % p,  # question 1's slow GPU
     }
+
+
+def costs(v: Mapping[str, Any]) -> Any:
+    """Question 1's costs: a forward takes one step and a backward two, except on GPU ``v["slow"]``,
+    which takes twice as long for both."""
+    from ppedu import Costs
+
+    return Costs(f=tuple(2 if j == v["slow"] else 1 for j in range(v["p"])),
+                 b=tuple(4 if j == v["slow"] else 2 for j in range(v["p"])))
+
+
+def picture(v: Mapping[str, Any]) -> str:
+    """Question 1's grid: GPipe on the student's p GPUs and m micro-batches, with :func:`costs`."""
+    from ppedu import schedules, simulate
+    from ppedu.text import render_grid
+
+    return render_grid(simulate(schedules.gpipe(v["p"], v["m"]), costs(v)))
 
 
 def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
@@ -52,7 +77,13 @@ class FormulaQuestion:
         return (v["p"], 2 * v["p"], v["v"]) if name == "bubble_interleaved" else (v["p"], v["m"])
 
     def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
-        return {name: calls(namespace, name, (*cases, self.own(name, v))) for name, cases in self.cases.items()}
+        from ppedu import formulas
+        from ppedu.grid import grid
+        from ppedu.simulate import simulate
+
+        library = (simulate, grid, *(f for f in vars(formulas).values() if getattr(f, "__module__", "") == formulas.__name__))
+        with without(library, WHY_NO_LIBRARY):
+            return {name: calls(namespace, name, (*cases, self.own(name, v))) for name, cases in self.cases.items()}
 
     def results(self, data: Mapping[str, object], name: str) -> dict[tuple[int, ...], float]:
         """``name``'s results by arguments, read as numbers; :class:`Wrong` says what is off."""
@@ -76,6 +107,7 @@ class FormulaQuestion:
         for name in self.cases:
             self.results(data, name)
         return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder compares them with the simulator)"
+
 
 
 QUESTIONS: dict[str, Any] = {

@@ -1,22 +1,36 @@
-"""ps4 — DualPipe and the trade-offs: DeepSeek's bubble table, DualPipe simulated against 1F1B,
-where interleaving stops paying (a hand-over latency, then a real model's link bandwidth), and a
-schedule for a real model on a given cluster.
+"""ps4 — DualPipe and the trade-offs: DeepSeek's bubble table, a grid of a schedule run in waves
+(counted from its picture), the closed form of its step time (a function checked on inputs the
+student does not see), and a schedule for a real model on a given cluster, chosen with a reason.
+
+The written answers (why the closed form holds, why the chosen schedule) are graded by hand in
+nbgrader's formgrader; this module holds only the forms of the autograded ones.
 
 >>> values("alice")["B"] == 2 * values("alice")["F"]
 True
+>>> print(picture(3, 4).splitlines()[0])
+GPU 2 | .   .   F0  B0  ·   F1  B1  ·   .   .   .   .   .   .   F2  B2  ·   F3  B3  ·   .   .   .   .
 """
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number
+from ppedu.grading.answers import Choice, Counts, Number, Wrong, calls, kind, raised, without
 from ppedu.grading.questions import Question
 from ppedu.grading.students import pick
 from ppedu.schedules import SCHEDULES
 
 #: ``"none"``: nothing fits in the cluster's memory.
 CHOICES = (*SCHEDULES, "none")
+#: The pictured schedule runs its micro-batches in this many waves.
+WAVES = 2
+#: What a formula may not call while it is checked: it is a closed form, not a simulation.
+WHY_NO_SIMULATOR = "the simulator is not available while your formula is checked: write the closed form"
+#: Hidden from the notebook while it is autograded (grader/execute.py): the pictured schedule's builder.
+HIDDEN: dict[str, tuple[str, ...] | None] = {"ppedu.grading.assignments.ps4": ("_in_waves",)}
 
 
 def values(student: str) -> dict[str, Any]:
@@ -28,13 +42,94 @@ def values(student: str) -> dict[str, Any]:
         "model": pick("ps4", student, "model", ("7b", "13b")),
         "gpu": pick("ps4", student, "gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
         "link": pick("ps4", student, "link", ("nvlink", "pcie-gen4", "ib-200")),
+        # the pictured grid: small enough to count
+        "grid_p": pick("ps4", student, "grid_p", (3, 4)), "grid_m": pick("ps4", student, "grid_m", (4, 6)),
     }
+
+
+def _in_waves(p: int, m: int, k: int) -> Any:
+    from ppedu.ops import Op, Schedule
+    from ppedu.schedules import one_f_one_b
+
+    size = m // k
+    wave = one_f_one_b(p, size).stages
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
+                   for j in range(p))
+    return Schedule(stages, f"1F1B in {k} waves", (tuple(range(p)),), m)
+
+
+def picture(p: int, m: int) -> str:
+    """The grid question 2 shows (a forward takes one step, a backward two); while autograding,
+    where its builder is hidden, a line that says so."""
+    from ppedu import Costs, simulate
+    from ppedu.text import render_grid
+
+    try:
+        schedule = _in_waves(p, m, WAVES)
+    except ImportError:
+        return "(the picture is not drawn while autograding)"
+    return render_grid(simulate(schedule, Costs(f=1, b=2)))
+
+
+def _grid_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
+    problems = []
+    if "T" in a and "idle_slots" in a and a["idle_slots"] >= v["grid_p"] * a["T"]:
+        problems.append("`idle_slots` must be fewer than the grid's p × T slots: some slots are busy.")
+    if "peak_activations" in a and any(x > v["grid_m"] for x in a["peak_activations"]):
+        problems.append("A GPU cannot hold more micro-batches' activations than there are micro-batches.")
+    return problems
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A function the student writes, called on their own values, an example and — in the hidden
+    test — on inputs they do not see (``namespace[HIDDEN]``), with the simulator unavailable."""
+
+    name: str
+    example: tuple[Any, ...]
+    HIDDEN = "__hidden_cases__"
+
+    @staticmethod
+    def own(v: Mapping[str, Any]) -> tuple[Any, ...]:
+        return (v["p"], v["m"], WAVES, v["F"], v["B"])
+
+    def cases(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        return [self.own(v), self.example, *map(tuple, namespace.get(self.HIDDEN, ()))]  # type: ignore[call-overload]
+
+    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
+        from ppedu.grid import grid
+        from ppedu.simulate import simulate
+        from ppedu.text import render_grid
+
+        with without((simulate, grid, render_grid, _in_waves, picture), WHY_NO_SIMULATOR):
+            return {self.name: calls(namespace, self.name, self.cases(namespace, v))}
+
+    def results(self, data: Mapping[str, object]) -> dict[tuple[Any, ...], float]:
+        """The function's results by arguments, read as numbers; :class:`Wrong` says what is off."""
+        got = data.get(self.name)
+        if got is None:
+            raise Wrong(f"`{self.name}` is not defined: write the function in its cell and run that cell.")
+        if not isinstance(got, list):
+            raise Wrong(f"`{self.name}` is a {kind(got)}; it should be the function you define with `def {self.name}(...)`.")
+        out = {}
+        for args, result in got:
+            call = f"{self.name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})"
+            if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
+                raise Wrong(f"`{self.name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
+            if why := raised(result):
+                raise Wrong(f"{call} {why}")
+            out[tuple(args)] = Number(call).read({call: result})
+        return out
+
+    def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
+        self.results(self.data(namespace, v))
+        return f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)"
 
 
 QUESTIONS: dict[str, Any] = {
     "table": Question((Number("bubble_1f1b"), Number("bubble_zb1p"), Number("bubble_dualpipe"))),
-    "simulated": Question((Number("makespan_dualpipe"), Number("makespan_1f1b"))),
-    "break_even": Question((Number("break_even"),)),
-    "min_bandwidth": Question((Number("min_bandwidth"),)),
+    "grid": Question((Number("T", whole=True), Number("idle_slots", whole=True), Counts("peak_activations")),
+                     _grid_sanity),
+    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2)),
     "choose": Question((Choice("schedule", CHOICES),)),
 }
