@@ -170,6 +170,7 @@ def self_check_answers() -> tuple[Item, ...]:
     i22 = simulate(interleaved_1f1b(2, 2, 2), unit)
     d48 = simulate(dualpipe(4, 8), Costs(f=1, b=1, w=1))
     zb = simulate(zero_bubble_h1(4, 8), Costs(f=1, b=1, w=1))
+    full = simulate(one_f_one_b(4, 8), Costs(f=1, b=1, w=1))  # its backward runs b + w in one
     g416, o48, g48 = simulate(gpipe(4, 16)), simulate(one_f_one_b(4, 8)), simulate(gpipe(4, 8))
     chunks = [c + 1 for c, s in enumerate(interleaved_1f1b(4, 8, 2).placement[0]) if s == 1]
     o_peaks = simulate(one_f_one_b(4, 8)).peak_activations
@@ -207,8 +208,9 @@ def self_check_answers() -> tuple[Item, ...]:
              f"chunks × 2 micro-batches × F and B): {i22.idle_slots:g} idle."),
         Item("Chapter 5, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
              zb.makespan - zb.busy_per_stage[0],
-             f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: 3 × 1 = {zb.makespan - zb.busy_per_stage[0]:g}, "
-             f"against 1F1B's (*p* − 1)(*F* + *B*) = 9."),
+             f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: {zb.p - 1} × 1 = "
+             f"{zb.makespan - zb.busy_per_stage[0]:g}, against 1F1B's (*p* − 1)(*F* + *B*) = "
+             f"{full.makespan - full.busy_per_stage[0]:g}."),
         Item("Chapter 5, question 2", "A GPU is twice as slow: fix the schedule or the partition?", "partition",
              "The partition: in the steady state every schedule runs at the slowest stage's pace."),
         Item("Chapter 6, question 1", "Parameter copies per GPU under DualPipe and DualPipeV.",
