@@ -243,8 +243,8 @@ def without(functions: Sequence[Callable[..., object]], why: str) -> Iterator[No
             code = getattr(f, "__code__", None)
             if code is not None and not code.co_freevars:
                 swapped.append((f, code))
-                f.__code__ = stub  # type: ignore[attr-defined]
+                f.__code__ = stub
         yield
     finally:
         for f, code in swapped:
-            f.__code__ = code  # type: ignore[attr-defined]
+            f.__code__ = code
