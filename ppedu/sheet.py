@@ -86,8 +86,8 @@ LAWS: tuple[Law, ...] = (
         Formula("min(2(p−j−1)+(v−1)p+1, v·m)/v",
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
-        "m a multiple of p (the 2021 paper's groups of p; ppedu, current Megatron-LM and PyTorch also run "
-        "other m, which these forms do not cover); "
+        "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; ppedu, "
+        "current Megatron-LM and PyTorch also run other m); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
     Law("zb-h1", "ZB-H1", *_bubble(1, "3"),
@@ -237,7 +237,7 @@ def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
             f"{x.copies.text}" if float(x.copies.text.split()[0]) == got.copies else f"{got.copies:g}",
             f"{x.hand_overs.text} = {got.hand_overs}",
             x.constraints if x.holds(p, m, v if x.schedule == "interleaved" else 1)
-            else f"{x.constraints} — the forms not at this size; the numbers are the simulator's"))
+            else f"{x.constraints} — not every form holds at this size; the numbers are the simulator's"))
     return Table(tuple(rows))
 
 

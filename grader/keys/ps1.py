@@ -1,6 +1,7 @@
 """ps1's keys — slot counting (GPipe with one slow GPU, from its picture) and bubble ratios,
-recomputed with ppedu's simulator from the student's own (p, m, v), slow GPU and target bubble. The
-written reason of question 2 is graded by hand.
+recomputed with ppedu's simulator from the student's own (p, m, v), slow GPU and target bubble; the
+student's functions (closed forms, fewest micro-batches, the conversion) judged on fixed cases and
+their own arguments. The written reason of question 2 is graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps1", "alice")
@@ -11,7 +12,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,47 +74,58 @@ def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[
 
 @dataclass(frozen=True)
 class FormulaJudge:
-    """The student's functions of (p, m[, v]), on the fixed cases and their own values, against the
-    simulator's idle ÷ total bubble under equal costs."""
+    """The student's functions, on the fixed cases and their own arguments, against ``truth(name,
+    args)``; ``why(name, args, got, truth)`` says what is off in a wrong result."""
 
     form: FormulaQuestion
+    truth: Callable[[str, tuple[Any, ...]], float]
+    why: Callable[[str, tuple[Any, ...], float, float], str]
 
     def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        for name, cases in self.form.cases.items():
+        for name in self.form.cases:
             results = self.form.results(data, name)
-            for args in (*cases, self.form.own(name, v)):
+            for args in self.form.arguments(name, v):
                 call = f"{name}({', '.join(map(str, args))})"
                 if args not in results:
                     raise Wrong(f"{call} was not run: the autograder runs your function on your own values.")
-                schedule = schedules.build("interleaved" if len(args) == 3 else "1f1b", *args)
-                if abs(results[args] - simulate(schedule).bubble_ratio) > 1e-9:
-                    raise Wrong(f"{call} returned {results[args]:.6g}, but the simulator measures a different idle ÷ "
-                                f"total bubble for p={args[0]}, m={args[1]}" + (f", v={args[2]}" if len(args) == 3 else "")
-                                + " under equal costs.")
+                want = self.truth(name, args)
+                if abs(results[args] - want) > 1e-9:
+                    raise Wrong(f"{call} returned {results[args]:.6g}: {self.why(name, args, results[args], want)}")
         return "correct"
 
 
-def _microbatches_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    return {"m_needed": formulas.microbatches_for(v["target"], v["p"]),
-            "m_needed_interleaved": formulas.microbatches_for(v["target"], v["p"], v["v"])}
+def _simulated_bubble(name: str, args: tuple[Any, ...]) -> float:
+    return simulate(schedules.build("interleaved" if len(args) == 3 else "1f1b", *args)).bubble_ratio
 
 
-def _microbatches_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    vv = v["v"] if name == "m_needed_interleaved" else 1
-    if got >= 1 and formulas.bubble_ratio(v["p"], got, vv) > v["target"] + 1e-12:
-        return f"With m = {got} the bubble is still above {v['target']:g}."
-    if name == "m_needed_interleaved" and got % v["p"]:
-        return "Interleaved 1F1B needs m to be a multiple of p."
-    return f"With m = {got} the target is met, but a smaller m meets it too: find the fewest."
+def _bubble_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    return (f"the simulator measures a different idle ÷ total bubble for p={args[0]}, m={args[1]}"
+            + (f", v={args[2]}" if len(args) == 3 else "") + " under equal costs.")
+
+
+def _fewest(name: str, args: tuple[Any, ...]) -> float:
+    p, target, v = args
+    return formulas.microbatches_for(target, p, v)  # the simulator's fewest m (tests/test_formulas.py checks)
+
+
+def _fewest_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, target, v = args
+    if got < 1 or got != int(got):
+        return "the answer is a number of micro-batches: a whole number, at least 1."
+    if formulas.bubble_ratio(p, int(got), v) > target + 1e-12:
+        below = " (below m = p interleaving idles more than its closed form says)" if v > 1 and got < p else ""
+        return f"with m = {int(got)} the bubble is still above {target:g}{below}."
+    return (f"with m = {int(got)} the target is met, but a smaller m meets it too: find the fewest (a target met "
+            "exactly counts as met; mind a float that should be whole, such as 12.000000000000002).")
 
 
 KEYS: dict[str, Any] = {
     "gpipe_slots": Keyed(QUESTIONS["gpipe_slots"], _slots_key, _slots_hint),
     "gpipe_idle": Keyed(QUESTIONS["gpipe_idle"], _slots_key, _slots_hint),
     "one_f_one_b": Keyed(QUESTIONS["one_f_one_b"], _compare_key, _compare_hint),
-    "closed_form": FormulaJudge(QUESTIONS["closed_form"]),
-    "microbatches": Keyed(QUESTIONS["microbatches"], _microbatches_key, _microbatches_hint),
-    "conversion": Keyed(QUESTIONS["conversion"],
-                        lambda v: {"idle_total": formulas.to_idle_total(formulas.bubble_over_ideal(v["p"], v["m"]))},
-                        lambda *a: "If r is bubble ÷ ideal time, the idle share of all slots is r / (1 + r)."),
+    "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why),
+    "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why),
+    "conversion": FormulaJudge(QUESTIONS["conversion"], lambda name, args: formulas.to_idle_total(args[0]),
+                               lambda *_: "if r is bubble ÷ ideal time (idle ÷ busy), the idle share of all slots is "
+                                          "idle ÷ (idle + busy): divide top and bottom by busy."),
 }

@@ -25,8 +25,8 @@ PS1_WRONG = {
     "q1b_answer": "idle_slots = 3 * values.m * (values.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
     "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
-    "q4_answer": "m_needed = 1\nm_needed_interleaved = 1",
-    "q5_answer": "idle_total = 0.5",
+    "q4_answer": "def fewest_microbatches(p, target, v):\n    return p",
+    "q5_answer": "def idle_share(r):\n    return r",  # Megatron's own ratio, unconverted
 }
 PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}
 
@@ -206,7 +206,8 @@ class Liar(float):
     def __sub__(self, other):
         return 0.0
     __rsub__ = __sub__
-idle_total = Liar(0.123)
+def idle_share(r):
+    return Liar(0.123)
 """
 NUMPY_PS1 = """
 import numpy as np
@@ -294,7 +295,7 @@ PS1: dict[str, Case] = {
                                                                    "def bubble_interleaved(p, m, v):\n"
                                                                    "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
                                       lost={"closed_form": 2}),
-    "nan": Case("ps1", replace={"q5_answer": "idle_total = float('nan')"}, lost={"conversion": 1}),
+    "nan": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return float('nan')"}, lost={"conversion": 1}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
@@ -304,9 +305,11 @@ PS1: dict[str, Case] = {
     "numpy_scalars": Case("ps1", replace={"q1a_answer": NUMPY_PS1, "q1b_answer": NUMPY_PS1B}),
     "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\nbubble_1f1b = np.float32(bubble_1f1b)\n"
                                                          "compared_with_gpipe = np.str_(compared_with_gpipe)",
-                                            "q4_answer": "m_needed, m_needed_interleaved = np.array(m_needed), "
-                                                         "np.int64(m_needed_interleaved)",
-                                            "q5_answer": "idle_total = np.array(idle_total)"}),
+                                            "q4_answer": "_fewest = fewest_microbatches\n\n\n"
+                                                         "def fewest_microbatches(p, target, v):\n"
+                                                         "    return np.int64(_fewest(p, target, v))",
+                                            "q5_answer": "_share = idle_share\n\n\n"
+                                                         "def idle_share(r):\n    return np.array(_share(r))"}),
     "noisy_stderr": Case("ps1", prepend={"q1a_answer": NOISE, "q5_answer": NOISE},
                          replace={"q3_answer": "import sys, warnings\n\n\ndef bubble_ratio(p, m):\n"
                                                "    warnings.warn('checking')\n    print(p, m, file=sys.stderr)\n"
@@ -331,7 +334,9 @@ PS1: dict[str, Case] = {
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
     "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
-    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, lost=PS1_ALL),
+    # the functions' answers wrong too: a right function earns its points whoever's values the kernel believes
+    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, replace={k: PS1_WRONG[k] for k in ("q3_answer", "q4_answer", "q5_answer")},
+                       lost=PS1_ALL),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),

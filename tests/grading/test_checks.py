@@ -61,9 +61,10 @@ def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
         def __eq__(self, other):
             return True
 
-    data = json.loads(json.dumps(load("ps1").QUESTIONS["conversion"].data({"idle_total": Liar(0.123)}, {})))
+    v = my_values("ps1", "alice")
+    data = json.loads(json.dumps(load("ps1").QUESTIONS["conversion"].data({"idle_share": lambda r: Liar(0.123)}, v)))
     with pytest.raises(Wrong):
-        keys.load("ps1").KEYS["conversion"].judge(data, my_values("ps1", "alice"))
+        keys.load("ps1").KEYS["conversion"].judge(data, v)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -205,3 +206,28 @@ def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
     plain = ps1.timeline("gpipe", v).makespan
     said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": v.p * plain})
     assert f"GPU {v.slow} takes twice as long" in said
+
+
+@pytest.mark.parametrize("student", ["alice", "bob", "carol"])
+def test_ps1s_fewest_micro_batches_need_the_boundary_and_interleavings_floor_thought_out(student):
+    import math
+
+    ps1, v = keys.load("ps1"), my_values("ps1", student)
+    form = load("ps1").QUESTIONS["microbatches"]
+
+    def judged(fewest):
+        data = json.loads(json.dumps(form.data({"fewest_microbatches": fewest}, v)))
+        try:
+            return ps1.KEYS["microbatches"].judge(data, v)
+        except Wrong as wrong:
+            return str(wrong)
+
+    def fewest(p, target, v, tolerance=1e-9, floor=True):  # the inequality solved for m
+        m = math.ceil((p - 1) * (1 - target) / (v * target) - tolerance)
+        return max(m, p if v > 1 else 1) if floor else m
+
+    assert judged(fewest) == "correct"
+    assert "a smaller m meets it too" in judged(lambda p, t, v: fewest(p, t, v, tolerance=0))  # 28 for 27.000000000000004
+    assert "below m = p interleaving idles more" in judged(lambda p, t, v: fewest(p, t, v, floor=False))  # 2 at (3, 0.2, 4)
+    assert "not available while your formula is checked" in judged(
+        lambda p, t, v: __import__("ppedu").formulas.microbatches_for(t, p, v))

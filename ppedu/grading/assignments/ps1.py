@@ -1,6 +1,7 @@
 """ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble: a GPipe
 grid with one slow GPU, counted from its picture; 1F1B against GPipe, with the reason written (graded
-by hand); the closed forms, checked with the simulator and ppedu's formulas out of reach.
+by hand); the closed forms, the fewest micro-batches for a target and the conversion between the two
+bubble definitions, each a function checked with the simulator and ppedu's formulas out of reach.
 
 >>> sorted(values("alice"))
 ['m', 'p', 'slow', 'target', 'v']
@@ -10,7 +11,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,13 +69,14 @@ def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class FormulaQuestion:
-    """Functions of (p, m[, v]) the student writes: called on ``cases`` and on their own values."""
+    """Functions the student writes, called on ``cases`` and on the student's own arguments
+    (``own(name, values)``) with the simulator and ppedu's formulas out of reach."""
 
-    cases: Mapping[str, tuple[tuple[int, ...], ...]]
+    cases: Mapping[str, tuple[tuple[float, ...], ...]]
+    own: Callable[[str, Mapping[str, Any]], tuple[tuple[float, ...], ...]]
 
-    @staticmethod
-    def own(name: str, v: Mapping[str, Any]) -> tuple[int, ...]:
-        return (v["p"], 2 * v["p"], v["v"]) if name == "bubble_interleaved" else (v["p"], v["m"])
+    def arguments(self, name: str, v: Mapping[str, Any]) -> tuple[tuple[float, ...], ...]:
+        return (*self.cases[name], *self.own(name, v))
 
     def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
         from ppedu import formulas
@@ -83,7 +85,7 @@ class FormulaQuestion:
 
         library = (simulate, grid, *(f for f in vars(formulas).values() if getattr(f, "__module__", "") == formulas.__name__))
         with without(library, WHY_NO_LIBRARY):
-            return {name: calls(namespace, name, (*cases, self.own(name, v))) for name, cases in self.cases.items()}
+            return {name: calls(namespace, name, self.arguments(name, v)) for name in self.cases}
 
     def results(self, data: Mapping[str, object], name: str) -> dict[tuple[int, ...], float]:
         """``name``'s results by arguments, read as numbers; :class:`Wrong` says what is off."""
@@ -106,7 +108,7 @@ class FormulaQuestion:
         data = self.data(namespace, v)
         for name in self.cases:
             self.results(data, name)
-        return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder compares them with the simulator)"
+        return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
 
 
 
@@ -116,7 +118,12 @@ QUESTIONS: dict[str, Any] = {
     "one_f_one_b": Question((Number("bubble_1f1b", fraction=True),
                              Choice("compared_with_gpipe", ("smaller", "equal", "larger")))),
     "closed_form": FormulaQuestion({"bubble_ratio": ((4, 4), (2, 1), (8, 32)),
-                                    "bubble_interleaved": ((4, 4, 2), (4, 8, 3))}),
-    "microbatches": Question((Number("m_needed", whole=True), Number("m_needed_interleaved", whole=True))),
-    "conversion": Question((Number("idle_total", fraction=True),)),
+                                    "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
+                                   lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
+                                   else ((v["p"], v["m"]),)),
+    # (4, 0.2, 1) meets its target exactly at m = 12; (3, 0.2, 4) needs m = p, where interleaving's form starts.
+    "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.1, 1), (4, 0.2, 1), (8, 0.05, 2), (3, 0.2, 4))},
+                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"]))),
+    "conversion": FormulaQuestion({"idle_share": ((0.25,), (1.0,), (3.0,))},
+                                  lambda name, v: (((v["p"] - 1) / v["m"],),)),
 }
