@@ -39,6 +39,12 @@ root => {
 }
 """
 
+# In the page: how many blocks the diagram draws (an unlabelled one is a rect, the labelled ones of a look one path).
+BLOCKS_JS = """
+root => [...root.querySelectorAll('.ppedu-diagram .ppedu-op')]
+  .reduce((n, e) => n + (e.tagName === 'path' ? e.getAttribute('d').split('M').length - 1 : 1), 0)
+"""
+
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +67,7 @@ def main() -> None:
                     root = panel.locator(".ppedu-explorer").nth(i)
                     root.scroll_into_view_if_needed()
                     root.evaluate(WATCH_JS)
-                    blocks = root.locator(".ppedu-diagram rect.ppedu-op").count()
+                    blocks = root.evaluate(BLOCKS_JS)
                     handle = lab.slider(root, "comm")
                     times = []
                     for move in range(MOVES):

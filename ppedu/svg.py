@@ -9,13 +9,14 @@ scrolls sideways instead of shrinking its text.
 
 >>> from ppedu import schedules, simulate
 >>> svg = render_svg(simulate(schedules.gpipe(2, 2)))
->>> svg.startswith("<svg") and svg.count('class="ppedu-op') == 8
+>>> svg.startswith("<svg") and svg.count("h") >= 8 and 'class="ppedu-label"' in svg
 True
 """
 
 from __future__ import annotations
 
 import itertools
+from functools import lru_cache
 from html import escape
 
 import numpy as np
@@ -26,7 +27,10 @@ from ppedu.palette import BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_ki
 from ppedu.simulate import Timeline
 
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 48, 22, 6
-_FONT, _CHAR = 11, 7.0  # label size in px, and the width of one of its characters
+_FONT, _CHAR = 11, 7.0  # label size in px, and the width of one of its characters at most
+#: How far, in ems, each glyph of a block's label moves the next one on (digits are as wide as one another in any
+#: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
+_ADVANCE = {"c": 0.5, "'": 0.25}
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
@@ -189,11 +193,14 @@ def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = Fa
 
 
 def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upto: float | None) -> str:
-    """Each operation's block (run by ``upto``, if given) with its label, in one group that carries what they share:
-    the big diagrams have thousands, redrawn on every slider move."""
+    """Each operation's block (run by ``upto``, if given) with its label. The big diagrams have thousands, redrawn on
+    every slider move, and a browser lays out each element on its own: so the labelled blocks of one look are one
+    path, and the labels of one look on one GPU one text, each glyph placed (and centred) at its own x."""
     p, chunked = timeline.p, timeline.schedule.chunks > timeline.schedule.p
     looks: dict[tuple[str, int, int], tuple[str, str]] = {}  # per kind, direction and chunk: the block's and label's
-    out = []
+    shapes: dict[str, list[str]] = {}  # per block look: the outlines of its labelled blocks
+    glyphs: dict[tuple[float, str], tuple[list[str], list[str]]] = {}  # per row and label look: x positions, glyphs
+    alone = []  # unlabelled blocks, each naming itself on hover
     for e in timeline.events:
         if upto is not None and e.start >= upto:
             continue
@@ -205,22 +212,40 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
                 f'class="ppedu-op ppedu-{op.kind}" {patterns.fill(colour, STYLE[op.kind, op.direction][1])}',
                 f'fill="{ink(colour)}" stroke="{colour}"')
         x, w = _LEFT + e.start * unit, ((e.end if upto is None else min(e.end, upto)) - e.start) * unit
-        y = y0 + (p - 1 - e.stage) * _ROW
-        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing. An unlabelled block names
-        # itself on hover; a labelled one does not (its colour and shade say the rest, and a big diagram redraws
-        # thousands of blocks on every slider move).
+        y = y0 + (p - 1 - e.stage) * _ROW + _GAP / 2
+        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
         text = op.label(chunk=chunked)
-        short = text.lstrip("FBW")
-        fits = [t for t in (short, short.split("c")[0] + ("'" if op.direction else "")) if w >= _CHAR * len(t) + 3]
-        tip = "/>" if fits else f"><title>{text}</title></rect>"
-        out.append(f'<rect {look[0]} x="{x:.1f}" y="{y + _GAP / 2:g}" width="{w:.1f}" height="{_ROW - _GAP}"{tip}')
-        if fits:
-            out.append(f'<text class="ppedu-label" x="{x + w / 2:.1f}" y="{y + _ROW / 2 + 4:g}" {look[1]}>{fits[0]}</text>')
+        label = next((g for g in _labels(text) if w >= g[0]), None)
+        if label is None:
+            alone.append(f'<rect {look[0]} x="{x:.1f}" y="{y:g}" width="{w:.1f}" height="{_ROW - _GAP}">'
+                         f'<title>{text}</title></rect>')
+            continue
+        shapes.setdefault(look[0], []).append(f"M{x:.1f},{y:g}h{w:.1f}v{_ROW - _GAP}h{-w:.1f}z")
+        xs, chars = glyphs.setdefault((y + _ROW / 2 + 2, look[1]), ([], []))
+        middle = x + w / 2
+        xs.extend(f"{middle + dx:.1f}" for dx in label[1])
+        chars.append(label[2])
     # What every block and label shares is said once: the outline, and the label's size, centring and halo (a stroke
     # in its block's colour, painted under the letters: it keeps hatch lines out from under them).
     return (f'<g class="ppedu-blocks" stroke="#000" stroke-width=".6" font-size="{_FONT}" text-anchor="middle">'
             f'<style>.ppedu-blocks .ppedu-label{{stroke-width:3px;paint-order:stroke;pointer-events:none}}</style>'
-            f'{"".join(out)}</g>')
+            + "".join(alone) + "".join(f'<path {look} d="{"".join(d)}"/>' for look, d in shapes.items())
+            + "".join(f'<text class="ppedu-label" x="{" ".join(xs)}" y="{y:g}" {look}>{escape("".join(chars))}</text>'
+                      for (y, look), (xs, chars) in glyphs.items())
+            + "</g>")
+
+
+@lru_cache(maxsize=4096)
+def _labels(text: str) -> tuple[tuple[float, tuple[float, ...], str], ...]:
+    """A block's label, longest first (micro-batch and chunk, then the micro-batch alone): each with the width a
+    block needs to show it and its glyphs' offsets from the block's middle."""
+    short = text.lstrip("FBW")
+    out = []
+    for label in dict.fromkeys((short, short.split("c")[0] + ("'" if text.endswith("'") else ""))):
+        advances = [_ADVANCE.get(c, 0.6) * _FONT for c in label]
+        edges = np.cumsum([0.0, *advances]) - sum(advances) / 2
+        out.append((_CHAR * len(label) + 3, tuple(((edges[:-1] + edges[1:]) / 2).tolist()), label))
+    return tuple(out)
 
 
 def _rect(patterns: _Patterns, x: float, y: float, w: float, h: float, fill: str, hatch: str, cls: str,

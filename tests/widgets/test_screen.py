@@ -18,6 +18,8 @@ from ppedu.svg import render_grid_svg, render_svg
 from ppedu.widgets import ScheduleBuilder, SlotCountingExercise
 from ppedu.widgets._parts import EMPTY
 
+from drawn import blocks, labels
+
 
 def test_importing_the_widgets_loads_no_matplotlib():
     code = "import sys, ppedu.widgets; print(any(m.startswith('matplotlib') for m in sys.modules))"
@@ -62,9 +64,22 @@ def test_every_drawing_is_well_formed_svg_whose_texts_are_words():
 def test_a_long_schedule_is_drawn_wide_enough_to_label_every_block():
     t = simulate(schedules.gpipe(8, 32))
     svg = render_svg(t)
-    assert svg.count('class="ppedu-label"') == len(t.events)  # the labels do not stop after micro-batch 9
+    placed, written = labels(svg)
+    assert "<title>" not in svg.split('class="ppedu-blocks"')[1]  # no block left unlabelled (naming itself on hover)
+    assert placed == len(written) == sum(len(str(e.op.microbatch)) for e in t.events)  # not stopping after 9
+    assert blocks(svg) == len(t.events)
     big = simulate(schedules.interleaved_1f1b(8, 32, v=4), Costs(f=0.25, b=0.25))
-    assert render_svg(big).count('class="ppedu-label"') == len(big.events)
+    svg = render_svg(big)
+    assert "<title>" not in svg.split('class="ppedu-blocks"')[1] and blocks(svg) == len(big.events)
+    placed, written = labels(svg)
+    assert placed == len(written) >= len(big.events)
+
+
+def test_a_block_too_narrow_for_its_label_names_itself_on_hover():
+    t = simulate(schedules.gpipe(2, 2), Costs(f=(1, 0.001), b=1))  # GPU 1's forwards: too short even 8000 px wide
+    svg = render_svg(t)
+    assert svg.count("<title>F0</title></rect>") == svg.count("<title>F1</title></rect>") == 1
+    assert blocks(svg) == len(t.events) and labels(svg) == (6, "010101")  # the other six are labelled
 
 
 def test_a_weight_gradient_of_no_duration_is_not_in_the_legend():

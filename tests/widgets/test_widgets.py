@@ -12,6 +12,8 @@ from ppedu.schedules import SCHEDULES, VIRTUAL
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 from ppedu.rounding import UNROUNDED
 
+from drawn import blocks
+
 
 # -- ScheduleExplorer ---------------------------------------------------------------------------
 def test_the_explorer_shows_what_the_simulator_computes():
@@ -213,12 +215,12 @@ def test_the_builder_refuses_a_second_op_in_a_cell_and_unknown_labels():
 def test_the_player_steps_through_time():
     t = simulate(schedules.one_f_one_b(4, 4))
     player = TimelinePlayer(t)
-    assert player.steps == 14 and player.diagram.value.count("ppedu-op") == 0
+    assert player.steps == 14 and blocks(player.diagram.value) == 0
     player.slider.value = 6
     assert player.running() == ("", "", "B0", "F1")  # GPU 0 first; the README's grid at t6
-    drawn = player.diagram.value.count('class="ppedu-op')
+    drawn = blocks(player.diagram.value)
     assert drawn == sum(1 for e in t.events if e.start < 6) and "ppedu-now" in player.diagram.value
-    assert player.seek(14).diagram.value.count('class="ppedu-op') == len(t.events)
+    assert blocks(player.seek(14).diagram.value) == len(t.events)
     with pytest.raises(ValueError, match="between 0 and 14"):
         player.seek(15)
     assert "ppedu-player" in player._dom_classes and player.slider.max == 14
