@@ -20,6 +20,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     DeduplicateIds, LimitOutput, OverwriteCells, OverwriteKernelspec,
                                     SaveAutoGrades)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.server_extensions.formgrader.handlers import template_path as formgrader_templates  # noqa: E402
 
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
 from grader.execute import HIDDEN, SandboxedExecute  # noqa: E402
@@ -35,6 +36,9 @@ c.CourseDirectory.release_directory = "exercises"
 # The gradebook: SQLite beside this file; for a large course point PPEDU_DB_URL at PostgreSQL
 # (postgresql://user:password@host/ppedu). The timeout lets parallel autograders (`ppedu grade`) queue.
 c.CourseDirectory.db_url = os.environ.get("PPEDU_DB_URL", f"sqlite:///{course / 'gradebook.db'}?timeout=60")
+# The formgrader's pages load MathJax from a CDN; without a network nbgrader's own page script stops at the missing
+# MathJax and no score can be typed. grader/templates/formgrade/mathjax.html.j2 stands in where it is missing.
+c.HTMLExporter.extra_template_basedirs = [str(course / "grader" / "templates"), formgrader_templates]
 # The exchange (where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds
 # submissions) is the machine's, set for every user by `make exchange` in /etc/jupyter/nbgrader_config.py:
 # students' nbgrader commands, run in their own folders, read only that. PPEDU_EXCHANGE overrides it here.

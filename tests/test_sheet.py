@@ -54,7 +54,8 @@ def test_printed_values_come_from_the_simulator():
 def test_a_schedule_that_cannot_run_shows_its_constraint():
     rows = {r.schedule: r for r in formula_sheet(3, 4, 2)}
     assert "not at this size" in rows["DualPipe"].constraints and "even" in rows["DualPipe"].constraints
-    assert "not at this size" in rows["Interleaved 1F1B"].constraints
+    # interleaving runs m = 4 on 3 GPUs (not a multiple of p): its bubble forms hold there, its peak form does not
+    assert "not every form holds at this size" in rows["Interleaved 1F1B"].constraints
 
 
 def test_unknown_schedule_is_named():
