@@ -30,8 +30,8 @@ def test_an_instructor_scores_a_written_answer_in_the_formgrader(lab, course, tm
         page_id = notebook.id
 
     # Logged in to JupyterLab first, as an instructor is, then the submission's page in the formgrader.
-    lab.page.goto(f"{lab.server.url}lab?token={lab.server.token}")
-    lab.page.locator(".jp-LauncherCard").first.wait_for()
+    lab.page.goto(f"{lab.server.url}lab?reset&token={lab.server.token}")
+    lab.page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").first.wait_for()
     errors = []
     lab.page.on("pageerror", lambda error: errors.append(str(error)))
     lab.page.goto(f"{lab.server.url}formgrader/submissions/{page_id}/")
