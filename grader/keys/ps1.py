@@ -18,7 +18,7 @@ from typing import Any
 
 from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
-from ppedu.grading.answers import Wrong
+from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion, costs
 from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
@@ -83,7 +83,7 @@ class FormulaJudge:
 
     def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
         for name in self.form.cases:
-            results = self.form.results(data, name)
+            results = read_results(data, name)
             for args in self.form.arguments(name, v):
                 call = f"{name}({', '.join(map(str, args))})"
                 if args not in results:

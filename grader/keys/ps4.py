@@ -17,7 +17,7 @@ from typing import Any
 
 from grader.questions import Keyed
 from ppedu import Costs, cluster, formulas, simulate
-from ppedu.grading.answers import Wrong
+from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments.ps4 import CHOICES, QUESTIONS, WAVES, Formula, _in_waves
 
 #: (p, m, k, f, b) the hidden test also calls the student's formula on; the solution's hidden test
@@ -79,7 +79,7 @@ class FormulaJudge:
     form: Formula
 
     def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        results = self.form.results(data)
+        results = read_results(data, self.form.name)
         for args in (self.form.own(v), self.form.example, *HIDDEN_CASES):
             p, m, k, f, b = args
             call = f"{self.form.name}({p}, {m}, {k}, {f:g}, {b:g})"

@@ -220,6 +220,29 @@ def raised(result: object) -> str | None:
     return None
 
 
+
+def results(data: Mapping[str, object], name: str) -> dict[tuple[Any, ...], float]:
+    """The student's function ``name`` as :func:`calls` sent it: its results by arguments, read as
+    numbers; :class:`Wrong` says what is off (not defined, not a function, still the stub, raised).
+
+    >>> results({"f": [[[2], 0.5]]}, "f")
+    {(2,): 0.5}
+    """
+    got = data.get(name)
+    if got is None:
+        raise Wrong(f"`{name}` is not defined: write the function in its cell and run that cell.")
+    if not isinstance(got, list):
+        raise Wrong(f"`{name}` is a {kind(got)}; it should be the function you define with `def {name}(...)`.")
+    out = {}
+    for args, result in got:
+        call = f"{name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})"
+        if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
+            raise Wrong(f"`{name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
+        if why := raised(result):
+            raise Wrong(f"{call} {why}")
+        out[tuple(args)] = Number(call).read({call: result})
+    return out
+
 @contextmanager
 def without(functions: Sequence[Callable[..., object]], why: str) -> Iterator[None]:
     """While inside, each of ``functions`` raises ``RuntimeError(why)`` instead of running: its code

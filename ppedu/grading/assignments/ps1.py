@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number, Wrong, calls, kind, raised, without
+from ppedu.grading.answers import Choice, Number, calls, results, without
 from ppedu.grading.questions import Question
 from ppedu.grading.students import pick
 
@@ -87,27 +87,10 @@ class FormulaQuestion:
         with without(library, WHY_NO_LIBRARY):
             return {name: calls(namespace, name, self.arguments(name, v)) for name in self.cases}
 
-    def results(self, data: Mapping[str, object], name: str) -> dict[tuple[int, ...], float]:
-        """``name``'s results by arguments, read as numbers; :class:`Wrong` says what is off."""
-        got = data.get(name)
-        if got is None:
-            raise Wrong(f"`{name}` is not defined: write the function in its cell and run that cell.")
-        if not isinstance(got, list):
-            raise Wrong(f"`{name}` is a {kind(got)}; it should be the function you define with `def {name}(...)`.")
-        out = {}
-        for args, result in got:
-            call = f"{name}({', '.join(map(str, args))})"
-            if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
-                raise Wrong(f"`{name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
-            if why := raised(result):
-                raise Wrong(f"{call} {why}")
-            out[tuple(args)] = Number(call).read({call: result})
-        return out
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
         data = self.data(namespace, v)
         for name in self.cases:
-            self.results(data, name)
+            results(data, name)
         return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
 
 

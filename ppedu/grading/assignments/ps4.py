@@ -13,12 +13,11 @@ GPU 2 | .   .   F0  B0  ·   F1  B1  ·   .   .   .   .   .   .   F2  B2  ·   F
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Counts, Number, Wrong, calls, kind, raised, without
+from ppedu.grading.answers import Choice, Counts, Number, calls, results, without
 from ppedu.grading.questions import Question
 from ppedu.grading.students import pick
 from ppedu.schedules import SCHEDULES
@@ -104,25 +103,8 @@ class Formula:
         with without((simulate, grid, render_grid, _in_waves, picture), WHY_NO_SIMULATOR):
             return {self.name: calls(namespace, self.name, self.cases(namespace, v))}
 
-    def results(self, data: Mapping[str, object]) -> dict[tuple[Any, ...], float]:
-        """The function's results by arguments, read as numbers; :class:`Wrong` says what is off."""
-        got = data.get(self.name)
-        if got is None:
-            raise Wrong(f"`{self.name}` is not defined: write the function in its cell and run that cell.")
-        if not isinstance(got, list):
-            raise Wrong(f"`{self.name}` is a {kind(got)}; it should be the function you define with `def {self.name}(...)`.")
-        out = {}
-        for args, result in got:
-            call = f"{self.name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})"
-            if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
-                raise Wrong(f"`{self.name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
-            if why := raised(result):
-                raise Wrong(f"{call} {why}")
-            out[tuple(args)] = Number(call).read({call: result})
-        return out
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        self.results(self.data(namespace, v))
+        results(self.data(namespace, v), self.name)
         return f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)"
 
 
