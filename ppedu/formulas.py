@@ -15,7 +15,7 @@ from __future__ import annotations
 from ppedu.validate import require_counts
 
 
-def _round(p: int, m: int, v: int) -> tuple[int, int]:
+def _idle_and_busy(p: int, m: int, v: int) -> tuple[int, int]:
     """``(idle, busy)`` per GPU, in pairs of a chunk's forward and backward under equal costs: a step
     takes ``v·max(m, p) + min(m, p) − 1`` of them, ``v·m`` busy."""
     require_counts(p=p, m=m, v=v)
@@ -30,13 +30,13 @@ def bubble_ratio(p: int, m: int, v: int = 1) -> float:
     >>> bubble_ratio(4, 8, 2), bubble_ratio(4, 2, 2)
     (0.15789473684210525, 0.5555555555555556)
     """
-    idle, busy = _round(p, m, v)
+    idle, busy = _idle_and_busy(p, m, v)
     return idle / (idle + busy)
 
 
 def bubble_over_ideal(p: int, m: int, v: int = 1) -> float:
     """Bubble time ÷ ideal time, as Megatron-LM states it: ``(p-1) / (v·m)`` for ``m ≥ p``."""
-    idle, busy = _round(p, m, v)
+    idle, busy = _idle_and_busy(p, m, v)
     return idle / busy
 
 
