@@ -6,7 +6,7 @@ structure or metadata, and the points it must lose per test cell. Attacks that t
 something outside their sandbox (files, the network, other processes) spoil their own answers if
 they succeed, so a breach shows as a lost point; attacks that try to gain points start from work
 that earns none, so a success shows as a point gained. Templates: ``{course}`` (the course copy),
-``{ppedu}`` (the installed ppedu package), ``{venv}`` (the environment), ``{victim}`` (a classmate),
+``{ppedu}`` (the installed ppedu package), ``{venv}`` (the environment), ``{victim}`` (a classmate), ``{student}`` (the submission's own student),
 replaced as plain text (the code's other braces are its own).
 """
 
@@ -227,7 +227,10 @@ bubble = np.float64(idle_slots / total_slots)
 class Case:
     """A submission: ``assignment``'s solution (``release=False``) or its release, with ``replace``
     (grade_id → new source), ``append`` (grade_id → code added after the cell's own),
-    ``prepend``, and ``edit`` (any change to the notebook); it must lose ``lost`` points per test cell."""
+    ``prepend``, ``edit`` (any change to the notebook), ``raw`` (the notebook file's bytes, rewritten: a
+    corrupt or oddly encoded file) and ``folder`` (called with the submission folder and the templates once the
+    notebook is written: extra files, links, pipes, or the folder itself replaced); it must lose ``lost`` points
+    per test cell."""
 
     assignment: str
     replace: dict[str, str] = field(default_factory=dict)
@@ -236,6 +239,8 @@ class Case:
     lost: dict[str, float] = field(default_factory=dict)
     release: bool = False
     edit: Callable[[Any], None] | None = None
+    raw: Callable[[bytes], bytes] | None = None
+    folder: Callable[[Any, dict[str, str]], None] | None = None
 
 
 def _cell(nb: Any, gid: str) -> Any:

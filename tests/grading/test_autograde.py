@@ -46,7 +46,8 @@ def _victim(student):
 def _submit(course, student, case):
     folder = "exercises" if case.release else "solutions"
     nb = nbformat.read(course / folder / case.assignment / f"{case.assignment}.ipynb", as_version=4)
-    fill = {"{course}": str(course), "{ppedu}": str(PPEDU), "{venv}": sys.prefix, "{victim}": _victim(student)}
+    fill = {"{course}": str(course), "{ppedu}": str(PPEDU), "{venv}": sys.prefix, "{victim}": _victim(student),
+            "{student}": student}
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         parts = [case.prepend.get(gid, ""), case.replace.get(gid, cell.source), case.append.get(gid, "")]
@@ -58,7 +59,12 @@ def _submit(course, student, case):
         case.edit(nb)
     target = course / "submitted" / student / case.assignment
     target.mkdir(parents=True)
-    nbformat.write(nb, target / f"{case.assignment}.ipynb")
+    path = target / f"{case.assignment}.ipynb"
+    nbformat.write(nb, path)
+    if case.raw:
+        path.write_bytes(case.raw(path.read_bytes()))
+    if case.folder:
+        case.folder(target, fill)
 
 
 def _grade(course, assignment, students):
