@@ -23,7 +23,7 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.server_extensions.formgrader.handlers import template_path as formgrader_templates  # noqa: E402
 
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
-from grader.execute import HIDDEN, SandboxedExecute  # noqa: E402
+from grader.execute import SandboxedExecute  # noqa: E402
 from grader.judge import Judge  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
 
@@ -47,12 +47,11 @@ if "PPEDU_EXCHANGE" in os.environ:
 
 # Every cell gets at most this long when autograding; a cell that runs over is interrupted and
 # scores 0, the rest of the notebook (and the class) still grades.
-c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
+c.Execute.timeout = c.Judge.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
-# Every notebook runs in a bubblewrap sandbox; `ppedu grade --no-sandbox` (trusted notebooks only)
-# sets PPEDU_SANDBOX=off for its own workers.
-c.SandboxedExecute.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
-c.SandboxedExecute.hide = HIDDEN
+# Every notebook runs in a bubblewrap sandbox, and so does every answer cell the judge runs on its own;
+# `ppedu grade --no-sandbox` (trusted notebooks only) sets PPEDU_SANDBOX=off for its own workers.
+c.SandboxedExecute.sandbox = c.Judge.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
 # Submissions are rebuilt on their release before nbgrader's checks; the judge, not the kernel,
 # scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
 c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells,

@@ -1,59 +1,53 @@
 """The judge: an nbgrader preprocessor, after Execute, that decides every test cell's score and
 message in the grading process, from data only.
 
-Each hidden test hands the student's answers in as a JSON text in its output
-(:data:`ppedu.grading.assignments.MIME`); the judge parses it (never running anything of the
-student's), recomputes the key for the student named by the submission's folder (nbgrader's
-``resources``, not the notebook), and replaces the cell's outputs with its verdict: a line of
-stdout when right, nbgrader's partial-credit value when partly right, an error whose only line is
-the message when wrong. Nothing the kernel printed or raised in a test cell counts — not its
-stderr, not a verdict it claims.
+A question answered in variables is judged on the answers the grader itself asked the kernel for
+right after the question's test cell ran (``resources["ppedu"]["answers"]``, see
+:mod:`ppedu.grading.execute`). A question answered by functions never asks the kernel: its answer
+cell runs on its own in a fresh sandboxed interpreter where what the question forbids is not
+installed (:mod:`ppedu.grading.evaluate`), called on inputs the key chooses here (``calls(values)``,
+the hidden ones included), and its results come back over the grader's own pipe. The key is
+computed for the student named by the submission's folder (nbgrader's ``resources``, not the
+notebook); each test cell's outputs are replaced by the verdict: a line of stdout when right,
+nbgrader's partial-credit value when partly right, an error whose only line is the message when
+wrong. Nothing the kernel printed or raised in a test cell counts.
 """
 
 from __future__ import annotations
 
-import json
 import traceback
 from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Bool, Integer
 
 from grader import keys
 from ppedu.grading.answers import Wrong
-from ppedu.grading.assignments import MIME, my_values
-
-
-def _handed_in(cell: NotebookNode, assignment: str, question: str) -> Any:
-    """The answers this cell handed in for ``question``, or ``None``."""
-    for output in cell.get("outputs", []):
-        text = output.get("data", {}).get(MIME)
-        if not isinstance(text, str):
-            continue
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            continue
-        if isinstance(payload, dict) and payload.get("assignment") == assignment and payload.get("question") == question:
-            return payload.get("answers")
-    return None
+from ppedu.grading.assignments import my_values
+from ppedu.grading.evaluate import evaluate
+from ppedu.grading.questions import explain
 
 
 def _no_answers(index: int, facts: dict[str, Any]) -> str:
-    """Why a test cell handed nothing in, as the trusted record of the run says."""
+    """Why a test cell has no answers, as the trusted record of the run says."""
     if index in facts.get("timed_out", ()):
         return (f"This test ran over its time limit ({facts.get('timeout')} s) and was stopped: does one of your "
-                "functions loop forever, or take far longer than it should?")
+                "cells loop forever, or take far longer than it should?")
     died = facts.get("died")
     if died is not None and died <= index:
-        return (f"The notebook's kernel stopped at cell {died + 1} (the code exited or crashed, for instance with "
-                "os._exit, sys.exit or by running out of memory), so this test never ran.")
-    return "This test handed in no answers: did the notebook change how Python runs or displays things?"
+        return (f"The notebook's kernel stopped at cell {died + 1} ({facts.get('why') or 'the code exited or crashed'}),"
+                " so this test never ran.")
+    return "No answers could be read after this test: did the notebook change how Python runs?"
 
 
 class Judge(NbGraderPreprocessor):
-    """Score every autograded test cell from the answers it handed in (see the module's text)."""
+    """Score every autograded test cell (see the module's text)."""
+
+    timeout = Integer(120, help="seconds an answer cell run on its own may take, all its calls together").tag(config=True)
+    sandbox = Bool(True, help="run answer cells on their own in a sandbox (False: only for notebooks you "
+                   "trust)").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         info, facts = resources["nbgrader"], resources.get("ppedu", {})
@@ -63,18 +57,24 @@ class Judge(NbGraderPreprocessor):
         except ValueError:  # not one of ppedu's assignments: nbgrader's own grading applies
             return nb, resources
         values = my_values(assignment, student)
+        sources = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not utils.is_grade(cell):
                 continue
             question = cell.metadata.nbgrader["grade_id"]
             if question not in judges:
                 continue
-            points = float(cell.metadata.nbgrader.get("points", 0))
-            answers = _handed_in(cell, assignment, question)
-            if answers is None:
+            judge, points = judges[question], float(cell.metadata.nbgrader.get("points", 0))
+            if hasattr(judge, "calls"):  # answered by functions: their cell, on its own
+                code = judge.form.code
+                run = evaluate(code, sources.get(code.cell, ""), judge.calls(values), values, self.timeout,
+                               use_sandbox=self.sandbox)
+                score, message = self._verdict(judge, run.results, values, points, question, student)
+                message += explain(run) if score < points else ""
+            elif (answers := facts.get("answers", {}).get(question)) is None:
                 score, message = 0.0, _no_answers(index, facts)
             else:
-                score, message = self._verdict(judges[question], answers, values, points, question, student)
+                score, message = self._verdict(judge, answers, values, points, question, student)
                 if score < points and facts.get("timed_out") and min(facts["timed_out"]) < index:
                     message += (f"\n(Cell {min(facts['timed_out']) + 1} ran over its time limit "
                                 f"({facts.get('timeout')} s) and was stopped: answers after it may be missing.)")
@@ -84,8 +84,8 @@ class Judge(NbGraderPreprocessor):
     def _verdict(self, judge: Any, answers: Any, values: Any, points: float, question: str,
                  student: str) -> tuple[float, str]:
         try:
-            if isinstance(answers, dict) and "__raised__" in answers:  # handing in itself broke
-                raise Wrong(f"Your answers could not be handed in ({answers['__raised__']}: {answers.get('message', '')}).")
+            if isinstance(answers, dict) and "__raised__" in answers:  # reading the answers itself broke
+                raise Wrong(f"Your answers could not be read ({answers['__raised__']}: {answers.get('message', '')}).")
             result = judge.judge(answers if isinstance(answers, dict) else {}, values)
         except Wrong as wrong:
             return 0.0, str(wrong)

@@ -19,7 +19,9 @@ from typing import Any
 from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Wrong, results as read_results
+from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion, costs
+from ppedu.grading.students import pick
 from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
 
@@ -80,18 +82,47 @@ class FormulaJudge:
     form: FormulaQuestion
     truth: Callable[[str, tuple[Any, ...]], float]
     why: Callable[[str, tuple[Any, ...], float, float], str]
+    hidden: Callable[[str, Values], tuple[tuple[Any, ...], ...]]
 
-    def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        for name in self.form.cases:
+    def calls(self, v: Values) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        """The inputs each function is run on: the visible cases, the student's own, and the autograder's."""
+        return {name: (*self.form.arguments(name, v), *self.hidden(name, v)) for name in self.form.cases}
+
+    def judge(self, data: Mapping[str, object], v: Values) -> str:
+        for name, cases in self.calls(v).items():
             results = read_results(data, name)
-            for args in self.form.arguments(name, v):
+            shown = self.form.arguments(name, v)
+            for args in cases:
                 call = f"{name}({', '.join(map(str, args))})"
                 if args not in results:
-                    raise Wrong(f"{call} was not run: the autograder runs your function on your own values.")
+                    raise Wrong(f"`{name}` was not run on every input the autograder chose.")
                 want = self.truth(name, args)
-                if abs(results[args] - want) > 1e-9:
+                if abs(results[args] - want) <= 1e-9:
+                    continue
+                if args in shown:
                     raise Wrong(f"{call} returned {results[args]:.6g}: {self.why(name, args, results[args], want)}")
+                raise Wrong(f"`{name}` is right on the inputs you can see but not on one the autograder chose (those "
+                            "are not shown): is it a closed form for every p, m and v, not only for yours?")
         return "correct"
+
+
+def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    """Two inputs per function that the student never sees, their own (a hash of their id)."""
+    def pick_(what: str, choices: Any, k: int) -> Any:
+        return pick("ps1-hidden", v.student, f"{name}:{what}:{k}", choices)
+
+    cases = []
+    for k in range(2):
+        p = pick_("p", range(2, 17), k)
+        if name == "bubble_ratio":
+            cases.append((p, pick_("m", range(1, 65), k)))
+        elif name == "bubble_interleaved":
+            cases.append((p, p * pick_("k", range(1, 9), k), pick_("v", range(2, 6), k)))
+        elif name == "fewest_microbatches":
+            cases.append((p, pick_("target", (0.02, 0.04, 0.06, 0.12, 0.25, 0.3), k), pick_("v", (1, 2, 3, 4), k)))
+        else:
+            cases.append((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0), k),))
+    return tuple(cases)
 
 
 def _simulated_bubble(name: str, args: tuple[Any, ...]) -> float:
@@ -123,9 +154,9 @@ KEYS: dict[str, Any] = {
     "gpipe_slots": Keyed(QUESTIONS["gpipe_slots"], _slots_key, _slots_hint),
     "gpipe_idle": Keyed(QUESTIONS["gpipe_idle"], _slots_key, _slots_hint),
     "one_f_one_b": Keyed(QUESTIONS["one_f_one_b"], _compare_key, _compare_hint),
-    "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why),
-    "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why),
+    "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why, _hidden),
+    "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why, _hidden),
     "conversion": FormulaJudge(QUESTIONS["conversion"], lambda name, args: formulas.to_idle_total(args[0]),
                                lambda *_: "if r is bubble ÷ ideal time (idle ÷ busy), the idle share of all slots is "
-                                          "idle ÷ (idle + busy): divide top and bottom by busy."),
+                                          "idle ÷ (idle + busy): divide top and bottom by busy.", _hidden),
 }

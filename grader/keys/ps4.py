@@ -20,8 +20,7 @@ from ppedu import Costs, cluster, formulas, simulate
 from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments.ps4 import CHOICES, QUESTIONS, WAVES, Formula, _in_waves
 
-#: (p, m, k, f, b) the hidden test also calls the student's formula on; the solution's hidden test
-#: hands these in (tests/grading/test_checks.py keeps the two equal). k divides m in every one.
+#: (p, m, k, f, b) the autograder also calls the student's formula on, never shown to them. k divides m in every one.
 HIDDEN_CASES = ((5, 10, 5, 1.0, 2.0), (3, 9, 3, 1.5, 2.5), (6, 12, 4, 2.0, 3.0), (4, 8, 1, 1.0, 2.0),
                 (7, 21, 3, 0.5, 1.25))
 
@@ -74,21 +73,28 @@ def _grid_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str
 @dataclass(frozen=True)
 class FormulaJudge:
     """The student's ``waves_makespan`` on their own values, the example and :data:`HIDDEN_CASES`,
-    against the simulator."""
+    against the simulator; what it gets wrong on a hidden case is said without the case."""
 
     form: Formula
 
+    def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        return {self.form.name: (self.form.own(v), self.form.example, *HIDDEN_CASES)}
+
     def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
         results = read_results(data, self.form.name)
-        for args in (self.form.own(v), self.form.example, *HIDDEN_CASES):
+        for args in self.calls(v)[self.form.name]:
             p, m, k, f, b = args
             call = f"{self.form.name}({p}, {m}, {k}, {f:g}, {b:g})"
             if args not in results:
-                raise Wrong(f"{call} was not run: the autograder runs your function on inputs of its own.")
+                raise Wrong(f"`{self.form.name}` was not run on every input the autograder chose.")
             expected, got = makespan(*args), results[args]
-            if abs(got - expected) > 1e-6 * max(1.0, expected):
-                raise Wrong(f"{call} returned {got:g}, but 1F1B in {k} wave(s) of p={p}, m={m} takes {expected:g} "
-                            f"when f={f:g}, b={b:g}." + _formula_hint(got, args))
+            if abs(got - expected) <= 1e-6 * max(1.0, expected):
+                continue
+            if args in HIDDEN_CASES:
+                raise Wrong(f"`{self.form.name}` is right on the inputs you can see but not on one the autograder "
+                            "chose (those are not shown): does it hold for any p, m, k, f and b, k dividing m?")
+            raise Wrong(f"{call} returned {got:g}, but 1F1B in {k} wave(s) of p={p}, m={m} takes {expected:g} "
+                        f"when f={f:g}, b={b:g}." + _formula_hint(got, args))
         return "correct"
 
 

@@ -1,9 +1,11 @@
 """A graded part of an assignment, as a student's notebook sees it: the answers it reads, the data
 it hands to the autograder, and the visible test (form and consistency, never the key).
 
-Every question has two methods: ``data(namespace, values)``, the student's answers as plain data
-(what the hidden test hands in; the autograder's judge, outside the notebook, compares them with
-its key), and ``check(namespace, values)``, the visible test.
+A question answered in variables (:class:`Question`) has ``data(namespace, values)``, the student's answers
+as plain data (what the autograder reads out of the kernel after the question's test cell, to compare with
+its key outside it), and ``check(namespace, values)``, the visible test. A question answered by functions
+has a ``code`` (:class:`~ppedu.grading.evaluate.Code`): the autograder runs that answer cell on its own in a
+fresh interpreter and calls the functions there; its visible test does the same (:func:`run_alone`).
 
 >>> from ppedu.grading.answers import Number
 >>> q = Question((Number("T", whole=True),))
@@ -15,11 +17,12 @@ its key), and ``check(namespace, values)``, the visible test.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ppedu.grading.answers import Wrong, plain
+from ppedu.grading.evaluate import Code, Evaluation
 
 
 class Answer(Protocol):
@@ -68,3 +71,43 @@ class Question:
         if problems := self.sanity(got, values):
             raise Wrong("\n".join(problems))
         return "answers well-formed and consistent (the autograder checks their values)"
+
+
+def cell_of(function: object) -> str | None:
+    """The text of the notebook cell ``function`` was defined in (IPython keeps each cell's text for its
+    tracebacks), or ``None`` if it was not defined in a cell."""
+    import linecache
+
+    filename = getattr(getattr(function, "__code__", None), "co_filename", None)
+    entry = linecache.cache.get(filename) if isinstance(filename, str) else None
+    return "".join(entry[2]) if entry is not None and entry[1] is None else None  # a cell: no file, no mtime
+
+
+def run_alone(code: Code, namespace: Mapping[str, object], calls: Mapping[str, Sequence[Sequence[Any]]],
+              values: Values) -> Evaluation:
+    """The visible test's run of a function question: the answer cell its functions were written in, run on
+    its own as the autograder runs it (:func:`ppedu.grading.evaluate.evaluate`), in a sandbox where one can
+    be had; :class:`Wrong` if the functions come from elsewhere."""
+    from ppedu.grading.evaluate import evaluate
+    from ppedu.grading.sandbox import unavailable
+
+    cells = {name: cell_of(namespace[name]) for name in calls if callable(namespace.get(name))}
+    if elsewhere := [name for name, cell in cells.items() if cell is None]:
+        raise Wrong(f"`{elsewhere[0]}` is not a function written in your answer cell: write it there with "
+                    f"`def {elsewhere[0]}(...)` — the autograder runs that cell on its own.")
+    if len(set(cells.values())) > 1:
+        raise Wrong(" and ".join(f"`{n}`" for n in cells) + " must be written in the same answer cell: the "
+                    "autograder runs that cell on its own.")
+    source = next(iter(cells.values()), "")
+    return evaluate(code, source, calls, values, timeout=120, use_sandbox=unavailable() is None)
+
+
+def explain(evaluation: Evaluation) -> str:
+    """What went wrong running an answer cell on its own, as sentences to add to a lost question's message."""
+    lines = []
+    if evaluation.load_errors:
+        lines.append(f"Run on its own, your answer cell raised {evaluation.load_errors[0]}: it may use something "
+                     "defined in another cell, or a library that is not available while it is checked.")
+    if evaluation.stopped:
+        lines.append(f"Run on its own, your answer cell {evaluation.stopped}.")
+    return "".join(f"\n({line})" for line in lines)

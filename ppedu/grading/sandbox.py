@@ -1,10 +1,13 @@
-"""Running a notebook's kernel in a bubblewrap sandbox (Linux): the system, the Python environment
-and ppedu read-only, a private copy of one assignment folder as the only writable place besides a
-private ``/tmp`` and home, no network, and limits on CPU time, memory, processes and file size.
+"""Running a student's code in a bubblewrap sandbox (Linux): the system and the Python environment
+read-only, a minimal ``/etc``, a ``ppedu`` of the grader's choosing first on the import path, no
+network, private size-limited ``/tmp``, home and connection folder, and limits on CPU time, memory,
+processes, open files and file size.
 
-The kernel talks to the notebook runner over Unix sockets in a folder shared with the sandbox
-(ZeroMQ's ``ipc`` transport): TCP would not cross the sandbox's own network namespace. Used by the
-autograder (the course's nbgrader configuration) and by ``ppedu check``.
+Two kinds of process run in one: a notebook's kernel (:class:`SandboxedKernelManager`, over a private
+copy of the notebook's folder) and a one-off interpreter that is handed its work on standard input
+(the autograder's evaluator). A kernel's sockets live in the sandbox's own memory-backed folder;
+the grading process reaches them through ``/proc/<pid>/root`` (TCP would not cross the sandbox's
+network namespace, and a folder shared with the host would be space the kernel could fill).
 
 >>> isinstance(unavailable(), (str, type(None)))
 True
@@ -12,94 +15,123 @@ True
 
 from __future__ import annotations
 
-import ast
+import fcntl
 import functools
-import importlib.util
+import json
 import os
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import zmq
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Instance
 
 import ppedu
 
-#: Inside the sandbox: the folder's copy (read-only), and the working directory the kernel starts
-#: in, a copy of that in the home folder (memory with a size limit, as /tmp is).
+#: Inside the sandbox: the folder's copy (read-only), the working directory the kernel starts in (a
+#: copy of that in the home folder), the ``ppedu`` it imports, and the kernel's connection folder.
 FOLDER = "/submission"
-WORK = "/home/student/work"
 HOME = "/home/student"
-#: When the grader is root, each kernel runs as a user of its own (this base + the grading
-#: process's id), so that the per-user process limit counts only that kernel's processes.
+WORK = f"{HOME}/work"
+LIBRARY = "/opt/ppedu"
+RUN = "/run/ppedu"
+#: When the grader is root, each sandbox runs as a user id of its own, from this base up (see :func:`_user_id`).
 SANDBOX_UIDS = 200_000
+#: The largest message a kernel may send (a bigger one closes its connection: the cell then stops the kernel).
+MAX_MESSAGE = 32 * 2**20
+#: What importing a package that a sandbox must not have says.
+ABSENT = "not available here: while your answer is checked, this package is not installed"
+#: What of /etc a Python program needs (the dynamic linker's cache, time zone, the links Debian keeps there);
+#: the rest — users, hosts, the machine's configuration — stays out of view.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "alternatives", "mime.types", "fonts")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one kernel may use: CPU seconds, address space, processes, bytes per file written."""
+    """What one sandbox may use: CPU seconds, address space, processes, bytes per file written,
+    open files, and the size of each private memory-backed folder (/tmp, home, connection folder)."""
 
     cpu_seconds: int = 900
     memory_bytes: int = 2 * 2**30
     processes: int = 64
     file_bytes: int = 64 * 2**20
     open_files: int = 512
-    scratch_bytes: int = 256 * 2**20  # each of /tmp and the home folder
+    scratch_bytes: int = 256 * 2**20
+    run_bytes: int = 2**20
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """One kernel's sandbox: ``workdir`` is bound read-only at :data:`FOLDER` and copied to
-    :data:`WORK`, where the kernel starts; ``rundir`` holds the kernel's connection file and
-    sockets; ``hidden`` maps paths of ppedu's files to stand-ins bound over them (the
-    implementations an answer must not call)."""
+    """One sandbox: ``base`` is the grading side's private folder for it (the copy of the notebook's
+    folder, the connection file, the user list); ``library`` is the ``ppedu`` package it imports
+    (bound at :data:`LIBRARY`); ``absent`` are package folders of the host that, inside, only raise
+    ImportError (:data:`ABSENT`)."""
 
-    workdir: Path
-    rundir: Path
+    base: Path
+    library: Path
+    workdir: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
-    hidden: Mapping[str, str] = field(default_factory=dict)
+    absent: tuple[str, ...] = ()
     limits: Limits = Limits()
     uid: int = SANDBOX_UIDS
 
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        """``argv`` (a kernel's command line) as a command that runs it inside the sandbox."""
+    @property
+    def connection_file(self) -> Path:
+        return self.base / "kernel.json"
+
+    def wrap(self, argv: Sequence[str], info_fd: int | None = None) -> list[str]:
+        """``argv`` as a command that runs it inside the sandbox (``info_fd``: where bubblewrap writes
+        the sandboxed process's id)."""
         bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
-        # As root, no user namespace: the kernel then drops to a real user id of its own (see _LAUNCH).
+        # As root, no user namespace: the process then drops to a real user id of its own (see _LAUNCH).
         args = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--clearenv", *([] if os.geteuid() == 0 else ["--unshare-user"])]
-        for top in ("/usr", "/etc"):
-            if os.path.isdir(top):
-                args += ["--ro-bind", top, top]
+                "--die-with-parent", "--new-session", "--clearenv", *([] if os.geteuid() == 0 else ["--unshare-user"])]
+        if info_fd is not None:
+            args += ["--info-fd", str(info_fd)]
+        if os.path.isdir("/usr"):
+            args += ["--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64"):
             if os.path.islink(top):
                 args += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
-        size = str(self.limits.scratch_bytes)
+        args += ["--perms", "0755", "--dir", "/etc"]
+        for name in ETC:
+            if os.path.exists(f"/etc/{name}"):
+                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        args += ["--ro-bind", str(self.base / "passwd"), "/etc/passwd", "--ro-bind", str(self.base / "group"), "/etc/group"]
+        size, run = str(self.limits.scratch_bytes), str(self.limits.run_bytes)
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
                  "--perms", "0755", "--dir", "/home", "--perms", "1777", "--size", size, "--tmpfs", HOME]
         # After the private /tmp and home, so that an environment installed under either is still seen.
-        for path in _readable():
+        for path in _environment():
             args += [*_parents(path), "--ro-bind", path, path]
-        for target, stand_in in self.hidden.items():
-            args += ["--ro-bind", stand_in, target]
-            cache = Path(target).parent / "__pycache__"
-            if cache.is_dir():  # the compiled original would still be readable there
-                args += ["--tmpfs", str(cache)]
-        args += ["--ro-bind", str(self.workdir), FOLDER,
-                 *_parents(self.rundir), "--bind", str(self.rundir), str(self.rundir), "--chdir", "/"]
-        env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME,
-               "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
-               "MPLCONFIGDIR": "/tmp/matplotlib", "PYDEVD_DISABLE_FILE_VALIDATION": "1", **self.env}
+        for path in self.absent:  # a package that only says it is not there, over what this sandbox must not have
+            args += ["--ro-bind", str(self.base / "absent"), path]
+        args += [*_parents(f"{LIBRARY}/ppedu"), "--ro-bind", str(self.library), f"{LIBRARY}/ppedu",
+                 "--perms", "0755", "--dir", "/run", "--perms", "1777", "--size", run, "--tmpfs", RUN]
+        if self.connection_file.exists():
+            args += ["--ro-bind", str(self.connection_file), f"{RUN}/kernel.json"]
+        if self.workdir is not None:
+            args += ["--ro-bind", str(self.workdir), FOLDER]
+        env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": HOME, "USER": "student",
+               "LOGNAME": "student", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1",
+               # the grader's ppedu first; never the notebook's folder (a `ppedu/` shipped there would shadow it)
+               "PYTHONPATH": LIBRARY, "PYTHONSAFEPATH": "1", "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp/matplotlib",
+               "PYDEVD_DISABLE_FILE_VALIDATION": "1", **self.env}
         for name, value in env.items():
             args += ["--setenv", name, value]
-        return [*args, "--", sys.executable, "-I", "-c", _LAUNCH, repr((self.uid, self._rlimits())), *argv]
+        return [*args, "--chdir", "/", "--", sys.executable, "-I", "-c", _LAUNCH,
+                repr((self.uid, self._rlimits(), self.workdir is not None)), *argv]
 
     def _rlimits(self) -> tuple[tuple[str, int], ...]:
         lim = self.limits
@@ -107,16 +139,17 @@ class Sandbox:
                 ("RLIMIT_NOFILE", lim.open_files), ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", lim.processes))
 
 
-#: Run inside the sandbox before the kernel: set the limits, leave root, become the kernel.
+#: Run inside the sandbox before the real program: set the limits, leave root, copy the folder, become the program.
 _LAUNCH = f"""
 import ast, os, resource, shutil, sys
-uid, limits = ast.literal_eval(sys.argv[1])
+uid, limits, copy = ast.literal_eval(sys.argv[1])
 for name, value in limits:
     resource.setrlimit(getattr(resource, name), (value, value))
 if os.getuid() == 0:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
-shutil.copytree("{FOLDER}", "{WORK}", symlinks=True)
-os.chdir("{WORK}")
+if copy:
+    shutil.copytree("{FOLDER}", "{WORK}", symlinks=True)
+    os.chdir("{WORK}")
 os.execv(sys.argv[2], sys.argv[2:])
 """
 
@@ -129,11 +162,68 @@ def _parents(path: str | Path) -> list[str]:
     return args
 
 
-def _readable() -> list[str]:
-    """The Python installation, the environment and ppedu: read-only in the sandbox."""
-    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix),
-             os.path.realpath(Path(ppedu.__file__).parent)}
+def _environment() -> list[str]:
+    """The Python installation and the environment: read-only in the sandbox (ppedu is bound apart)."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
     return sorted(p for p in paths if not any(p != q and p.startswith(q + os.sep) for q in paths))
+
+
+def installed_ppedu() -> Path:
+    """The folder of the ppedu package this process runs (the one every sandbox it starts imports)."""
+    return Path(ppedu.__file__).resolve().parent
+
+
+def hidden_copies() -> tuple[str, ...]:
+    """ppedu's own folder, where a sandbox would otherwise see it (a non-editable install lies inside the
+    environment): shown empty, so that only the library bound at :data:`LIBRARY` can be imported."""
+    own = str(installed_ppedu())
+    return tuple(own for root in _environment() if own.startswith(root + os.sep))
+
+
+@contextmanager
+def _user_id() -> Iterator[int]:
+    """A user id no other sandbox on this machine holds while this one runs (as root; else ours, unused)."""
+    if os.geteuid() != 0:
+        yield os.geteuid()
+        return
+    locks = Path(tempfile.gettempdir()) / "ppedu-sandbox-uids"
+    locks.mkdir(mode=0o700, exist_ok=True)
+    for uid in range(SANDBOX_UIDS, SANDBOX_UIDS + 10_000):
+        fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield uid
+        finally:
+            os.close(fd)
+        return
+    raise RuntimeError("every sandbox user id is in use")
+
+
+@contextmanager
+def prepared(folder: Path | None = None, library: Path | None = None, absent: Sequence[str] = (),
+             env: Mapping[str, str] = {}, limits: Limits = Limits()) -> Iterator[Sandbox]:
+    """A sandbox over a private copy of ``folder`` (``None``: no folder) importing the ``ppedu`` at
+    ``library`` (by default this process's own). Everything is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp, _user_id() as uid:
+        base = Path(tmp)
+        base.chmod(0o755)
+        (base / "passwd").write_text(f"root:x:0:0::/root:/bin/false\nstudent:x:{uid}:{uid}::{HOME}:/bin/false\n")
+        (base / "group").write_text(f"root:x:0:\nstudent:x:{uid}:\n")
+        (base / "absent").mkdir(mode=0o755)
+        (base / "absent" / "__init__.py").write_text(f"raise ImportError({ABSENT!r})\n")
+        work = None
+        if folder is not None:
+            work = base / "work"
+            shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            if os.geteuid() == 0:  # readable by the sandbox's user, whatever the submission's modes
+                for path in (work, *work.rglob("*")):
+                    if not path.is_symlink():
+                        path.chmod(0o755 if path.is_dir() else 0o644)
+        yield Sandbox(base, library or installed_ppedu(), work, dict(env), (*hidden_copies(), *absent), limits, uid)
 
 
 @functools.cache
@@ -143,57 +233,30 @@ def unavailable() -> str | None:
         return f"bubblewrap sandboxes need Linux (this is {sys.platform})"
     if not shutil.which("bwrap"):
         return "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`"
-    with tempfile.TemporaryDirectory() as tmp:
-        Path(tmp).chmod(0o755)
-        box = Sandbox(Path(tmp), Path(tmp))
+    with prepared() as box:
         try:
-            run = subprocess.run(box.wrap([sys.executable, "-c", "pass"]), capture_output=True, text=True, timeout=60)
+            run = subprocess.run(box.wrap([sys.executable, "-c", "import ppedu"]), capture_output=True, text=True,
+                                 timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
             return f"bubblewrap cannot start a sandbox: {error}"
     if run.returncode:
-        return "bubblewrap cannot start a sandbox here: " + (run.stderr.strip().splitlines() or ["no reason given"])[-1]
+        return "a sandbox cannot start here: " + (run.stderr.strip().splitlines() or ["no reason given"])[-1]
     return None
 
 
-def stand_in(source: str, names: Sequence[str] | None, why: str) -> str:
-    """``source`` (a module's text) with the bodies of the top-level functions ``names`` (empty: all) replaced
-    by ``raise ImportError(why)``: the module still imports, those functions are not there. ``None``: the
-    module itself does not import."""
-    if names is None:
-        return f"raise ImportError({why!r})\n"
-    tree = ast.parse(source)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (not names or node.name in names):
-            node.body = [ast.parse(f"raise ImportError({why!r})").body[0]]
-    return ast.unparse(tree) + "\n"
-
-
-@contextmanager
-def prepared(folder: Path, hide: Mapping[str, Sequence[str] | None] = {}, why: str = "",
-             env: Mapping[str, str] = {}) -> Iterator[Sandbox]:
-    """A sandbox over a private copy of ``folder``; ``hide`` maps modules (dotted names) to the
-    functions in them to take away (empty: all of them; ``None``: the whole module). Everything is removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp:
-        base = Path(tmp)
-        base.chmod(0o755)
-        work, run = base / "work", base / "run"
-        shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-        run.mkdir()
-        hidden = {}
-        for module, names in hide.items():
-            spec = importlib.util.find_spec(module)
-            if spec is None or spec.origin is None:  # not installed: nothing to take away
-                continue
-            original = Path(spec.origin)
-            replacement = base / f"{module}.py"
-            replacement.write_text(stand_in(original.read_text(), names, why))
-            hidden[str(original.resolve())] = str(replacement)
-        uid = SANDBOX_UIDS + os.getpid() % 100_000
-        if os.geteuid() == 0:
-            os.lchown(run, uid, uid)
-            for path in (work, *work.rglob("*")):  # readable by the kernel, whatever the submission's modes
-                path.chmod(0o755 if path.is_dir() and not path.is_symlink() else 0o644) if not path.is_symlink() else None
-        yield Sandbox(work, run, dict(env), hidden, uid=uid)
+def sandbox_pid(info: int, timeout: float = 30) -> int:
+    """The id (on this side) of the sandboxed process, as bubblewrap writes it to the pipe ``info``."""
+    deadline, data = time.monotonic() + timeout, b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([info], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(info, 4096) if ready else b""
+        data += chunk
+        try:
+            return int(json.loads(data)["child-pid"])
+        except ValueError:
+            if ready and not chunk:
+                break
+    raise RuntimeError("the sandbox did not start (bubblewrap gave no process id)")
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -205,12 +268,24 @@ class SandboxedKernelManager(AsyncKernelManager):
         super().__init__(**kwargs)
         if self.sandbox is not None:
             self.transport = "ipc"
-            self.ip = str(self.sandbox.rundir / "kernel")
-            self.connection_file = str(self.sandbox.rundir / "kernel.json")
+            self.ip = f"{RUN}/kernel"  # the kernel's view; ours is set once it runs (_async_launch_kernel)
+            self.connection_file = str(self.sandbox.connection_file)
+            self._info: tuple[int, int] | None = None
+            self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)  # no message of the kernel's is read whole if larger
+
+    def client(self, **kwargs: Any) -> Any:
+        client = super().client(**kwargs)
+        if self.sandbox is not None:  # its channels, made later, read no message of the kernel's whole if larger
+            client.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        return client
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
         cmd = super().format_kernel_cmd(extra_arguments)
-        return cmd if self.sandbox is None else self.sandbox.wrap(cmd)
+        if self.sandbox is None:
+            return cmd
+        cmd = [f"{RUN}/kernel.json" if arg == self.connection_file else arg for arg in cmd]
+        self._info = os.pipe()
+        return self.sandbox.wrap(cmd, info_fd=self._info[1])
 
     async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
         if self.sandbox is not None:
@@ -221,9 +296,18 @@ class SandboxedKernelManager(AsyncKernelManager):
         return cmd, kw
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
-        if self.sandbox is not None:  # what the kernel process writes itself is nobody's output
-            kw.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self.sandbox is None:
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+        assert self._info is not None
+        read, write = self._info
+        # what the kernel process writes itself is nobody's output
+        kw.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write,))
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            os.close(write)
+            self.ip = f"/proc/{sandbox_pid(read)}/root{RUN}/kernel"
+        finally:
+            os.close(read)
 
     async def interrupt_kernel(self) -> None:  # type: ignore[override]
         """By message: a signal would reach bubblewrap, which dies of it, not the kernel."""

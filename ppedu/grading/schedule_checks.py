@@ -24,7 +24,7 @@ The student's function runs in their notebook; what it returned arrives here as 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ppedu.costs import Costs
@@ -85,13 +85,15 @@ def to_schedule(result: object, name: str, args: Sequence[int]) -> Schedule:
     return Schedule(tuple(stages), name, (tuple(c % p for c in range(p * v)),), m, v)
 
 
-def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int]], points: float) -> Report:
+def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int]], points: float,
+                   hidden: Collection[tuple[int, ...]] = ()) -> Report:
     """Check what the student's function returned for every size in ``sizes`` (``results``, as
-    :func:`~ppedu.grading.answers.calls` gives it) against ppedu's schedule ``reference``."""
+    :func:`~ppedu.grading.answers.calls` gives it) against ppedu's schedule ``reference``; the sizes in
+    ``hidden`` are the autograder's own, never named."""
     failures: dict[str, str] = {}
     given = {tuple(args): result for args, result in results} if isinstance(results, list) else {}
     for args in sizes:
-        where = _size(args)
+        where = "(on a size the autograder chose, not shown)" if tuple(args) in hidden else _size(args)
         if not isinstance(results, list):
             why = "is not defined: write it in its cell and run that cell" if results is None else (
                 f"is a {kind(results)}, not a function")

@@ -1,10 +1,11 @@
 """The graded assignments ps1…ps5 as a student's notebook sees them: each module derives a student's
 values from their id and holds its questions' forms (what each reads, the visible test), never a key.
 
-A notebook uses three calls: :func:`my_values` (shows the student's numbers), :func:`check` (the
-visible test) and, in the hidden tests, :func:`hand_in`, which puts the student's answers into the
-test cell's output as plain data (:data:`MIME`). The autograder's judge, outside the notebook,
-compares them with its key (the course's ``grader`` package, for instructors only).
+A notebook uses two calls: :func:`my_values` (shows the student's numbers) and :func:`check` (the
+visible test). While autograding, the grader itself asks the kernel for each question's answers
+right after its test cell has run (:func:`answers`, as plain data) and compares them with its key
+outside the notebook (the course's ``grader`` package, for instructors only); a question answered
+by functions is not asked of the kernel at all: the grader runs its answer cell on its own.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from typing import Any
 from ppedu.grading.students import student_id
 
 ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5")
-#: The media type of a test cell's answers, as the hidden test hands them in (a JSON text).
-MIME = "text/x-ppedu-answers"
 
 
 @dataclass(frozen=True, repr=False)
@@ -75,7 +74,7 @@ def my_values(assignment: str, student: str | None = None) -> Values:
 def check(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
     """The visible test of ``question``: prints a short verdict, or raises
     :class:`~ppedu.grading.answers.Wrong` with what to fix. While autograding it does nothing: the
-    autograder's judge decides, from what :func:`hand_in` gave it."""
+    autograder's judge decides, outside the notebook."""
     __tracebackhide__ = True
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None
@@ -87,21 +86,17 @@ def check(assignment: str, question: str, namespace: Mapping[str, object]) -> fl
     return float(getattr(result, "score"))
 
 
-def hand_in(assignment: str, question: str, namespace: Mapping[str, object]) -> None:
-    """Put the answers of ``question`` into this cell's output as plain data, for the autograder.
-
-    Nothing here decides a grade: the judge reads this data outside the notebook.
-    """
+def answers(assignment: str, question: str, namespace: Mapping[str, object]) -> str:
+    """The answers of ``question`` in ``namespace`` as a JSON text (``""`` for a question that is not answered in
+    variables): what the autograder asks the kernel for after the question's test cell. Nothing here decides a
+    grade: the judge reads this data outside the notebook."""
+    form = load(assignment).QUESTIONS.get(question)
+    if form is None or not hasattr(form, "data"):
+        return ""
     try:
-        answers = load(assignment).QUESTIONS[question].data(namespace, my_values(assignment))
+        data = form.data(namespace, my_values(assignment))
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # noqa: B036 (whatever broke, the judge says so; no traceback)
-        answers = {"__raised__": type(error).__name__, "message": str(error)[:300]}
-    text = json.dumps({"assignment": assignment, "question": question, "answers": answers})
-    try:
-        from IPython.display import display
-
-        display({MIME: text}, raw=True)
-    except ImportError:  # not in a notebook
-        print(text)
+        data = {"__raised__": type(error).__name__, "message": str(error)[:300]}
+    return json.dumps(data)

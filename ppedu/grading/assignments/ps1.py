@@ -1,7 +1,7 @@
 """ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble: a GPipe
 grid with one slow GPU, counted from its picture; 1F1B against GPipe, with the reason written (graded
 by hand); the closed forms, the fewest micro-batches for a target and the conversion between the two
-bubble definitions, each a function checked with the simulator and ppedu's formulas out of reach.
+bubble definitions, each a function checked on its own, where ppedu (its simulator, its formulas) is not installed.
 
 >>> sorted(values("alice"))
 ['m', 'p', 'slow', 'target', 'v']
@@ -15,13 +15,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number, calls, results, without
-from ppedu.grading.questions import Question
+from ppedu.grading.answers import Choice, Number, Wrong, results
+from ppedu.grading.evaluate import Code
+from ppedu.grading.questions import Question, explain, run_alone
 from ppedu.grading.students import pick
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
-#: What a closed form may not call while it is checked.
-WHY_NO_LIBRARY = "the simulator and ppedu.formulas are not available while your formula is checked: write the closed form"
 
 
 def values(student: str) -> dict[str, Any]:
@@ -69,30 +68,25 @@ def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class FormulaQuestion:
-    """Functions the student writes, called on ``cases`` and on the student's own arguments
-    (``own(name, values)``) with the simulator and ppedu's formulas out of reach."""
+    """Functions the student writes in one answer cell, called on ``cases`` and on the student's own
+    arguments (``own(name, values)``) with that cell alone in an interpreter that has no ppedu (and no
+    simulator): a closed form is arithmetic."""
 
     cases: Mapping[str, tuple[tuple[float, ...], ...]]
     own: Callable[[str, Mapping[str, Any]], tuple[tuple[float, ...], ...]]
+    code: Code
 
     def arguments(self, name: str, v: Mapping[str, Any]) -> tuple[tuple[float, ...], ...]:
         return (*self.cases[name], *self.own(name, v))
 
-    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
-        from ppedu import formulas
-        from ppedu.grid import grid
-        from ppedu.simulate import simulate
-
-        library = (simulate, grid, *(f for f in vars(formulas).values() if getattr(f, "__module__", "") == formulas.__name__))
-        with without(library, WHY_NO_LIBRARY):
-            return {name: calls(namespace, name, self.arguments(name, v)) for name in self.cases}
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        data = self.data(namespace, v)
-        for name in self.cases:
-            results(data, name)
+        run = run_alone(self.code, namespace, {name: self.arguments(name, v) for name in self.cases}, v)
+        try:
+            for name in self.cases:
+                results(run.results, name)
+        except Wrong as wrong:
+            raise Wrong(str(wrong) + explain(run)) from None
         return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
-
 
 
 QUESTIONS: dict[str, Any] = {
@@ -103,10 +97,11 @@ QUESTIONS: dict[str, Any] = {
     "closed_form": FormulaQuestion({"bubble_ratio": ((4, 4), (2, 1), (8, 32)),
                                     "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
-                                   else ((v["p"], v["m"]),)),
+                                   else ((v["p"], v["m"]),), Code("q3_answer")),
     # (4, 0.2, 1) meets its target exactly at m = 12; (3, 0.2, 4) needs m = p, where interleaving's form starts.
     "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.1, 1), (4, 0.2, 1), (8, 0.05, 2), (3, 0.2, 4))},
-                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"]))),
+                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"])),
+                                    Code("q4_answer")),
     "conversion": FormulaQuestion({"idle_share": ((0.25,), (1.0,), (3.0,))},
-                                  lambda name, v: (((v["p"] - 1) / v["m"],),)),
+                                  lambda name, v: (((v["p"] - 1) / v["m"],),), Code("q5_answer")),
 }

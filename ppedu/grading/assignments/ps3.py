@@ -2,8 +2,8 @@
 property (every op once, dependencies, makespan, peak activations) on fixed sizes and the
 student's own.
 
-While autograding, ppedu's own schedule generators are not available in the notebook: the
-answer is the student's function, not a call of the library's.
+Each function is checked on its own answer cell, in an interpreter where ppedu has only its records
+(``ppedu.ops``: ``Op``, ``Schedule``): the answer is the student's function, not a call of the library's.
 
 >>> v = values("alice")
 >>> v["m_interleaved"] % v["p"]
@@ -14,22 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from ppedu import schedules
-
-from ppedu.grading.answers import calls
+from ppedu.grading.evaluate import Code, Library
+from ppedu.grading.questions import run_alone
 from ppedu.grading.schedule_checks import Report, grade_schedule
 from ppedu.grading.students import pick
 
-#: What a ps3 notebook cannot call while it is autograded (module: functions; empty: all of them; None: the module
-#: itself): every generator of an order — each schedule family (looped BFS with v = 1 is GPipe's twin), the search,
-#: torch's orders and PyTorch's pipelining package, which lists them too.
-HIDDEN: dict[str, tuple[str, ...] | None] = {
-    **{f"ppedu.schedules.{path.stem}": () for path in sorted(Path(schedules.__file__).parent.glob("*.py"))
-       if path.stem != "__init__"},
-    "ppedu.search": (), "ppedu.reference": (), "torch.distributed.pipelining": None}
+#: What a schedule's answer cell has: ppedu's records, nothing that generates an order.
+LIBRARY = Library(("ppedu.ops",))
+SETUP = "from ppedu.ops import Op, Schedule"
 
 
 def values(student: str) -> dict[str, Any]:
@@ -51,6 +45,7 @@ class ScheduleQuestion:
     points: float
     sizes: tuple[tuple[int, ...], ...]  # tried in the visible test and again by the autograder
     edge: tuple[int, ...]  # m < p too, where warm-up is cut short: a classic off-by-one
+    code: Code
 
     def own(self, v: Mapping[str, Any]) -> tuple[int, ...]:
         return (v["p"], v["m_interleaved"], v["v"]) if self.reference == "interleaved" else (v["p"], v["m"])
@@ -58,16 +53,15 @@ class ScheduleQuestion:
     def graded_sizes(self, v: Mapping[str, Any]) -> tuple[tuple[int, ...], ...]:
         return (*self.sizes, self.edge, self.own(v))
 
-    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
-        return {self.name: calls(namespace, self.name, self.graded_sizes(v))}
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        return grade_schedule(calls(namespace, self.name, self.sizes), self.reference, self.sizes, self.points)
+        run = run_alone(self.code, namespace, {self.name: self.sizes}, v)
+        return grade_schedule(run.results.get(self.name), self.reference, self.sizes, self.points)
 
 
 QUESTIONS: dict[str, Any] = {
-    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5)), (4, 2)),
-    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8)), (4, 2)),
+    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5)), (4, 2), Code("q1_answer", LIBRARY, SETUP)),
+    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8)), (4, 2),
+                                    Code("q2_answer", LIBRARY, SETUP)),
     "interleaved_1f1b": ScheduleQuestion("interleaved_1f1b", "interleaved", 4, ((2, 2, 2), (2, 4, 2), (4, 8, 2)),
-                                         (2, 2, 3)),
+                                         (2, 2, 3), Code("q3_answer", LIBRARY, SETUP)),
 }

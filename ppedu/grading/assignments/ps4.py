@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Counts, Number, calls, results, without
-from ppedu.grading.questions import Question
+from ppedu.grading.answers import Choice, Counts, Number, Wrong, results
+from ppedu.grading.evaluate import Code
+from ppedu.grading.questions import Question, explain, run_alone
 from ppedu.grading.students import pick
 from ppedu.schedules import SCHEDULES
 
@@ -26,10 +27,6 @@ from ppedu.schedules import SCHEDULES
 CHOICES = (*SCHEDULES, "none")
 #: The pictured schedule runs its micro-batches in this many waves.
 WAVES = 2
-#: What a formula may not call while it is checked: it is a closed form, not a simulation.
-WHY_NO_SIMULATOR = "the simulator is not available while your formula is checked: write the closed form"
-#: Hidden from the notebook while it is autograded (grader/execute.py): the pictured schedule's builder.
-HIDDEN: dict[str, tuple[str, ...] | None] = {"ppedu.grading.assignments.ps4": ("_in_waves",)}
 
 
 def values(student: str) -> dict[str, Any]:
@@ -58,16 +55,11 @@ def _in_waves(p: int, m: int, k: int) -> Any:
 
 
 def picture(p: int, m: int) -> str:
-    """The grid question 2 shows (a forward takes one step, a backward two); while autograding,
-    where its builder is hidden, a line that says so."""
+    """The grid question 2 shows (a forward takes one step, a backward two)."""
     from ppedu import Costs, simulate
     from ppedu.text import render_grid
 
-    try:
-        schedule = _in_waves(p, m, WAVES)
-    except ImportError:
-        return "(the picture is not drawn while autograding)"
-    return render_grid(simulate(schedule, Costs(f=1, b=2)))
+    return render_grid(simulate(_in_waves(p, m, WAVES), Costs(f=1, b=2)))
 
 
 def _grid_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
@@ -81,30 +73,24 @@ def _grid_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class Formula:
-    """A function the student writes, called on their own values, an example and — in the hidden
-    test — on inputs they do not see (``namespace[HIDDEN]``), with the simulator unavailable."""
+    """A function the student writes in answer cell ``code.cell``, called on their own values, an example and
+    (by the autograder) on inputs they do not see, with that cell alone in an interpreter without ppedu: a
+    closed form, not a simulation."""
 
     name: str
     example: tuple[Any, ...]
-    HIDDEN = "__hidden_cases__"
+    code: Code
 
     @staticmethod
     def own(v: Mapping[str, Any]) -> tuple[Any, ...]:
         return (v["p"], v["m"], WAVES, v["F"], v["B"])
 
-    def cases(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        return [self.own(v), self.example, *map(tuple, namespace.get(self.HIDDEN, ()))]  # type: ignore[call-overload]
-
-    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
-        from ppedu.grid import grid
-        from ppedu.simulate import simulate
-        from ppedu.text import render_grid
-
-        with without((simulate, grid, render_grid, _in_waves, picture), WHY_NO_SIMULATOR):
-            return {self.name: calls(namespace, self.name, self.cases(namespace, v))}
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        results(self.data(namespace, v), self.name)
+        run = run_alone(self.code, namespace, {self.name: (self.own(v), self.example)}, v)
+        try:
+            results(run.results, self.name)
+        except Wrong as wrong:
+            raise Wrong(str(wrong) + explain(run)) from None
         return f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)"
 
 
@@ -112,6 +98,6 @@ QUESTIONS: dict[str, Any] = {
     "table": Question((Number("bubble_1f1b"), Number("bubble_zb1p"), Number("bubble_dualpipe"))),
     "grid": Question((Number("T", whole=True), Number("idle_slots", whole=True), Counts("peak_activations")),
                      _grid_sanity),
-    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2)),
+    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2), Code("q3_answer")),
     "choose": Question((Choice("schedule", CHOICES),)),
 }

@@ -2,10 +2,11 @@
 chunks of the course's MNIST model, graded against the unpipelined model (loss and every gradient)
 and by how long activations live (freed at each backward, none left at the end).
 
-The student's ``run_pipeline`` runs in their notebook (:func:`run`), where, while autograding,
-ppedu's own executor is not available; what it did comes out as data — the loss, every gradient,
-the activations alive at once per GPU, those left over — and :func:`report` judges that data
-against the unpipelined model.
+The student's ``run_pipeline`` is run by :func:`run` with its answer cell alone, in an interpreter
+where neither ppedu's executor nor PyTorch's pipelining is installed; what it did comes out as
+data — the loss it returned, every gradient, the activations alive at once per GPU and those left
+over, both measured from the tensors' own lifetimes (:class:`Lifetimes`) — and :func:`report` judges
+that data against the unpipelined model.
 
 >>> values("alice")["p"] in (2, 3, 4)
 True
@@ -15,19 +16,18 @@ from __future__ import annotations
 
 import base64
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from io import StringIO
 from typing import Any
 
 from ppedu.grading.answers import kind, plain, raised
+from ppedu.grading.evaluate import Code, Library
 from ppedu.grading.students import pick
 
 EXAMPLES = 24  # the mini-batch: real MNIST digits from the course's subset
 TOLERANCE = 1e-5
-#: ppedu's functions a ps5 notebook cannot call while it is autograded (module: functions; empty: all).
-HIDDEN = {"ppedu.mnist.executor": ("run_schedule", "_execution_order", "_accumulate"), "ppedu.mnist.distributed": ()}
 #: A run: (schedule, p, m, v, seed).
 Spec = tuple[str, int, int, int, int]
 
@@ -37,37 +37,81 @@ def values(student: str) -> dict[str, Any]:
     return {"p": p, "m": pick("ps5", student, "m", range(p, 2 * p + 1)), "seed": pick("ps5", student, "seed", range(1000))}
 
 
-class Saved(dict[tuple[int, int], Any]):
-    """The dict a student's executor keeps activations in, ``saved[(microbatch, chunk)]``; it counts
-    how many are alive on each GPU, and the most at once."""
+class Lifetimes:
+    """How long the activations of each chunk's forwards live, measured from the tensors themselves: a forward's
+    activations are the tensors it makes that autograd keeps for the backward (and its output), alive while any
+    of their storage is. Each time a backward reaches a chunk, the activations alive on that chunk's GPU are
+    counted; :attr:`peak` is the most per GPU, :meth:`left` those still alive."""
 
     def __init__(self, placement: Sequence[int]) -> None:
-        super().__init__()
-        self.placement, self.live = placement, [0] * (max(placement) + 1)
-        self.peak = [0] * len(self.live)
+        self.placement = placement
+        self.peak = [0] * (max(placement) + 1)
+        self._alive: dict[int, set[int]] = {}  # forward (its number) -> its storages still allocated
+        self._gpu: dict[int, int] = {}
 
-    def _gpu(self, key: object) -> int:
-        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], int) and 0 <= key[1] < len(self.placement)):
-            raise KeyError(f"keys of `saved` are (microbatch, chunk) pairs, not {key!r}")
-        return self.placement[key[1]]
+    def watch(self, chunk: Any, index: int) -> Any:
+        """``chunk`` as the student's code gets it: an ``nn.Module`` whose forwards are measured."""
+        from torch import nn
 
-    def __setitem__(self, key: tuple[int, int], value: Any) -> None:
-        if key not in self:
-            gpu = self._gpu(key)
-            self.live[gpu] += 1
-            self.peak[gpu] = max(self.peak[gpu], self.live[gpu])
-        super().__setitem__(key, value)
+        lifetimes = self
 
-    def __delitem__(self, key: tuple[int, int]) -> None:
-        super().__delitem__(key)
-        self.live[self._gpu(key)] -= 1
+        class Watched(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.layers = chunk
 
-    def pop(self, key: tuple[int, int], *default: Any) -> Any:
-        if key in self:
-            value = self[key]
-            del self[key]
-            return value
-        return super().pop(key, *default)
+            def forward(self, x: Any) -> Any:
+                return lifetimes._forward(chunk, index, x)
+
+            def __len__(self) -> int:
+                return len(chunk)
+
+        return Watched()
+
+    def _forward(self, chunk: Any, index: int, x: Any) -> Any:
+        import torch
+
+        record = len(self._gpu)
+        self._gpu[record], self._alive[record] = self.placement[index], set()
+        known = {p.untyped_storage().data_ptr() for p in chunk.parameters()}
+        if isinstance(x, torch.Tensor):
+            known.add(x.untyped_storage().data_ptr())
+        reached = []
+
+        def pack(t: Any) -> Any:
+            if t.untyped_storage().data_ptr() not in known:
+                self._keep(record, t)
+            return t
+
+        def unpack(t: Any) -> Any:
+            if not reached:  # the backward has reached this forward: count what its GPU holds
+                reached.append(True)
+                gpu = self._gpu[record]
+                alive = sum(1 for r, storages in self._alive.items() if storages and self._gpu[r] == gpu)
+                self.peak[gpu] = max(self.peak[gpu], alive)
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            out = chunk(x)
+        if isinstance(out, torch.Tensor) and out.untyped_storage().data_ptr() not in known:
+            self._keep(record, out)
+        return out
+
+    def _keep(self, record: int, tensor: Any) -> None:
+        import weakref
+
+        storage = tensor.untyped_storage()
+        ptr = storage.data_ptr()
+        if storage.nbytes() and ptr not in self._alive[record]:
+            self._alive[record].add(ptr)
+            weakref.finalize(storage, self._alive[record].discard, ptr)
+
+    def left(self) -> int:
+        """How many forwards' activations are still alive."""
+        import gc
+
+        gc.collect()
+        return sum(1 for storages in self._alive.values() if storages)
 
 
 def _setting(spec: Spec) -> tuple[Any, Any, Any, Any]:
@@ -85,7 +129,9 @@ def _setting(spec: Spec) -> tuple[Any, Any, Any, Any]:
 
 
 def run(function: Callable[..., object], spec: Spec) -> dict[str, object]:
-    """Run the student's ``run_pipeline`` once, in the notebook; what it did, as data."""
+    """Run the student's ``run_pipeline`` once on ``spec``; what it did, as data: the loss it returned, every
+    gradient, and the activations held per GPU, measured by :class:`Lifetimes` (the most at once, and how
+    many are left when it has returned)."""
     import torch
     from torch.nn.functional import cross_entropy
 
@@ -93,15 +139,18 @@ def run(function: Callable[..., object], spec: Spec) -> dict[str, object]:
 
     schedule, model, images, labels = _setting(spec)
     chunks = split_model(model, schedule.chunks)
+    lifetimes = Lifetimes(schedule.placement[0])
+    watched = [lifetimes.watch(c, k) for k, c in enumerate(chunks)]
     xs, ys = list(torch.tensor_split(images, schedule.microbatches)), list(torch.tensor_split(labels, schedule.microbatches))
-    saved = Saved(schedule.placement[0])
     with warnings.catch_warnings(), redirect_stderr(StringIO()):
         warnings.simplefilter("ignore")
-        loss = function(schedule, chunks, xs, ys, cross_entropy, saved)
+        returned = function(schedule, watched, xs, ys, cross_entropy, {})
+    loss = plain(returned)
+    del returned
     grads = [p.grad for c in chunks for p in c.parameters()]
     flat = torch.cat([g.detach().reshape(-1) for g in grads if g is not None]).float() if all(
         g is not None for g in grads) else None
-    return {"loss": plain(loss), "peak": list(saved.peak), "left": len(saved),
+    return {"loss": loss, "peak": list(lifetimes.peak), "left": lifetimes.left(),
             "grads": None if flat is None else base64.b64encode(flat.numpy().tobytes()).decode()}
 
 
@@ -125,12 +174,12 @@ class Report:
 PROPERTIES = (("returns the mini-batch's mean loss, as the whole model computes it", 0.2),
               ("every gradient equals the unpipelined model's", 0.4),
               ("activations freed at each backward: peak per GPU as the schedule's", 0.2),
-              ("no activation left in `saved` at the end", 0.2))
+              ("no activation still held once it has returned", 0.2))
 
 
-def report(runs: object, specs: Sequence[Spec], points: float) -> Report:
+def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = ()) -> Report:
     """Judge ``runs`` (``[[spec, what run() gave], …]``, as data) on every spec against the
-    unpipelined model."""
+    unpipelined model; the specs in ``hidden`` are the autograder's own, never named."""
     import numpy as np
     import torch
     from torch.nn.functional import cross_entropy
@@ -142,7 +191,8 @@ def report(runs: object, specs: Sequence[Spec], points: float) -> Report:
     failures: dict[str, str] = {}
     given = {tuple(spec): out for spec, out in runs} if isinstance(runs, list) else {}
     for spec in specs:
-        where = f"({spec[0]}, p={spec[1]}, m={spec[2]})"
+        where = "(on a schedule the autograder chose, not shown)" if tuple(spec) in hidden else (
+            f"({spec[0]}, p={spec[1]}, m={spec[2]})")
         if not isinstance(runs, list):
             why = "is not defined: write it in its cell and run that cell" if runs is None else f"is a {kind(runs)}"
             failures = dict.fromkeys(props, f"— `run_pipeline` {why}")
@@ -183,9 +233,15 @@ def report(runs: object, specs: Sequence[Spec], points: float) -> Report:
             held = peak[s] if isinstance(peak, list) and s < len(peak) else "?"
             failures.setdefault(props[2], f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
         if out.get("left"):
-            failures.setdefault(props[3], f"{where}: {out.get('left')} still there")
+            failures.setdefault(props[3], f"{where}: {out.get('left')} forwards' activations still held")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, "")) for prop, share in PROPERTIES)
     return Report(specs[0][0], float(points), results)
+
+
+#: What the executor's answer cell has: torch and ppedu, but no executor (ppedu's, PyTorch's pipelining).
+CODE = Library(("ppedu", "ppedu.mnist", "ppedu.mnist.data", "ppedu.mnist.models", "ppedu.grading.assignments.ps5"),
+               torch=True, absent=("torch.distributed.pipelining",))
+SETUP = "import torch\nfrom torch.nn.functional import cross_entropy\nfrom ppedu import simulate\nfrom ppedu.schedules import build"
 
 
 @dataclass(frozen=True)
@@ -193,6 +249,7 @@ class ExecutorQuestion:
     name: str
     points: float
     sizes: tuple[tuple[str, int, int, int], ...]  # (schedule, p, m, v) tried in the visible test
+    code: Code = Code("executor_answer", CODE, SETUP, "ppedu.grading.assignments.ps5:run")
 
     def own(self, v: Mapping[str, Any]) -> Spec:
         name = self.sizes[0][0]
@@ -201,26 +258,16 @@ class ExecutorQuestion:
     def graded_specs(self, v: Mapping[str, Any]) -> tuple[Spec, ...]:
         return (*((*s, 0) for s in self.sizes), self.own(v))
 
-    def data(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> dict[str, object]:
-        from ppedu.grading.answers import calls
-
-        return {"run_pipeline": calls(namespace, "run_pipeline", [(s,) for s in self.graded_specs(v)],
-                                      run=_run)}
-
     def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        from ppedu.grading.answers import calls
+        from ppedu.grading.questions import run_alone
 
         specs = [(*s, 0) for s in self.sizes]
-        runs = calls(namespace, "run_pipeline", [(s,) for s in specs], run=_run)
-        return report(_unwrap(runs), specs, self.points)
+        run = run_alone(self.code, namespace, {"run_pipeline": [(s,) for s in specs]}, v)
+        return report(unwrap(run.results.get("run_pipeline")), specs, self.points)
 
 
-def _run(function: Callable[..., object], args: Sequence[Any]) -> object:
-    return run(function, args[0])
-
-
-def _unwrap(runs: object) -> object:
-    """``calls`` gives ``[[[spec], out], …]`` (the arguments as a list); ``report`` wants ``[[spec, out], …]``."""
+def unwrap(runs: object) -> object:
+    """The evaluator gives ``[[[spec], out], …]`` (the arguments as a list); ``report`` wants ``[[spec, out], …]``."""
     return [[args[0], out] for args, out in runs] if isinstance(runs, list) else runs
 
 
