@@ -24,8 +24,15 @@ from nbgrader.server_extensions.formgrader.handlers import template_path as form
 
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
 from grader.execute import SandboxedExecute  # noqa: E402
+from grader.intake import Collect, Extractor, IntakeNotes, guard_autograde, safe_timestamps  # noqa: E402
 from grader.judge import Judge  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
+
+# A student's bytes reach the grader only through the intake (grader/intake.py): collect and zip_collect copy
+# with it, never following a link; autograding (ppedu grade, nbgrader autograde, the formgrader's button) reads
+# only the grading area it fills from submitted/. nbgrader has no setting for the last two, hence the calls.
+guard_autograde()
+safe_timestamps()
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -52,10 +59,12 @@ c.Execute.interrupt_on_timeout = True
 # Every notebook runs in a bubblewrap sandbox, and so does every answer cell the judge runs on its own;
 # `ppedu grade --no-sandbox` (trusted notebooks only) sets PPEDU_SANDBOX=off for its own workers.
 c.SandboxedExecute.sandbox = c.Judge.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
-# Submissions are rebuilt on their release before nbgrader's checks; the judge, not the kernel,
-# scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
-c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, DeduplicateIds, OverwriteKernelspec, OverwriteCells,
-                                      CheckCellMetadata]
+c.ExchangeFactory.collect = Collect
+c.ZipCollectApp.extractor_plugin = Extractor
+# Submissions are rebuilt on their release before nbgrader's checks (the intake's notes on top); the judge, not
+# the kernel, scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
+c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, IntakeNotes, DeduplicateIds, OverwriteKernelspec,
+                                      OverwriteCells, CheckCellMetadata]
 # The widget exam's answers are read from the submission before the notebook runs, and judged in place of its
 # test cells' output (grader/exam.py).
 c.Autograde.autograde_preprocessors = [ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,

@@ -2,7 +2,7 @@
 the submission, in the grading process — the student's kernel only shows the exercises again.
 
 :class:`ReadSavedAnswers` runs before nbgrader's Execute: it reads the answer file from the folder nbgrader
-is grading, under submitted/ (the student is the one that folder is filed under), so nothing the notebook does while it runs
+is grading, in the grading area the intake filled (the student is the one that folder is filed under), so nothing the notebook does while it runs
 changes what is graded, and judges it against that student's own grids. :class:`WriteVerdicts` runs after
 Execute and puts each verdict in place of its test cell's output: the messages, then the points as the
 cell's value, which nbgrader reads as partial credit.
@@ -26,6 +26,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from grader.intake import AREA
 from ppedu import answer_file as saved
 from ppedu.grading.assignments import counting
 from ppedu.slots import check_marking, check_slot_answers
@@ -80,11 +81,11 @@ class ReadSavedAnswers(NbGraderPreprocessor):
     def preprocess(self, nb: Any, resources: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         if resources["nbgrader"]["assignment"] != "counting":
             return nb, resources
-        # The submission as collected, not nbgrader's autograded copy: that copy follows links and takes any
-        # file of the same name from solutions/.
+        # The submission as the intake took it in, not nbgrader's autograded copy, which takes any file of the
+        # same name from solutions/.
         who = resources["nbgrader"]["student"]
         course = CourseDirectory(config=self.config)
-        folder = Path(course.format_path(course.submitted_directory, who, "counting"))
+        folder = Path(course.format_path(AREA, who, "counting"))
         try:
             answers = saved.read(folder / counting.ANSWERS)
         except saved.Unreadable as problem:

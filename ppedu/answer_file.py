@@ -70,7 +70,7 @@ def read(path: Path) -> dict[str, SlotAnswer]:
         raise Unreadable(f"{path.name} is larger than {LIMIT // 1000} kB: it is not what the exercise saved")
     try:
         entries = json.loads(raw)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise Unreadable(f"{path.name} is not the JSON the exercise saves (was it edited by hand?)") from None
     if not isinstance(entries, dict):
         raise Unreadable(f"{path.name} does not hold one answer per question")
