@@ -15,7 +15,9 @@ wrong. Nothing the kernel printed or raised in a test cell counts.
 
 from __future__ import annotations
 
+import ast
 import traceback
+from collections.abc import Iterable
 from typing import Any
 
 from nbformat.notebooknode import NotebookNode
@@ -28,6 +30,24 @@ from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments import my_values
 from ppedu.grading.evaluate import evaluate
 from ppedu.grading.questions import explain
+
+
+def _defines(source: str) -> set[str]:
+    try:
+        return {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+
+
+def answer_cell(nb: NotebookNode, cell: str, functions: Iterable[str]) -> str:
+    """The text of answer cell ``cell``; if it does not define ``functions`` (the student deleted it and wrote
+    the answer in a cell of their own), the last cell of the student's own that defines them all."""
+    wanted = set(functions)
+    released = next((c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell), "")
+    if wanted <= _defines(released):
+        return str(released)
+    own = [c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
+    return str(next((source for source in reversed(own) if wanted <= _defines(source)), released))
 
 
 def _no_answers(index: int, facts: dict[str, Any]) -> str:
@@ -57,7 +77,6 @@ class Judge(NbGraderPreprocessor):
         except ValueError:  # not one of ppedu's assignments: nbgrader's own grading applies
             return nb, resources
         values = my_values(assignment, student)
-        sources = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source for c in nb.cells}
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not utils.is_grade(cell):
                 continue
@@ -66,9 +85,9 @@ class Judge(NbGraderPreprocessor):
                 continue
             judge, points = judges[question], float(cell.metadata.nbgrader.get("points", 0))
             if hasattr(judge, "calls"):  # answered by functions: their cell, on its own
-                code = judge.form.code
-                run = evaluate(code, sources.get(code.cell, ""), judge.calls(values), values, self.timeout,
-                               use_sandbox=self.sandbox)
+                calls = judge.calls(values)
+                run = evaluate(judge.form.code, answer_cell(nb, judge.form.code.cell, calls), calls, values,
+                               self.timeout, use_sandbox=self.sandbox)
                 score, message = self._verdict(judge, run.results, values, points, question, student)
                 message += explain(run) if score < points else ""
             elif (answers := facts.get("answers", {}).get(question)) is None:

@@ -48,6 +48,8 @@ class SandboxedExecute(Execute):
     max_answers = Integer(1_000_000, help="bytes of a question's answers read from the kernel").tag(config=True)
     interrupt_grace = Integer(10, help="seconds a cell stopped at its time limit has to answer the interrupt "
                               "before the kernel is stopped").tag(config=True)
+    iopub_timeout = Integer(30, help="seconds a cell's last outputs may take to arrive after it finished "
+                            "(megabytes of output take a while)").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any], km: Any = None) -> tuple[NotebookNode, dict[str, Any]]:
         self._facts: dict[str, Any] = {"timed_out": [], "died": None, "why": "", "timeout": self.timeout, "answers": {}}
@@ -104,8 +106,10 @@ class SandboxedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except (DeadKernelError, CellTimeoutError) as error:
-            if self._stopped_cell is cell or isinstance(error, CellTimeoutError):
+            if self._stopped_cell is cell:
                 why = "it ran over its time limit and did not stop when interrupted"
+            elif isinstance(error, CellTimeoutError):
+                why = "its output did not stop coming"
             else:
                 why = "the code exited or crashed"
             self._facts.update(died=index, why=why)

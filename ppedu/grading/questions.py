@@ -106,8 +106,14 @@ def explain(evaluation: Evaluation) -> str:
     """What went wrong running an answer cell on its own, as sentences to add to a lost question's message."""
     lines = []
     if evaluation.load_errors:
-        lines.append(f"Run on its own, your answer cell raised {evaluation.load_errors[0]}: it may use something "
-                     "defined in another cell, or a library that is not available while it is checked.")
+        first = evaluation.load_errors[0]
+        kind, _, what = first.partition(": ")
+        if kind in ("ImportError", "ModuleNotFoundError"):
+            lines.append(f"Run on its own, your answer cell could not import what it asks for ({what}): only what "
+                         "the question allows is installed while it is checked, and the answer must be your own code.")
+        else:
+            lines.append(f"Run on its own, your answer cell raised {first}: does it use something defined in "
+                         "another cell?")
     if evaluation.stopped:
         lines.append(f"Run on its own, your answer cell {evaluation.stopped}.")
     return "".join(f"\n({line})" for line in lines)

@@ -47,7 +47,7 @@ RUN = "/run/ppedu"
 #: When the grader is root, each sandbox runs as a user id of its own, from this base up (see :func:`_user_id`).
 SANDBOX_UIDS = 200_000
 #: The largest message a kernel may send (a bigger one closes its connection: the cell then stops the kernel).
-MAX_MESSAGE = 32 * 2**20
+MAX_MESSAGE = 128 * 2**20
 #: What importing a package that a sandbox must not have says.
 ABSENT = "not available here: while your answer is checked, this package is not installed"
 #: What of /etc a Python program needs (the dynamic linker's cache, time zone, the links Debian keeps there);
