@@ -50,6 +50,13 @@ def answer_cell(nb: NotebookNode, cell: str, functions: Iterable[str]) -> str:
     return str(next((source for source in reversed(own) if wanted <= _defines(source)), released))
 
 
+def run_functions(judge: Any, source: str, values: Any, timeout: float, use_sandbox: bool = True) -> tuple[Any, str]:
+    """What the functions of answer cell ``source`` give on ``judge``'s inputs, run on its own (the data the
+    judge reads), and what went wrong running it, as sentences for a lost question's message."""
+    run = evaluate(judge.form.code, source, judge.calls(values), values, timeout, use_sandbox=use_sandbox)
+    return run.results, explain(run)
+
+
 def _no_answers(index: int, facts: dict[str, Any]) -> str:
     """Why a test cell has no answers, as the trusted record of the run says."""
     if index in facts.get("timed_out", ()):
@@ -85,11 +92,10 @@ class Judge(NbGraderPreprocessor):
                 continue
             judge, points = judges[question], float(cell.metadata.nbgrader.get("points", 0))
             if hasattr(judge, "calls"):  # answered by functions: their cell, on its own
-                calls = judge.calls(values)
-                run = evaluate(judge.form.code, answer_cell(nb, judge.form.code.cell, calls), calls, values,
-                               self.timeout, use_sandbox=self.sandbox)
-                score, message = self._verdict(judge, run.results, values, points, question, student)
-                message += explain(run) if score < points else ""
+                source = answer_cell(nb, judge.form.code.cell, judge.calls(values))
+                data, why = run_functions(judge, source, values, self.timeout, self.sandbox)
+                score, message = self._verdict(judge, data, values, points, question, student)
+                message += why if score < points else ""
             elif (answers := facts.get("answers", {}).get(question)) is None:
                 score, message = 0.0, _no_answers(index, facts)
             else:

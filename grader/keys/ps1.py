@@ -107,22 +107,21 @@ class FormulaJudge:
 
 
 def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
-    """Two inputs per function that the student never sees, their own (a hash of their id)."""
-    def pick_(what: str, choices: Any, k: int) -> Any:
-        return pick("ps1-hidden", v.student, f"{name}:{what}:{k}", choices)
+    """Inputs each function is also called on that the student never sees, their own (a hash of their id); for
+    the fewest micro-batches, one where the answer lies below m = p and one where it does not."""
+    def pick_(what: str, choices: Any) -> Any:
+        return pick("ps1-hidden", v.student, f"{name}:{what}", tuple(choices))
 
-    cases = []
-    for k in range(2):
-        p = pick_("p", range(2, 17), k)
-        if name == "bubble_ratio":
-            cases.append((p, pick_("m", range(1, 65), k)))
-        elif name == "bubble_interleaved":
-            cases.append((p, p * pick_("k", range(1, 9), k), pick_("v", range(2, 6), k)))
-        elif name == "fewest_microbatches":
-            cases.append((p, pick_("target", (0.02, 0.04, 0.06, 0.12, 0.25, 0.3), k), pick_("v", (1, 2, 3, 4), k)))
-        else:
-            cases.append((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0), k),))
-    return tuple(cases)
+    p = pick_("p", range(2, 17))
+    if name == "bubble_ratio":
+        return (p, pick_("m", range(1, 65))), (pick_("p2", range(9, 33)), pick_("m2", range(1, 9)))
+    if name == "bubble_interleaved":
+        return (p, p * pick_("k", range(1, 9)), pick_("v", range(2, 6))),
+    if name == "fewest_microbatches":
+        grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3) for c in (1, 2, 3, 4)]
+        below = [case for case in grid if case[2] > 1 and _fewest(name, case) < case[0]]
+        return pick_("below", below), pick_("above", [case for case in grid if case not in below])
+    return ((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0)),),)
 
 
 def _simulated_bubble(name: str, args: tuple[Any, ...]) -> float:

@@ -51,7 +51,8 @@ class Verdict:
         >>> print(Verdict("ps1.ipynb", (CellVerdict("a", 1, 1), CellVerdict("b", 0, 2, "`T` is missing"))).render())
         ✓ a  1/1
         ✗ b  0/2  `T` is missing
-        ps1.ipynb: 1/3 points from the tests you can see; 1 cell(s) to fix
+        ps1.ipynb: 1/3 points from the checks you can see; 1 cell(s) to fix
+        (they check your answers' form, not their values: the autograder checks the values, so your grade may differ)
         """
         lines = []
         for c in self.cells:
@@ -59,9 +60,11 @@ class Verdict:
             lines.append(f"{'✓' if c.passed else '✗'} {c.grade_id}  {c.score:g}/{c.max_score:g}{message}")
         lines += [f"! test cell changed (the autograder will put it back): {source}" for source in self.changed]
         failing = sum(not c.passed for c in self.cells)
-        summary = f"{self.notebook}: {self.score:g}/{self.max_score:g} points from the tests you can see"
+        summary = f"{self.notebook}: {self.score:g}/{self.max_score:g} points from the checks you can see"
         lines.append(summary + (f"; {failing} cell(s) to fix" if failing else "") +
                      ("; restore the changed test cells" if self.changed else "") + ("" if not self.passed else "; all pass"))
+        lines.append("(they check your answers' form, not their values: the autograder checks the values, so your "
+                     "grade may differ)")
         return "\n".join(lines)
 
 

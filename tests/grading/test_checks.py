@@ -20,12 +20,23 @@ from ppedu.grading.students import student_id
 
 sys.path.insert(0, str(ROOT))  # the instructor's grader/ beside nbgrader_config.py
 from grader import keys  # noqa: E402
+from grader.judge import run_functions  # noqa: E402
 
 
 def message(read, namespace):
     with pytest.raises(Wrong) as caught:
         read(namespace)
     return str(caught.value)
+
+
+def judged(assignment, question, source, student="alice"):
+    """The judge's verdict on answer cell ``source`` run on its own, as the autograder runs it (a message if wrong)."""
+    judge, v = keys.load(assignment).KEYS[question], my_values(assignment, student)
+    data, why = run_functions(judge, source, v, timeout=120)
+    try:
+        return judge.judge(data, v)
+    except Wrong as wrong:
+        return str(wrong) + why
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -57,14 +68,8 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
 
 
 def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
-    class Liar(float):
-        def __eq__(self, other):
-            return True
-
-    v = my_values("ps1", "alice")
-    data = json.loads(json.dumps(load("ps1").QUESTIONS["conversion"].data({"idle_share": lambda r: Liar(0.123)}, v)))
-    with pytest.raises(Wrong):
-        keys.load("ps1").KEYS["conversion"].judge(data, v)
+    liar = "class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\ndef idle_share(r):\n    return Liar(0.123)"
+    assert "returned 0.123" in judged("ps1", "conversion", liar)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -115,40 +120,22 @@ def test_a_schedule_not_run_on_the_students_own_size_earns_nothing():
     assert grade_schedule(results, "gpipe", [(2, 2), (3, 4)], points=2).score == 0
 
 
-def _waves_data(function, v, hidden=()):
-    namespace = {"waves_makespan": function, "__hidden_cases__": hidden}
-    return json.loads(json.dumps(load("ps4").QUESTIONS["waves"].data(namespace, v)))
-
-
-def test_ps4s_formula_is_checked_on_hidden_inputs_without_the_simulator():
-    ps4, v = keys.load("ps4"), my_values("ps4", "alice")
-    judge = ps4.KEYS["waves"].judge
-    right = lambda p, m, k, f, b: (m + k * (p - 1)) * (f + b)  # noqa: E731
-    assert judge(_waves_data(right, v, ps4.HIDDEN_CASES), v) == "correct"
-    assert "was not run" in message(lambda d: judge(d, v), _waves_data(right, v))  # a forged hand-in without them
-    one_pass = lambda p, m, k, f, b: (m + p - 1) * (f + b)  # noqa: E731
-    assert "fills and drains the pipeline again" in message(lambda d: judge(d, v), _waves_data(one_pass, v, ps4.HIDDEN_CASES))
-    own = lambda p, m, k, f, b: right(v.p, v.m, 2, v.F, v.B)  # noqa: E731
-    assert "returned" in message(lambda d: judge(d, v), _waves_data(own, v, ps4.HIDDEN_CASES))
-    from ppedu import Costs, simulate
-    from ppedu.grading.assignments.ps4 import _in_waves
-
-    simulated = lambda p, m, k, f, b: simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan  # noqa: E731
-    said = message(lambda d: judge(d, v), _waves_data(simulated, v, ps4.HIDDEN_CASES))
-    assert "simulator is not available" in said and "Traceback" not in said
-    assert simulated(3, 4, 2, 1, 2) == 24  # the simulator is back afterwards
-    assert "simulator is not available" in message(lambda ns: load("ps4").QUESTIONS["waves"].check(ns, v),
-                                                   {"waves_makespan": simulated})
-
-
-def test_ps4s_hidden_test_hands_in_the_keys_hidden_cases():
-    from conftest import cells
-
-    source = next(c.source for c in cells(ROOT / "solutions" / "ps4" / "ps4.ipynb")
-                  if c.metadata.get("nbgrader", {}).get("grade_id") == "waves")
-    listed = source.split('"__hidden_cases__": ')[1].split("}")[0]
-    assert tuple(map(tuple, eval(listed))) == keys.load("ps4").HIDDEN_CASES
-    assert all(m % k == 0 for _, m, k, _, _ in keys.load("ps4").HIDDEN_CASES)
+def test_ps4s_formula_is_checked_on_hidden_inputs_where_no_simulator_is_installed():
+    v = my_values("ps4", "alice")
+    right = "def waves_makespan(p, m, k, f, b):\n    return (m + k * (p - 1)) * (f + b)"
+    assert judged("ps4", "waves", right) == "correct"
+    one_pass = "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)"
+    assert "fills and drains the pipeline again" in judged("ps4", "waves", one_pass)
+    own = f"def waves_makespan(p, m, k, f, b):\n    return {(v.m + 2 * (v.p - 1)) * (v.F + v.B)}"
+    said = judged("ps4", "waves", own)  # right on the student's own values only: wrong on the example first
+    assert "returned" in said and "(4, 8, 2, 1, 2)" in said
+    example_too = own.replace("    return", "    if (p, m) == (4, 8):\n        return 42\n    return")
+    said = judged("ps4", "waves", example_too)  # right on every input shown: the hidden ones are never named
+    assert "not on one the autograder chose" in said and not any(str(c) in said for c in keys.load("ps4").HIDDEN_CASES)
+    simulated = ("from ppedu import Costs, simulate\nfrom ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
+                 "def waves_makespan(p, m, k, f, b):\n    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan")
+    said = judged("ps4", "waves", simulated)
+    assert "only what the question allows is installed" in said and "Traceback" not in said
 
 
 def test_ps4s_grid_slips_get_their_own_hints():
@@ -185,18 +172,15 @@ def test_every_ps4_key_is_an_answer_a_student_can_give(student):
     assert ps4._choice_key(v)["schedule"] in load("ps4").CHOICES
 
 
-def test_ps1s_closed_forms_are_checked_with_the_simulator_and_formulas_out_of_reach():
-    from ppedu import formulas, simulate
-
-    ps1, v = keys.load("ps1"), my_values("ps1", "alice")
-    form = load("ps1").QUESTIONS["closed_form"]
-    mine = {"bubble_ratio": lambda p, m: (p - 1) / (m + p - 1), "bubble_interleaved": lambda p, m, v: (p - 1) / (v * m + p - 1)}
-    assert ps1.KEYS["closed_form"].judge(json.loads(json.dumps(form.data(mine, v))), v) == "correct"
-    for borrowed in ({**mine, "bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m)},
-                     {**mine, "bubble_interleaved": lambda p, m, v: simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio}):
-        said = message(lambda d: ps1.KEYS["closed_form"].judge(d, v), json.loads(json.dumps(form.data(borrowed, v))))
-        assert "not available while your formula is checked" in said
-    assert formulas.bubble_ratio(4, 4) == 3 / 7  # back afterwards
+def test_ps1s_closed_forms_are_checked_where_ppedu_is_not_installed():
+    mine = ("def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
+            "def bubble_interleaved(p, m, v):\n    return (p - 1) / (v * m + p - 1)")
+    assert judged("ps1", "closed_form", mine) == "correct"
+    for borrowed in ("from ppedu import formulas\n" + mine.replace("return (p - 1) / (m + p - 1)",
+                                                                   "return formulas.bubble_ratio(p, m)"),
+                     "from ppedu import schedules, simulate\n" + mine.replace(
+                         "return (p - 1) / (v * m + p - 1)", "return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio")):
+        assert "only what the question allows is installed" in judged("ps1", "closed_form", borrowed)
 
 
 def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
@@ -208,26 +192,28 @@ def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
     assert f"GPU {v.slow} takes twice as long" in said
 
 
+FEWEST = """
+import math
+
+
+def fewest_microbatches(p, target, v):
+    m = math.ceil((p - 1) * (1 - target) / (v * target) - TOLERANCE)
+    if v == 1 or m >= p:
+        return max(m, 1)
+    return FLOOR
+"""
+
+
 @pytest.mark.parametrize("student", ["alice", "bob", "carol"])
 def test_ps1s_fewest_micro_batches_need_the_boundary_and_interleavings_floor_thought_out(student):
-    import math
-
-    ps1, v = keys.load("ps1"), my_values("ps1", student)
-    form = load("ps1").QUESTIONS["microbatches"]
-
-    def judged(fewest):
-        data = json.loads(json.dumps(form.data({"fewest_microbatches": fewest}, v)))
-        try:
-            return ps1.KEYS["microbatches"].judge(data, v)
-        except Wrong as wrong:
-            return str(wrong)
-
-    def fewest(p, target, v, tolerance=1e-9, floor=True):  # the inequality solved for m
-        m = math.ceil((p - 1) * (1 - target) / (v * target) - tolerance)
-        return max(m, p if v > 1 else 1) if floor else m
-
-    assert judged(fewest) == "correct"
-    assert "a smaller m meets it too" in judged(lambda p, t, v: fewest(p, t, v, tolerance=0))  # 28 for 27.000000000000004
-    assert "below m = p interleaving idles more" in judged(lambda p, t, v: fewest(p, t, v, floor=False))  # 2 at (3, 0.2, 4)
-    assert "not available while your formula is checked" in judged(
-        lambda p, t, v: __import__("ppedu").formulas.microbatches_for(t, p, v))
+    below = "min(p, math.ceil((1 - target) * (v * p - 1) / (v - 1 + target) - TOLERANCE))"
+    right = FEWEST.replace("FLOOR", below)
+    assert judged("ps1", "microbatches", right.replace("TOLERANCE", "1e-9"), student) == "correct"
+    said = judged("ps1", "microbatches", right.replace("TOLERANCE", "0"), student)  # 28 for 27.000000000000004
+    assert "a smaller m meets it too" in said
+    said = judged("ps1", "microbatches", FEWEST.replace("FLOOR", "m").replace("TOLERANCE", "1e-9"), student)
+    assert "below m = p interleaving idles more" in said  # 2 at (3, 0.2, 4)
+    said = judged("ps1", "microbatches", FEWEST.replace("FLOOR", "p").replace("TOLERANCE", "1e-9"), student)
+    assert "not on one the autograder chose" in said  # p is too many at a loose target: only hidden cases show it
+    library = "from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, v):\n    return formulas.microbatches_for(target, p, v)"
+    assert "only what the question allows is installed" in judged("ps1", "microbatches", library, student)
