@@ -7,7 +7,7 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap bench slides sheet student-release exchange clean
+.PHONY: test test-browser screenshots chromium bubblewrap bench slides sheet student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
@@ -58,15 +58,22 @@ STUDENT_RELEASE ?= build/student
 student-release:
 	$(PYTHON) student/build.py "$(STUDENT_RELEASE)"
 
-# Leaves alone a system-wide nbgrader_config.py that it did not write.
+# Leaves alone a system-wide nbgrader_config.py that it did not write. The exchange is world-writable and sticky
+# (1777, as nbgrader requires): without the sticky bit one student could rename the course's folder and put their own
+# in its place. On a machine students share, close the course folder to them too: `make private`.
 SYSTEM_NBGRADER := $(JUPYTER_SYSTEM_CONFIG)/nbgrader_config.py
 exchange:
 	@[ ! -e "$(SYSTEM_NBGRADER)" ] || grep -q "make exchange" "$(SYSTEM_NBGRADER)" || \
 		{ echo "$(SYSTEM_NBGRADER) exists: add c.Exchange.root = \"$(EXCHANGE)\" to it yourself" >&2; exit 2; }
 	mkdir -p "$(EXCHANGE)" "$(JUPYTER_SYSTEM_CONFIG)"
-	chmod 777 "$(EXCHANGE)"
+	chmod 1777 "$(EXCHANGE)"
 	printf '%s\n' "# Written by ppedu's \`make exchange\`: every user's nbgrader uses the course's exchange." \
 		"c.Exchange.root = \"$(EXCHANGE)\"" > "$(SYSTEM_NBGRADER)"
+
+# The course folder (answer keys, solutions, submissions, the gradebook) readable by its owner only.
+private:
+	chmod 700 "$(CURDIR)"
+	@echo "$(CURDIR) is now readable by $$(stat -c %U "$(CURDIR)") only"
 
 # The formula sheet as one printable page (open it in a browser, print to PDF).
 sheet: install

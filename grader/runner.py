@@ -56,6 +56,8 @@ def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 
             raise ValueError(f"no sandbox to grade in: {reason} (or pass --no-sandbox, for notebooks you trust)")
     _prepare(root, timeout, sandbox)
     _ensure_assignment(root, assignment)
+    if reason := kernel_trouble(sandbox):
+        raise ValueError(f"no notebook can be graded here, so none was: {reason}")
     # fork where there is one: the workers inherit nbgrader already imported, which takes seconds.
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     with ProcessPoolExecutor(max_workers=min(jobs, len(students)), mp_context=context,
@@ -76,6 +78,26 @@ def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:
     if timeout is not None:
         os.environ["PPEDU_CELL_TIMEOUT"] = str(timeout)
     os.environ["PPEDU_SANDBOX"] = "on" if sandbox else "off"
+
+
+def kernel_trouble(sandbox: bool = True) -> str | None:
+    """Why a kernel cannot run a notebook here as autograding runs it (one line), or ``None``: one kernel is
+    started and asked to import what every assignment imports, before a class's grades depend on it."""
+    import tempfile
+
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from ppedu.grading.execute import SandboxedExecute
+
+    notebook = new_notebook(cells=[new_code_cell("import ppedu.grading, ppedu.widgets")])
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            ran, _ = SandboxedExecute(sandbox=sandbox, timeout=120).preprocess(notebook, {"metadata": {"path": folder}})
+        except Exception as error:
+            return str(error).splitlines()[0] if str(error) else type(error).__name__
+    errors = [o for o in ran.cells[0].outputs if o.output_type == "error"]
+    return f"the kernel cannot import ppedu ({errors[0].ename}: {errors[0].evalue})" if errors else None
 
 
 def _api() -> Any:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import getpass
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -43,3 +43,26 @@ def pick(assignment: str, student: str, name: str, choices: Sequence[T]) -> T:
     """
     digest = hashlib.sha256(f"{assignment}\0{student}\0{name}".encode()).digest()
     return choices[int.from_bytes(digest[:8], "big") % len(choices)]
+
+
+#: ``pick(name, choices)`` for one student and assignment, as :func:`draw` hands it to a values maker.
+Picker = Callable[[str, Sequence[Any]], Any]
+
+
+def draw(assignment: str, student: str, make: Callable[[Picker], dict[str, Any]],
+         sound: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The values ``make`` picks for ``student``, picked again (each name salted anew) until ``sound`` holds of
+    them: values on which a common mistake would come out right (busy slots counted as idle ones, where the
+    two are equal) are never anyone's.
+
+    >>> v = draw("demo", "alice", lambda pick: {"p": pick("p", range(2, 5)), "m": pick("m", range(1, 5))},
+    ...          lambda v: v["m"] != v["p"] - 1)
+    >>> v["m"] != v["p"] - 1
+    True
+    """
+    for attempt in range(1000):
+        salt = f"#{attempt}" if attempt else ""
+        values = make(lambda name, choices: pick(assignment, student, name + salt, choices))
+        if sound(values):
+            return values
+    raise RuntimeError(f"no sound values of {assignment} for {student!r}")  # the choices allow none: a bug

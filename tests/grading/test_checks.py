@@ -217,3 +217,29 @@ def test_ps1s_fewest_micro_batches_need_the_boundary_and_interleavings_floor_tho
     assert "not on one the autograder chose" in said  # p is too many at a loose target: only hidden cases show it
     library = "from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, v):\n    return formulas.microbatches_for(target, p, v)"
     assert "only what the question allows is installed" in judged("ps1", "microbatches", library, student)
+
+
+STUDENTS = [f"student{i}" for i in range(300)]
+
+
+def test_no_students_values_let_counting_the_busy_slots_come_out_right():
+    """The slip the keys' hints name first: busy slots counted as idle. Values where the two are equal are nobody's."""
+    from grader.exam import judge as exam
+    from ppedu.answer_file import SlotAnswer
+    from ppedu.grading.assignments import counting
+
+    ps1, ps4 = keys.load("ps1"), keys.load("ps4")
+    for student in STUDENTS:
+        v = my_values("ps1", student)
+        key = ps1._slots_key(v)
+        busy = key["total_slots"] - key["idle_slots"]
+        said = message(lambda ns: ps1.KEYS["gpipe_idle"].judge(ns, v),
+                       {"idle_slots": busy, "bubble": busy / key["total_slots"], "total_slots": key["total_slots"]})
+        assert "busy slots" in said, student
+        v = my_values("ps4", student)
+        key = ps4._grid_key(v)
+        wrong = {**key, "idle_slots": v.grid_p * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
+        assert "busy slots" in message(lambda ns: ps4.KEYS["grid"].judge(ns, v), wrong), student
+        t = counting.timeline("count", counting.values(student))
+        answer = SlotAnswer(total=str(int(t.total_slots)), idle=str(int(t.busy_slots)), ratio="")
+        assert exam(student, {"count": answer}).points["count"] < 2, student

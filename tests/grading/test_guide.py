@@ -85,7 +85,7 @@ def test_make_exchange_writes_the_machines_nbgrader_config(walkthrough):
     _, _, tmp, _ = walkthrough
     config = (tmp / "etc" / "nbgrader_config.py").read_text()
     assert f'c.Exchange.root = "{tmp / "exchange"}"' in config
-    assert (tmp / "exchange").stat().st_mode & 0o777 == 0o777
+    assert (tmp / "exchange").stat().st_mode & 0o7777 == 0o1777  # world-writable and sticky, as nbgrader requires
     # Again is fine; someone else's system-wide config is left alone, with a one-line reason and status 2.
     subprocess.run(["make", "-s", "exchange", f"EXCHANGE={tmp / 'exchange'}", f"JUPYTER_SYSTEM_CONFIG={tmp / 'etc'}"],
                    cwd=ROOT, check=True, capture_output=True)

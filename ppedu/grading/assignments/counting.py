@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppedu.grading.questions import Question
-from ppedu.grading.students import pick
+from ppedu.grading.students import Picker, draw
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 
@@ -25,15 +25,19 @@ QUESTIONS: dict[str, Question] = {}
 
 
 def values(student: str) -> dict[str, Any]:
-    count, mark = pick("counting", student, "schedules", (("gpipe", "1f1b"), ("1f1b", "gpipe")))
-    return {
-        "count_schedule": count,
-        "p": pick("counting", student, "p", range(3, 6)),
-        "m": pick("counting", student, "m", range(3, 7)),
-        "mark_schedule": mark,
-        "mark_p": pick("counting", student, "mark_p", range(2, 5)),
-        "mark_m": pick("counting", student, "mark_m", range(2, 5)),
-    }
+    return draw("counting", student, _draw, _sound)
+
+
+def _draw(pick: Picker) -> dict[str, Any]:
+    count, mark = pick("schedules", (("gpipe", "1f1b"), ("1f1b", "gpipe")))
+    return {"count_schedule": count, "p": pick("p", range(3, 6)), "m": pick("m", range(3, 7)),
+            "mark_schedule": mark, "mark_p": pick("mark_p", range(2, 5)), "mark_m": pick("mark_m", range(2, 5))}
+
+
+def _sound(v: Mapping[str, Any]) -> bool:
+    """The counted grid has as many busy as idle slots where m = p - 1: counting the busy ones would score."""
+    t = timeline("count", v)
+    return t.idle_slots != t.busy_slots
 
 
 def timeline(question: str, v: Mapping[str, Any]) -> Timeline:

@@ -18,20 +18,27 @@ from typing import Any
 from ppedu.grading.answers import Choice, Number, Wrong, results
 from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question, explain, run_alone
-from ppedu.grading.students import pick
+from ppedu.grading.students import Picker, draw
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
 
 
 def values(student: str) -> dict[str, Any]:
-    p = pick("ps1", student, "p", range(3, 7))
-    return {
-        "p": p,
-        "m": pick("ps1", student, "m", range(3, 9)),
-        "v": pick("ps1", student, "v", range(2, 5)),
-        "target": pick("ps1", student, "target", TARGETS),
-        "slow": pick("ps1", student, "slow", range(6)) % p,  # question 1's slow GPU
-    }
+    return draw("ps1", student, _draw, _sound)
+
+
+def _draw(pick: Picker) -> dict[str, Any]:
+    p = pick("p", range(3, 7))
+    return {"p": p, "m": pick("m", range(3, 9)), "v": pick("v", range(2, 5)), "target": pick("target", TARGETS),
+            "slow": pick("slow", range(6)) % p}  # question 1's slow GPU
+
+
+def _sound(v: Mapping[str, Any]) -> bool:
+    """Question 1's grid has as many busy as idle slots at p = m = 3: counting the busy ones would score."""
+    from ppedu import schedules, simulate
+
+    t = simulate(schedules.gpipe(v["p"], v["m"]), costs(v))
+    return t.idle_slots != t.busy_slots
 
 
 def costs(v: Mapping[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 from ppedu.grading.answers import Choice, Counts, Number, Wrong, results
 from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question, explain, run_alone
-from ppedu.grading.students import pick
+from ppedu.grading.students import Picker, draw
 from ppedu.schedules import SCHEDULES
 
 #: ``"none"``: nothing fits in the cluster's memory.
@@ -30,17 +30,28 @@ WAVES = 2
 
 
 def values(student: str) -> dict[str, Any]:
-    p = pick("ps4", student, "p", (4, 6, 8))
-    f = pick("ps4", student, "f", (1, 2))
+    return draw("ps4", student, _draw, _sound)
+
+
+def _draw(pick: Picker) -> dict[str, Any]:
+    p, f = pick("p", (4, 6, 8)), pick("f", (1, 2))
     return {
-        "p": p, "m": p * pick("ps4", student, "k", (2, 3, 4)),
-        "F": f, "B": 2 * f, "W": f, "FB": f * pick("ps4", student, "overlap", (2.4, 2.7)),
-        "model": pick("ps4", student, "model", ("7b", "13b")),
-        "gpu": pick("ps4", student, "gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
-        "link": pick("ps4", student, "link", ("nvlink", "pcie-gen4", "ib-200")),
+        "p": p, "m": p * pick("k", (2, 3, 4)),
+        "F": f, "B": 2 * f, "W": f, "FB": f * pick("overlap", (2.4, 2.7)),
+        "model": pick("model", ("7b", "13b")),
+        "gpu": pick("gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
+        "link": pick("link", ("nvlink", "pcie-gen4", "ib-200")),
         # the pictured grid: small enough to count
-        "grid_p": pick("ps4", student, "grid_p", (3, 4)), "grid_m": pick("ps4", student, "grid_m", (4, 6)),
+        "grid_p": pick("grid_p", (3, 4)), "grid_m": pick("grid_m", (4, 6, 8)),
     }
+
+
+def _sound(v: Mapping[str, Any]) -> bool:
+    """The pictured grid has as many busy as idle slots where m = 2(p - 1): counting the busy ones would score."""
+    from ppedu import Costs, simulate
+
+    t = simulate(_in_waves(v["grid_p"], v["grid_m"], WAVES), Costs(f=1, b=2))
+    return t.idle_slots != t.busy_slots
 
 
 def _in_waves(p: int, m: int, k: int) -> Any:
