@@ -139,10 +139,10 @@ def _copy_file(fd: int, name: str, target: Path, limits: Limits, budget: dict[st
             return _kind(info.st_mode)
         if info.st_nlink > 1:
             return "a hard link to another file"
-        if budget["files"] <= 0:
-            return f"more than {limits.files} files in the submission"
         if info.st_size > largest and not name.endswith(".ipynb"):
             return f"larger than {largest // 2**20} MB"
+        if budget["files"] <= 0:
+            return f"more than {limits.files} files in the submission"
         if info.st_size > budget["bytes"]:
             return "the submission's files together are too large"
         data = os.read(src, largest) if info.st_size else b""
@@ -170,6 +170,12 @@ def _text(value: object, limit: int = 1_000_000) -> str:
     if not isinstance(value, str):
         return ""
     return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value[:limit])
+
+
+def _surrogates(cell: dict[str, Any]) -> bool:
+    source = cell.get("source", cell.get("input"))
+    texts = source if isinstance(source, list) else [source]
+    return any(isinstance(t, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in t) for t in texts)
 
 
 def _nbgrader(meta: object) -> dict[str, Any] | None:
@@ -208,8 +214,10 @@ def repair(raw: bytes, release: NotebookNode | None) -> tuple[NotebookNode, list
     """A valid notebook holding every cell that can be read from ``raw`` (the release's metadata, new cell
     ids, no outputs), and notes on what had to be done; if nothing can be read, ``release`` itself."""
     notes: list[str] = []
-    text = raw.decode("utf-8", errors="replace")
-    if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="replace")
         notes.append("it held bytes that are not UTF-8 text; they were replaced")
     try:
         cells = _cells_of(json.loads(text))
@@ -224,6 +232,8 @@ def repair(raw: bytes, release: NotebookNode | None) -> tuple[NotebookNode, list
             continue
         kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown", "raw") else "markdown"
         source = _text(cell.get("source", cell.get("input")))
+        if "\ufffd" in source and "lone surrogates" not in " ".join(notes) and _surrogates(cell):
+            notes.append("it held characters that are not valid Unicode (lone surrogates); they were replaced")
         new = (nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell if kind == "markdown"
                else nbformat.v4.new_raw_cell)(source)
         if (meta := _nbgrader(cell.get("metadata"))) is not None:
@@ -393,6 +403,8 @@ def _write_members(members: list[tuple[str, int, bool, Any]], target: Path, limi
     dropped, files, total = [], 0, 0
     for name, size, regular, read in members:
         parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
+            parts = [".."]  # an absolute name: outside the archive's folder
         if not regular:
             dropped.append(f"{name} (a link or not a regular file)")
         elif not parts or ".." in parts or not all(_plain_name(p) and not p.startswith(".") for p in parts):
