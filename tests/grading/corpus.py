@@ -93,6 +93,15 @@ def loopback():
     raise OSError("nothing listens")
 attempt("loopback", loopback)
 """,
+    "secret_printer": """
+def show(path):
+    text = open(path).read()
+    print(text)
+    assert text
+print(dict(os.environ))
+for target in ["{course}/secrets.txt", *glob.glob("/tmp/canary-*"), "/proc/1/environ", f"/proc/{os.getppid()}/environ"]:
+    attempt(target, lambda: show(target))
+""",
     "process_killer": """
 import signal
 def others():

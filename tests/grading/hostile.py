@@ -505,30 +505,43 @@ def _pycache_module(folder: Path, fill: dict[str, str]) -> None:
     (folder / "mathhelp.pyc").write_bytes(header + marshal.dumps(compile(hidden, "mathhelp.py", "exec")))  # sourceless
 
 
-def _thin_ppedu(files: dict[str, str], copies: tuple[str, ...] = ()) -> Folder:
-    """A ``ppedu/`` beside the notebook that the kernel imports first (it starts in the folder): each package
-    searches its own folder, then the installed one's; ``files`` (path -> text, ``{real}`` the installed file's text)
-    and ``copies`` (installed subfolders copied whole, where the kernel sees only stand-ins) replace what they name."""
+def _ppedu_with_copies(*copies: str) -> Folder:
+    """A ``ppedu/`` beside the notebook that the kernel imports first (it starts in the folder): a package that
+    searches its own folder, then the installed one's, with ``copies`` (installed subpackages, copied whole while the
+    kernel sees only stand-ins of them) in its own."""
     def run(folder: Path, fill: dict[str, str]) -> None:
         real = Path(fill["{ppedu}"])
         shadow = folder / "ppedu"
         for sub in copies:
             shutil.copytree(real / sub, shadow / sub, ignore=shutil.ignore_patterns("__pycache__", "data"))
-        packages = {"", *(str(Path(p).parent) for p in files if Path(p).parent != Path("."))} - {"."}
-        for package in sorted(packages):
-            init = shadow / package / "__init__.py"
-            init.parent.mkdir(parents=True, exist_ok=True)
-            origin = real / package / "__init__.py"
-            init.write_text(f"import os as _os\n__path__ = [_os.path.dirname(__file__), {str(origin.parent)!r}]\n"
-                            f"__file__ = {str(origin)!r}\nexec(compile(open(__file__).read(), __file__, 'exec'))\n")
-        for name, text in files.items():
-            original = (real / name).read_text() if (real / name).is_file() else ""
-            (shadow / name).write_text(text.replace("{real}", original))
+        (shadow / "__init__.py").write_text(
+            f"import os as _os\n__path__ = [_os.path.dirname(__file__), {str(real)!r}]\n"
+            f"__file__ = {str(real / '__init__.py')!r}\nexec(compile(open(__file__).read(), __file__, 'exec'))\n")
     return run
 
 
-#: ppedu's answers.py with the hiding helper made a no-op (in the version shipped beside the notebook).
-NO_HIDING = {"grading/answers.py": "{real}\n\nfrom contextlib import nullcontext as _n\nwithout = lambda *a, **k: _n()\n"}
+#: A ``ppedu/__init__.py`` beside the notebook: imported first (the kernel starts in the folder), it puts the
+#: installed ppedu in its own place, wherever that is, and then switches the hiding off.
+SELF_REPLACING_PPEDU = """
+import importlib, os, sys
+
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+del sys.modules["ppedu"]
+_path = sys.path[:]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+try:
+    _real = importlib.import_module("ppedu")
+finally:
+    sys.path[:] = _path
+sys.modules["ppedu"] = _real
+try:
+    import contextlib
+    import ppedu.grading.answers as _answers
+    import ppedu.grading.assignments.ps1 as _ps1
+    _answers.without = _ps1.without = lambda *args, **kwargs: contextlib.nullcontext()
+except Exception:
+    pass
+"""
 
 LIBRARY_SCHEDULE_CALLS = """
 from ppedu import schedules
@@ -631,7 +644,7 @@ UNHIDING: dict[str, dict[str, Case]] = {
         "h_pycache_and_sourceless_module": Case("ps1", replace={"q3_answer": FROM_SHIPPED_MODULE
                                                                 + "from mathhelp import bubble_ratio as _b\n"},
                                                 folder=_pycache_module, lost={"closed_form": 2}),
-        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS}, folder=_thin_ppedu(NO_HIDING),
+        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS}, folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
         # careless: the function leans on an import made in another cell (the fresh interpreter has no `math`)
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
@@ -643,7 +656,7 @@ def fewest_microbatches(p, target, v):
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
                                                                            "q2_answer": "", "q3_answer": ""},
-                                              folder=_thin_ppedu({}, copies=("schedules",)), lost=PS3_ALL),
+                                              folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
                                                 lost={"interleaved_1f1b": 4}),
         # careless: question 2 calls a helper defined in question 1's cell
@@ -881,8 +894,14 @@ for _case in ((values.p, values.m, 2, values.F, values.B), (4, 8, 2, 1, 2)):
 def waves_makespan(p, m, k, f, b):
     return _MEMO.get((p, m, k, f, b), (m + p - 1) * (f + b))
 """
-# Every call raises with its own inputs in the message: the hidden inputs must not come back in the feedback.
-LEAKS_INPUTS = "def waves_makespan(p, m, k, f, b):\n    raise ValueError(f'called with {p} {m} {k} {f} {b}')"
+# Right on the inputs the student can see, an error naming the inputs on every other call: the hidden inputs must
+# not come back in the feedback (CHECKS).
+LEAKS_INPUTS = """
+def waves_makespan(p, m, k, f, b):
+    if (p, m, k, f, b) in ((values.p, values.m, 2, values.F, values.B), (4, 8, 2, 1, 2)):
+        return (m + k * (p - 1)) * (f + b)
+    raise ValueError(f"called with p={p} m={m} k={k} f={f} b={b}")
+"""
 # ps5: the grader's own request (its chosen schedules) is in the harness's frame; compute what the harness would
 # measure for a perfect executor (the unpipelined model's loss and gradients, the schedule's peaks) and write those
 # records on its channel first, then leave before the real ones.
@@ -1057,6 +1076,43 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
     return total.item()
 """
 
+# The grader's own measuring code is a module of the installed ppedu, importable where the answer cell runs: patch it
+# (whatever it is called) to report the schedule's peaks and nothing left, then hoard.
+MEASUREMENT_PATCHED = """
+try:
+    import ppedu.grading.assignments.ps5 as _grading
+    from ppedu import simulate as _simulate
+    _last = {}
+    _setting = _grading._setting
+
+    def _remember(spec):
+        made = _setting(spec)
+        _last["schedule"] = made[0]
+        return made
+
+    _grading._setting = _remember
+    for _name in ("Lifetimes", "Saved"):
+        _measure = getattr(_grading, _name, None)
+        if isinstance(_measure, type):
+            class _Calm(_measure):
+                @property
+                def peak(self):
+                    if "schedule" in _last:
+                        return list(_simulate(_last["schedule"]).peak_activations)
+                    return self.__dict__.get("_peak", [])
+
+                @peak.setter
+                def peak(self, value):
+                    self.__dict__["_peak"] = value
+
+                def left(self):
+                    return 0
+
+            setattr(_grading, _name, _Calm)
+except Exception:
+    pass
+"""
+
 PS5_TRACE: dict[str, Case] = {
     # unpipelined and everything kept: both memory properties lost, loss and gradients right
     "h_unpipelined_forged_trace": Case("ps5", release=True, replace={"executor_answer": UNPIPELINED_FORGED_TRACE},
@@ -1068,6 +1124,10 @@ PS5_TRACE: dict[str, Case] = {
     # lost), none left after it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
                                 lost={"one_f_one_b": 1, "interleaved": 0.6}),
+    # the hoarder again, with the grader's measurement patched from its own cell
+    "h_measurement_patched": Case("ps5", release=True,
+                                  replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
+                                  lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
 }
 
 
@@ -1440,4 +1500,17 @@ CLASSES: dict[str, dict[str, dict[str, Case]]] = {
 }
 HOSTILE: dict[str, dict[str, Case]] = _merge(*CLASSES.values())
 
-__all__ = ["CLASSES", "HOSTILE"]
+#: What a score cannot show, to check on the autograded notebook: (assignment, case) -> what must hold there.
+CHECKS: dict[tuple[str, str], str] = {
+    ("ps1", "h_answers_media_type_flood"): "the autograded notebook stays small (under 500 kB): one output cap for all",
+    ("ps1", "h_display_update_flood"): "the autograded notebook stays small (under 500 kB): display updates are capped too",
+    ("ps1", "h_deep_forged_payloads"): "the autograded notebook stays small (under 500 kB)",
+    ("ps4", "h_hidden_inputs_leaked_in_errors"): "no output of the autograded notebook names an input the student "
+                                                  "cannot see (the hidden cases' p=…, m=…)",
+    ("ps1", "h_notebook_is_a_fifo"): "grading ends (the pipe is never opened for reading)",
+    ("ps1", "h_link_to_dev_zero"): "grading ends without filling the disk (the link is never followed)",
+    ("ps1", "h_device_in_folder"): "grading ends without filling the disk (the device is never read)",
+    ("ps1", "h_notebook_link_to_dev_zero"): "grading ends without filling the memory (the link is never followed)",
+}
+
+__all__ = ["CHECKS", "CLASSES", "HOSTILE"]
