@@ -22,8 +22,13 @@ clashes with corpus.py's. As in corpus.py, an attack that tries to *reach* somet
 limit) starts from right work and spoils its answer ``T`` if it succeeds (:data:`REACH` / :data:`SPOIL`), and an
 attack that tries to *gain* points starts from work that earns none. Hangs are only in ps1 (15 s per cell there).
 
-``HOSTILE`` maps each assignment (``counting`` too) to its cases; ``tests/grading/test_autograde.py`` grades them
-beside corpus.py's ``CORPUS``.
+``HOSTILE`` maps each assignment (``counting`` too) to its cases, for ``tests/grading/test_autograde.py`` to grade
+beside corpus.py's ``CORPUS``; ``CLASSES`` holds the same cases by class, and ``CHECKS`` what a score cannot show
+(the autograded notebook's size, hidden inputs in the feedback, a grader that never ends).
+
+Careful: a grader that still follows links, or reads what is not a regular file, fills the disk on
+``h_link_to_dev_zero`` and ``h_device_in_folder``, the memory on ``h_notebook_link_to_dev_zero``, and hangs for ever
+on ``h_notebook_is_a_fifo``; try such a grader on them only under ``ulimit -f``/``-v`` and a time-out.
 """
 
 from __future__ import annotations
@@ -107,6 +112,15 @@ def _write(name: str | bytes, data: str | bytes) -> Folder:
     return run
 
 
+def _readable_only(step: Folder, target: str) -> Folder:
+    """``step`` only where whoever grades could read ``target`` (else the link shows nothing, and breaks a non-root
+    test run that reads every file of the course)."""
+    def run(folder: Path, fill: dict[str, str]) -> None:
+        if os.access(target, os.R_OK):
+            step(folder, fill)
+    return run
+
+
 def _fifo(name: str) -> Folder:
     def run(folder: Path, fill: dict[str, str]) -> None:
         if (folder / name).exists():
@@ -164,11 +178,17 @@ def _json_raw(change: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], byte
     return raw
 
 
+def _index(nb: dict[str, Any], grade_id: str) -> int:
+    """Where the cell ``grade_id`` is in the notebook's JSON."""
+    return next(i for i, c in enumerate(nb["cells"])
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
 def _own_markdown(source: str, after: str) -> Callable[[dict[str, Any]], None]:
     """An own markdown cell (``source``) after the cell ``after`` (a grade_id), in the notebook's JSON."""
     def change(nb: dict[str, Any]) -> None:
-        at = next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == after)
-        nb["cells"].insert(at + 1, {"cell_type": "markdown", "id": "my-notes", "metadata": {}, "source": source})
+        cell = {"cell_type": "markdown", "id": "my-notes", "metadata": {}, "source": source}
+        nb["cells"].insert(_index(nb, after) + 1, cell)
     return change
 
 
@@ -198,8 +218,8 @@ def _ppedu_forged():
     _PPEDU_FORGED.update({
         "gpipe_slots": {"T": slow.makespan, "total_slots": slow.total_slots},
         "gpipe_idle": {"idle_slots": slow.idle_slots, "bubble": slow.bubble_ratio},
-        "one_f_one_b": {"bubble_1f1b": one,
-                        "compared_with_gpipe": "equal" if abs(one - two) < 1e-9 else ("smaller" if one < two else "larger")}})
+        "one_f_one_b": {"bubble_1f1b": one, "compared_with_gpipe": "equal" if abs(one - two) < 1e-9
+                        else ("smaller" if one < two else "larger")}})
     for question in ("closed_form", "microbatches", "conversion"):
         try:
             form = QUESTIONS[question]
@@ -290,13 +310,14 @@ def peek(name, looks_like):
 
 LINKS_TO_SECRETS = PEEK + """
 attempt("/etc/shadow", lambda: peek("shadow", lambda d: b"root:" in d))
-attempt("the grader's environment", lambda: peek("environ", lambda d: b"=" in d and b"PPEDU_STUDENT_ID={student}" not in d))
+attempt("the grader's environment", lambda: peek("environ", lambda d: b"=" in d
+                                                 and b"PPEDU_STUDENT_ID={student}" not in d))
 attempt("the grader's working folder", lambda: peek("cwd/nbgrader_config.py", lambda d: b"CourseDirectory" in d))
 attempt("the grader's command line", lambda: peek("cmdline", lambda d: b"ipykernel" not in d and b"python" in d))
 """
 LINKS_TO_COURSE = PEEK + """
 attempt("keys, relative link", lambda: peek("keys.py", lambda d: b"KEYS" in d))
-attempt("gradebook", lambda: peek("marks.db", lambda d: d.startswith(b"SQLite format 3")))
+attempt("gradebook", lambda: peek("old/gradebook.db", lambda d: d.startswith(b"SQLite format 3")))
 attempt("solutions", lambda: peek("answers.json", lambda d: b"BEGIN SOLUTION" in d))
 attempt("classmate", lambda: peek("friend.json", lambda d: b"BEGIN SOLUTION" in d))
 attempt("nested link", lambda: peek("notes/deep/er/key.txt", lambda d: b"KEYS" in d))
@@ -324,10 +345,10 @@ INTAKE: dict[str, Case] = {
         _remove_notebook, _hardlink("ps1.ipynb", "{course}/submitted/bystander_solved/ps1/ps1.ipynb")), lost=PS1_ALL),
     # right work; extra files that are links, read by the notebook: a breach spoils T
     "h_links_to_system_secrets": Case("ps1", append={"q1a_answer": REACH + LINKS_TO_SECRETS + SPOIL}, folder=_then(
-        _symlink("shadow", "/etc/shadow"), _symlink("environ", "/proc/self/environ"),
+        _readable_only(_symlink("shadow", "/etc/shadow"), "/etc/shadow"), _symlink("environ", "/proc/self/environ"),
         _symlink("cwd", "/proc/self/cwd"), _symlink("cmdline", "/proc/self/cmdline"))),
     "h_links_to_course_files": Case("ps1", append={"q1a_answer": REACH + LINKS_TO_COURSE + SPOIL}, folder=_then(
-        _symlink("keys.py", "../../../grader/keys/ps1.py"), _symlink("marks.db", "{course}/gradebook.db"),
+        _symlink("keys.py", "../../../grader/keys/ps1.py"), _symlink("old/gradebook.db", "{course}/gradebook.db"),
         _symlink("answers.json", "{course}/solutions/ps5/ps5.ipynb"),
         _symlink("friend.json", "../../bystander_solved/ps1/ps1.ipynb"),
         _symlink("notes/deep/er/key.txt", "{course}/grader/keys/ps1.py"), _symlink("course", "{course}"),
@@ -429,7 +450,8 @@ except Exception:
 MEMO_IN_KERNEL = """
 from ppedu import formulas as _formulas
 _TABLE = {(p, m): _formulas.bubble_ratio(p, m) for p in range(1, 17) for m in range(1, 129)}
-_TABLE_V = {(p, m, w): _formulas.bubble_ratio(p, m, w) for p in range(1, 17) for m in range(1, 129) for w in range(2, 6)}
+_TABLE_V = {(p, m, w): _formulas.bubble_ratio(p, m, w)
+            for p in range(1, 17) for m in range(1, 129) for w in range(2, 6)}
 """
 MEMO_LOOKUP = """
 def bubble_ratio(p, m):
@@ -492,14 +514,16 @@ def _pycache_module(folder: Path, fill: dict[str, str]) -> None:
 
     source = folder / "helpers.py"
     source.write_text("# scratch space, nothing here yet\n")
-    hidden = (f"import importlib.util\n_spec = importlib.util.spec_from_file_location('f', {fill['{ppedu}'] + '/formulas.py'!r})\n"
+    formulas = fill["{ppedu}"] + "/formulas.py"
+    hidden = (f"import importlib.util\n_spec = importlib.util.spec_from_file_location('f', {formulas!r})\n"
               "_f = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_f)\n"
               "bubble_ratio = lambda p, m: _f.bubble_ratio(p, m)\nbubble_interleaved = _f.bubble_ratio\n")
     st = source.stat()
     cache = folder / "__pycache__"
     cache.mkdir(exist_ok=True)
-    header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little") + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") \
-        + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    header = b"".join((importlib.util.MAGIC_NUMBER, (0).to_bytes(4, "little"),
+                       (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little"),
+                       (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")))
     (cache / f"helpers.{sys.implementation.cache_tag}.pyc").write_bytes(
         header + marshal.dumps(compile(hidden, str(source), "exec")))
     (folder / "mathhelp.pyc").write_bytes(header + marshal.dumps(compile(hidden, "mathhelp.py", "exec")))  # sourceless
@@ -601,14 +625,16 @@ from ppedu.ops import Op, Schedule
 from ppedu.schedules import one_f_one_b
 from ppedu.simulate import simulate as _simulate
 
-_sim = types.FunctionType(_simulate.__code__, _simulate.__globals__, "_sim", _simulate.__defaults__, _simulate.__closure__)
+_sim = types.FunctionType(_simulate.__code__, _simulate.__globals__, "_sim", _simulate.__defaults__,
+                          _simulate.__closure__)
 _sim.__kwdefaults__ = _simulate.__kwdefaults__
 
 
 def waves_makespan(p, m, k, f, b):
     size = m // k
     wave = one_f_one_b(p, size).stages
-    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j]) for j in range(p))
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
+                   for j in range(p))
     return _sim(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 """
 SHIPPED_EXECUTOR = """
@@ -637,14 +663,16 @@ UNHIDING: dict[str, dict[str, Case]] = {
                                            "q5_answer": "from ppedu import formulas\n\n\ndef idle_share(r):\n"
                                                         "    return formulas.to_idle_total(r)"},
                                   lost={"closed_form": 2, "conversion": 1}),
-        "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL}, replace={"q3_answer": MEMO_LOOKUP},
+        "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL},
+                                         replace={"q3_answer": MEMO_LOOKUP},
                                          lost={"closed_form": 2}),
         "h_table_shipped_in_folder": Case("ps1", replace={"q3_answer": TABLE_FILE}, folder=_bubble_table,
                                           lost={"closed_form": 2}),
         "h_pycache_and_sourceless_module": Case("ps1", replace={"q3_answer": FROM_SHIPPED_MODULE
                                                                 + "from mathhelp import bubble_ratio as _b\n"},
                                                 folder=_pycache_module, lost={"closed_form": 2}),
-        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS}, folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
+        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS},
+                                              folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
         # careless: the function leans on an import made in another cell (the fresh interpreter has no `math`)
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
@@ -660,7 +688,8 @@ def fewest_microbatches(p, target, v):
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
                                                 lost={"interleaved_1f1b": 4}),
         # careless: question 2 calls a helper defined in question 1's cell
-        "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1}, replace={"q2_answer": USES_Q1_HELPER},
+        "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
+                                           replace={"q2_answer": USES_Q1_HELPER},
                                            lost={"one_f_one_b": 4}),
     },
     "ps4": {
@@ -868,7 +897,8 @@ from ppedu.schedules import one_f_one_b
 def _truth(p, m, k, f, b):
     size = m // k
     wave = one_f_one_b(p, size).stages
-    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j]) for j in range(p))
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
+                   for j in range(p))
     return simulate(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 
 
@@ -933,7 +963,8 @@ def _forge():
         grads = torch.cat([g.reshape(-1) for g in reference_gradients(model, (images, labels), cross_entropy)]).float()
         with torch.no_grad():
             loss = float(cross_entropy(model(images), labels))
-        send({"call": [name, args], "result": {"loss": loss, "peak": list(simulate(schedule).peak_activations), "left": 0,
+        peak = list(simulate(schedule).peak_activations)
+        send({"call": [name, args], "result": {"loss": loss, "peak": peak, "left": 0,
                                                 "grads": base64.b64encode(grads.numpy().tobytes()).decode()}})
     os._exit(0)
 
@@ -952,7 +983,8 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
 def _startup_files(folder: Path, fill: dict[str, str]) -> None:
     """The forger wherever a Python or IPython might run a file at start: site and user customisation, a .pth,
     an IPython profile's startup folder, beside the notebook."""
-    for name in ("sitecustomize.py", "usercustomize.py", "forge_boot.py", ".ipython/profile_default/startup/00-forge.py",
+    for name in ("sitecustomize.py", "usercustomize.py", "forge_boot.py",
+                 ".ipython/profile_default/startup/00-forge.py",
                  ".local/lib/python3.11/site-packages/usercustomize.py"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(FORGER_FILE)
@@ -993,7 +1025,8 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
     },
     "ps4": {
-        "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER}, lost={"waves": 2}),
+        "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
+                                                    lost={"waves": 2}),
         "h_hidden_inputs_leaked_in_errors": Case("ps4", replace={"q3_answer": LEAKS_INPUTS}, lost={"waves": 2}),
     },
     "ps5": {
@@ -1174,8 +1207,8 @@ ANSWERS_FLOOD = """
 import json
 from IPython.display import display
 for _ in range(30):
-    display({"text/x-ppedu-answers": json.dumps({"assignment": "ps1", "question": "flood", "answers": "x" * 2_000_000})},
-            raw=True)
+    payload = {"assignment": "ps1", "question": "flood", "answers": "x" * 2_000_000}
+    display({"text/x-ppedu-answers": json.dumps(payload)}, raw=True)
 """
 UPDATE_FLOOD = """
 from IPython.display import display
@@ -1271,8 +1304,8 @@ def _deep_payload(info=None):
     if "globals()" in source:
         display({"text/x-ppedu-answers": _DEEP}, raw=True)
         for question in ("gpipe_slots", "gpipe_idle", "one_f_one_b", "closed_form", "microbatches", "conversion"):
-            display({"text/x-ppedu-answers": '{"assignment": "ps1", "question": "%s", "answers": %s}' % (question, _DEEP)},
-                    raw=True)
+            payload = '{"assignment": "ps1", "question": "%s", "answers": %s}' % (question, _DEEP)
+            display({"text/x-ppedu-answers": payload}, raw=True)
 
 
 get_ipython().events.register("pre_run_cell", _deep_payload)
@@ -1321,7 +1354,8 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
         "h_notebook_not_json": Case("ps1", release=True, raw=lambda data: b"<html><body>Session expired</body></html>",
                                     lost=PS1_ALL),
         "h_notebook_empty_file": Case("ps1", release=True, raw=lambda data: b"", lost=PS1_ALL),
-        "h_notebook_json_not_a_notebook": Case("ps1", release=True, raw=lambda data: b'{"cells": {"a": 1}, "nbformat": 4}',
+        "h_notebook_json_not_a_notebook": Case("ps1", release=True,
+                                               raw=lambda data: b'{"cells": {"a": 1}, "nbformat": 4}',
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
@@ -1345,7 +1379,8 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                 lost={"peaks": 2}),
         "h_answer_kills_its_reader": Case("ps2", append={"q1_answer": BOOBY_TRAPPED_PEAKS},
                                           replace={"q3_answer": USE_KEPT_PEAKS}, lost={"peaks": 2}),
-        "h_answers_serialised_deep": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": DEEP_SERIALISER}, lost=PS2_ALL),
+        "h_answers_serialised_deep": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": DEEP_SERIALISER},
+                                          lost=PS2_ALL),
     },
 }
 
@@ -1356,8 +1391,10 @@ OTHER_LINKS: dict[str, dict[str, Case]] = {
     "ps2": {"h_folder_link_to_solutions": Case("ps2", release=True, folder=_folder_is_link("{course}/solutions/ps2"),
                                                lost=PS2_ALL)},
     "ps3": {"h_notebook_link_to_solution": Case("ps3", release=True,
-                                                folder=_notebook_is_link("{course}/solutions/ps3/ps3.ipynb"), lost=PS3_ALL)},
-    "ps4": {"h_notebook_relative_link": Case("ps4", release=True, folder=_notebook_is_link("../../../solutions/ps4/ps4.ipynb"),
+                                                folder=_notebook_is_link("{course}/solutions/ps3/ps3.ipynb"),
+                                                lost=PS3_ALL)},
+    "ps4": {"h_notebook_relative_link": Case("ps4", release=True,
+                                             folder=_notebook_is_link("../../../solutions/ps4/ps4.ipynb"),
                                              lost=PS4_ALL)},
     "ps5": {"h_folder_link_to_solutions": Case("ps5", release=True, folder=_folder_is_link("{course}/solutions/ps5"),
                                                lost=PS5_ALL)},
@@ -1380,7 +1417,8 @@ def _counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.
     mark = grid(counting.timeline("mark", v))
     total, idle = int(count.total_slots), int(count.idle_slots)
     save(folder / name, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
-    save(folder / name, "mark", SlotAnswer(marked=frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))))
+    marked = frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))
+    save(folder / name, "mark", SlotAnswer(marked=marked))
 
 
 def _counting_stash(folder: Path, fill: dict[str, str]) -> None:
@@ -1438,19 +1476,20 @@ def _old_jupyterlab(nb: dict[str, Any]) -> None:
 
 def _big_saved_outputs(nb: dict[str, Any]) -> None:
     """An own cell whose saved output is a 3 MB plot (outputs are cleared before grading anyway)."""
-    at = next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "q2_answer")
-    nb["cells"].insert(at + 1, {"cell_type": "code", "execution_count": 7, "id": "my-plot", "metadata": {},
-                                "source": "render_grid(simulate(schedules.gpipe(values.p, values.m)))",
-                                "outputs": [{"output_type": "display_data", "metadata": {},
-                                             "data": {"image/png": "iVBORw0KGgo" + "A" * 3_000_000,
-                                                      "text/plain": "<Figure>"}}]})
+    plot = {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": "iVBORw0KGgo" + "A" * 3_000_000, "text/plain": "<Figure>"}}
+    nb["cells"].insert(_index(nb, "q2_answer") + 1, {
+        "cell_type": "code", "execution_count": 7, "id": "my-plot", "metadata": {}, "outputs": [plot],
+        "source": "render_grid(simulate(schedules.gpipe(values.p, values.m)))"})
 
 
 MAGICS_AND_STRAYS = {
-    "q3_answer": "from __future__ import annotations\n\n\n" + RIGHT_CLOSED_FORMS.replace("(p, m):", "(p: int, m: int) -> float:")
+    "q3_answer": "from __future__ import annotations\n\n\n"
+                 + RIGHT_CLOSED_FORMS.replace("(p, m):", "(p: int, m: int) -> float:")
                  + "\n\n\n%time bubble_ratio(4, 4)\n!echo checked\nprint(bubble_interleaved(4, 8, 2))",
     "q4_answer": "import math\n\n\ndef fewest_microbatches(p, target, v):\n"
-                 "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n    return max(m, p if v > 1 else 1)\n\n\n"
+                 "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n"
+                 "    return max(m, p if v > 1 else 1)\n\n\n"
                  "input('press enter to go on')",
 }
 
@@ -1468,7 +1507,8 @@ HONEST: dict[str, dict[str, Case]] = {
     },
     "ps2": {
         "h_exact_fractions": Case("ps2", append={"q2_answer": "from fractions import Fraction\n"
-                                                              "S_act_GB, weights_GB = Fraction(S_act_GB), Fraction(weights_GB)"}),
+                                                              "S_act_GB = Fraction(S_act_GB)\n"
+                                                              "weights_GB = Fraction(weights_GB)"}),
     },
 }
 
@@ -1484,26 +1524,29 @@ def _merge(*groups: dict[str, dict[str, Case]]) -> dict[str, dict[str, Case]]:
     return merged
 
 
+def _pick(cases: dict[str, Case], *names: str) -> dict[str, Case]:
+    return {name: cases[name] for name in names}
+
+
 #: Every hostile case, by assignment; with the class each belongs to (for the report and a test of coverage).
 CLASSES: dict[str, dict[str, dict[str, Case]]] = {
-    "1 links and odd files": _merge({"ps1": INTAKE}, OTHER_LINKS, {"counting": {
-        k: v for k, v in COUNTING.items() if k in ("h_counting_folder_link", "h_counting_json_link", "h_counting_json_fifo",
-                                                   "h_counting_json_huge", "h_counting_notebook_link")}}),
+    "1 links and odd files": _merge({"ps1": INTAKE}, OTHER_LINKS, {"counting": _pick(
+        COUNTING, "h_counting_folder_link", "h_counting_json_link", "h_counting_json_fifo", "h_counting_json_huge",
+        "h_counting_notebook_link")}),
     "2 library un-hidden": UNHIDING,
     "3 answers through the kernel": FORGERS,
     "4 ps5 memory trace": {"ps5": PS5_TRACE},
     "5 limits": {"ps1": LIMITS},
-    "6 ungradeable": _merge(UNGRADEABLE, {"counting": {k: v for k, v in COUNTING.items()
-                                                       if k in ("h_counting_json_nested_deep", "h_counting_notebook_not_json")}}),
-    "honest": _merge(HONEST, {"counting": {k: v for k, v in COUNTING.items()
-                                           if k in ("h_counting_solved", "h_counting_leftovers")}}),
+    "6 ungradeable": _merge(UNGRADEABLE, {"counting": _pick(COUNTING, "h_counting_json_nested_deep",
+                                                            "h_counting_notebook_not_json")}),
+    "honest": _merge(HONEST, {"counting": _pick(COUNTING, "h_counting_solved", "h_counting_leftovers")}),
 }
 HOSTILE: dict[str, dict[str, Case]] = _merge(*CLASSES.values())
 
 #: What a score cannot show, to check on the autograded notebook: (assignment, case) -> what must hold there.
 CHECKS: dict[tuple[str, str], str] = {
     ("ps1", "h_answers_media_type_flood"): "the autograded notebook stays small (under 500 kB): one output cap for all",
-    ("ps1", "h_display_update_flood"): "the autograded notebook stays small (under 500 kB): display updates are capped too",
+    ("ps1", "h_display_update_flood"): "the autograded notebook stays small (under 500 kB): updates are capped too",
     ("ps1", "h_deep_forged_payloads"): "the autograded notebook stays small (under 500 kB)",
     ("ps4", "h_hidden_inputs_leaked_in_errors"): "no output of the autograded notebook names an input the student "
                                                   "cannot see (the hidden cases' p=…, m=…)",
