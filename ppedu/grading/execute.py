@@ -152,7 +152,7 @@ class SandboxedExecute(Execute):
     async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> None | dict[str, Any]:
         self._stopped_cell = cell
         assert self.km is not None and self.kc is not None
-        await ensure_async(self.km.interrupt_kernel())
+        await self.km.interrupt_kernel()
         try:  # the interrupted cell's own reply, if the interrupt stops it
             await ensure_async(self.kc.shell_channel.get_msg(timeout=self.interrupt_grace))
         except Empty:

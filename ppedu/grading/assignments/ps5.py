@@ -76,7 +76,7 @@ class Lifetimes:
         known = {p.untyped_storage().data_ptr() for p in chunk.parameters()}
         if isinstance(x, torch.Tensor):
             known.add(x.untyped_storage().data_ptr())
-        reached = []
+        reached: list[bool] = []
 
         def pack(t: Any) -> Any:
             if t.untyped_storage().data_ptr() not in known:
