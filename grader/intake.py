@@ -334,21 +334,26 @@ def guard_autograde() -> None:
     Autograde._ppedu_intake = True  # type: ignore[attr-defined]
 
 
+def intake_notes(root: Path, student: str, assignment: str) -> list[str]:
+    """What the intake said of a submission (nothing if it has not been taken in)."""
+    try:
+        notes = json.loads(notes_path(root, student, assignment).read_text())
+    except (OSError, ValueError):
+        return []
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 class IntakeNotes(NbGraderPreprocessor):
     """Sanitizing step: the intake's notes on a submission, as a text cell at the top of the graded notebook
     (so the feedback says which files were left out and what was repaired)."""
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         info = resources["nbgrader"]
-        path = notes_path(Path(CourseDirectory(config=self.config).root), info["student"], info["assignment"])
-        try:
-            notes = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return nb, resources
+        notes = intake_notes(Path(CourseDirectory(config=self.config).root), info["student"], info["assignment"])
+        for note in notes:
+            self.log.warning("%s: %s", info["student"], note)
         if notes:
-            for note in notes:
-                self.log.warning("%s: %s", info["student"], note)
-            nb.cells.insert(0, nbformat.v4.new_markdown_cell(Intake(tuple(map(str, notes))).text()))
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(Intake(tuple(notes)).text()))
         return nb, resources
 
 

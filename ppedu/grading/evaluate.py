@@ -1,4 +1,4 @@
-"""Running one answer cell's functions where the student's notebook cannot reach: a fresh interpreter
+r"""Running one answer cell's functions where the student's notebook cannot reach: a fresh interpreter
 in a sandbox of its own, holding only that cell's code (after the imports of the release's setup
 cell that exist there), called on inputs the caller chooses, with its results sent back as data over
 a pipe the caller owns. The implementations a question forbids are not patched away in memory: they
