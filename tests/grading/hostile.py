@@ -1489,7 +1489,8 @@ MAGICS_AND_STRAYS = {
                  + "\n\n\n%time bubble_ratio(4, 4)\n!echo checked\nprint(bubble_interleaved(4, 8, 2))",
     "q4_answer": "import math\n\n\ndef fewest_microbatches(p, target, v):\n"
                  "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n"
-                 "    return max(m, p if v > 1 else 1)\n\n\n"
+                 "    if v == 1 or m >= p:\n        return max(m, 1)\n"
+                 "    return min(p, math.ceil((1 - target) * (v * p - 1) / (v - 1 + target) - 1e-9))\n\n\n"
                  "input('press enter to go on')",
 }
 

@@ -19,12 +19,15 @@ import nbformat
 import pytest
 
 from conftest import ROOT, autograded_cells
-from corpus import CORPUS, PS1_WRONG, Case
+from corpus import CORPUS as WRITTEN, PS1_WRONG, Case
+from hostile import CHECKS, HOSTILE
 
 import ppedu
 from grader import keys
 from ppedu.grading import my_values
 
+#: corpus.py's cases and hostile.py's, by assignment
+CORPUS = {a: {**WRITTEN.get(a, {}), **HOSTILE.get(a, {})} for a in dict.fromkeys([*WRITTEN, *HOSTILE])}
 TIMEOUT = {"ps1": 15}  # seconds per cell: ps1's two endless loops cost this much each
 SLOW = 300  # elsewhere nothing loops: a loaded CI machine is no failure
 BYSTANDERS = {"bystander_solved": Case("ps1"), "bystander_blank": Case("ps1", release=True)}
@@ -155,7 +158,8 @@ CASES = [(a, s) for a, cases in CORPUS.items() for s in cases]
 
 
 def test_the_corpus_is_big_enough_and_covers_every_assignment():
-    assert len(CASES) >= 60 and set(CORPUS) == {"ps1", "ps2", "ps3", "ps4", "ps5"}
+    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5"}
+    assert sum(map(len, HOSTILE.values())) >= 40
 
 
 def test_ppedu_grade_grades_everything_and_reports_each_student_as_it_goes(graded):
@@ -202,6 +206,15 @@ def test_nothing_is_left_in_the_hosts_tmp_and_no_secret_reaches_a_graded_noteboo
     assert after == before
     leaked = [p for p in (course / "autograded").rglob("*.ipynb") if CANARY in p.read_text(errors="replace")]
     assert not leaked
+
+
+def test_what_a_score_cannot_show(course, graded):
+    """hostile.py's CHECKS: notebooks that stay small however much their cells printed (grading ending at all,
+    and no disk or memory filled, is this module's fixture finishing)."""
+    for (assignment, student), what in CHECKS.items():
+        if assignment in GRADED and "small" in what:
+            size = (course / "autograded" / student / assignment / f"{assignment}.ipynb").stat().st_size
+            assert size < 500_000, (student, size)
 
 
 def test_feedback_never_shows_the_hidden_inputs(course, graded):
@@ -289,7 +302,8 @@ def test_feedback_says_what_is_wrong_without_the_answer_and_stays_small(course, 
     assert "counted the busy slots" in feedback["busy_as_idle"].read_text()  # the hint, as the student reads it
     assert "NaN (not a number)" in feedback["nan"].read_text()
     assert feedback["output_bomb"].stat().st_size < 500_000
-    assert (course / "autograded" / "output_bomb" / "ps1" / "ps1.ipynb").stat().st_size < 500_000
+    for bomb in ("output_bomb", "answers_type_bomb"):
+        assert (course / "autograded" / bomb / "ps1" / "ps1.ipynb").stat().st_size < 500_000
     leaker = nbformat.read(course / "autograded" / "leaker" / "ps1" / "ps1.ipynb", as_version=4)
     printed = _text([o for c in leaker.cells for o in c.get("outputs", [])])
     assert "handed" not in printed and "bystander" not in printed and "BREACH" not in printed  # ps5's solution, the class

@@ -191,8 +191,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
     failures: dict[str, str] = {}
     given = {tuple(spec): out for spec, out in runs} if isinstance(runs, list) else {}
     for spec in specs:
-        where = "(on a schedule the autograder chose, not shown)" if tuple(spec) in hidden else (
-            f"({spec[0]}, p={spec[1]}, m={spec[2]})")
+        secret = tuple(spec) in hidden  # no number of it in a message, nor what the student's code said of it
+        where = "(on a schedule the autograder chose, not shown)" if secret else f"({spec[0]}, p={spec[1]}, m={spec[2]})"
         if not isinstance(runs, list):
             why = "is not defined: write it in its cell and run that cell" if runs is None else f"is a {kind(runs)}"
             failures = dict.fromkeys(props, f"— `run_pipeline` {why}")
@@ -201,8 +201,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
         if isinstance(out, dict) and out.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(props, "— the function is still the stub")
             break
-        if error := raised(out):
-            failures = dict.fromkeys(props, f"{where}: your function {error}")
+        if problem := raised(out):  # on a hidden schedule, only the error's name: its message may echo the schedule
+            failures = dict.fromkeys(props, f"{where}: your function {problem.split(':')[0] if secret else problem}")
             break
         if not isinstance(out, dict):
             failures = dict.fromkeys(props, f"{where}: your function was not run on this schedule")
@@ -231,7 +231,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
         if peak != want:
             s = next((i for i, (a, b) in enumerate(zip(peak, want)) if a != b), 0) if isinstance(peak, list) else 0
             held = peak[s] if isinstance(peak, list) and s < len(peak) else "?"
-            failures.setdefault(props[2], f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
+            failures.setdefault(props[2], f"{where}: a GPU held more or fewer at once than the schedule" if secret
+                                else f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
         if out.get("left"):
             failures.setdefault(props[3], f"{where}: {out.get('left')} forwards' activations still held")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, "")) for prop, share in PROPERTIES)
