@@ -56,9 +56,10 @@ def answer_cell(nb: NotebookNode, cell: str, functions: Iterable[str]) -> str:
 #: What, in an answer cell, reaches into the process it runs in (the harness that measures it) instead of
 #: computing an answer. A cell may use one honestly (``gc.collect()`` frees memory): each use is listed for the
 #: instructor to read, never scored.
-REACHING = ("gc", "ctypes", "inspect", "importlib", "builtins", "sys._getframe", "sys.settrace", "sys.setprofile",
-            "sys.modules", "__code__", "__globals__", "__closure__", "__builtins__", "f_back", "f_locals", "f_globals",
-            "ppedu.grading", "saved_tensors_hooks", "os.write", "os.dup2", "os.fdopen", "/proc/self")
+REACHING = ("gc", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes", "inspect", "importlib",
+            "builtins", "sys._getframe", "sys.settrace", "sys.setprofile", "sys.modules", "__code__", "__globals__",
+            "__closure__", "__builtins__", "f_back", "f_locals", "f_globals", "ppedu.grading", "saved_tensors_hooks",
+            "os.write", "os.dup2", "os.fdopen", "/proc/self")
 
 
 def reaching(source: str) -> list[str]:
@@ -126,6 +127,8 @@ class Judge(NbGraderPreprocessor):
                 if uses := reaching(source):
                     review.append(f"{question}: its answer cell uses {', '.join(uses)}; read it before trusting the score")
                 data, why = run_functions(judge, source, values, self.timeout, self.sandbox)
+                if tampering := [u for u in uses if u in getattr(judge, "tampering", ())]:
+                    data = {**data, "__reaches__": tampering}
                 score, message = self._verdict(judge, data, values, points, question, student)
                 message += why if score < points else ""
             elif (answers := facts.get("answers", {}).get(question)) is None:

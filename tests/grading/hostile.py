@@ -1022,7 +1022,9 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
+        # the channel forged from inside: what it sends is what the forger's own code computed (GPipe's order,
+        # 3 of 4 as if returned: "gpipe_for_1f1b"), never more; the cell is listed for the instructor to read
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 1}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
@@ -1157,10 +1159,11 @@ PS5_TRACE: dict[str, Case] = {
     # lost), none left after it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
                                 lost={"one_f_one_b": 1, "interleaved": 0.6}),
-    # the hoarder again, with the grader's measurement patched from its own cell
+    # the hoarder again, with the grader's measurement patched from its own cell: a cell that reaches into the
+    # grading code has neither memory property believed (GPipe's peak, right for the hoarder, too)
     "h_measurement_patched": Case("ps5", release=True,
                                   replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
-                                  lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
+                                  lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2}),
 }
 
 

@@ -177,9 +177,12 @@ PROPERTIES = (("returns the mini-batch's mean loss, as the whole model computes 
               ("no activation still held once it has returned", 0.2))
 
 
-def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = ()) -> Report:
+def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = (),
+           untrusted: Sequence[str] = ()) -> Report:
     """Judge ``runs`` (``[[spec, what run() gave], …]``, as data) on every spec against the
-    unpipelined model; the specs in ``hidden`` are the autograder's own, never named."""
+    unpipelined model; the specs in ``hidden`` are the autograder's own, never named. ``untrusted``: what of
+    the grader's own the answer cell reached into, so that what was measured in its process (the memory
+    properties) cannot be believed."""
     import numpy as np
     import torch
     from torch.nn.functional import cross_entropy
@@ -235,6 +238,10 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
                                 else f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
         if out.get("left"):
             failures.setdefault(props[3], f"{where}: {out.get('left')} forwards' activations still held")
+    if untrusted and isinstance(runs, list):
+        for prop in props[2:]:
+            failures.setdefault(prop, f"— your cell reaches into the autograder's own code ({', '.join(untrusted)}), "
+                                "so the memory it measured cannot be believed: your instructor will read it")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, "")) for prop, share in PROPERTIES)
     return Report(specs[0][0], float(points), results)
 
