@@ -544,21 +544,27 @@ def _ppedu_with_copies(*copies: str) -> Folder:
     return run
 
 
-#: A ``ppedu/__init__.py`` beside the notebook: imported first (the kernel starts in the folder), it puts the
-#: installed ppedu in its own place, wherever that is, and then switches the hiding off.
-SELF_REPLACING_PPEDU = """
+
+def _imports_the_real(module: str) -> str:
+    """The opening of a package shipped beside the notebook under ``module``'s name: imported first, it puts the
+    installed package in its own place, wherever that is, so that what follows can patch it."""
+    return """
 import importlib, os, sys
 
 _here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-del sys.modules["ppedu"]
+del sys.modules["MODULE"]
 _path = sys.path[:]
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 try:
-    _real = importlib.import_module("ppedu")
+    _real = importlib.import_module("MODULE")
 finally:
     sys.path[:] = _path
-sys.modules["ppedu"] = _real
-try:
+sys.modules["MODULE"] = _real
+""".replace("MODULE", module)
+
+#: A ``ppedu/__init__.py`` beside the notebook: imported first (the kernel starts in the folder), it puts the
+#: installed ppedu in its own place, wherever that is, and then switches the hiding off.
+SELF_REPLACING_PPEDU = _imports_the_real("ppedu") + """try:
     import contextlib
     import ppedu.grading.answers as _answers
     import ppedu.grading.assignments.ps1 as _ps1
@@ -801,19 +807,7 @@ def _ppedu_global(frame, event, arg):
 
 sys.settrace(_ppedu_global)
 """
-NUMPY_SHADOW = """
-import importlib, os, sys
-
-_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-del sys.modules["numpy"]
-_path = sys.path[:]
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-try:
-    _real = importlib.import_module("numpy")
-finally:
-    sys.path[:] = _path
-sys.modules["numpy"] = _real
-""" + FORGER_FILE
+NUMPY_SHADOW = _imports_the_real("numpy") + FORGER_FILE
 IPYTHON_CONFIG = "c = get_config()  # noqa\nc.InteractiveShellApp.exec_files = ['forge.py']\n" \
                  "c.InteractiveShellApp.exec_lines = ['exec(open(\"forge.py\").read())']\n"
 EXIT_ON_CALL = """
