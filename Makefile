@@ -7,7 +7,7 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap bench slides sheet student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap bench lecture slides sheet student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
@@ -49,7 +49,13 @@ bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_grade.py
 	$(BIN)/python benchmarks/bench_search.py
 
-# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides).
+# After editing a chapter: its slide metadata as jupyterlab-slideshow's deck reads it, and any notes cells moved to the
+# lecturer's docs/speaker-notes/ (tests/test_lecture.py fails until this is run).
+lecture: install
+	$(BIN)/python -m ppedu.lecture notebooks/*.ipynb
+
+# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides), with the
+# speaker notes in reveal.js's speaker view (press S).
 slides: install
 	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
 

@@ -12,7 +12,6 @@ notebook first, so its figures appear).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ from pathlib import Path
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
 _MERMAID_STUB = "mermaid-offline.mjs"  # nbconvert imports mermaid in every page; this stands in for it
+#: The slide as reveal.js lays it out, 16:9, scaled to fit the screen.
+SLIDE = (1280, 720)
 # A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead.
 _STYLE = "<style>.reveal .jp-OutputArea-output pre { white-space: pre; overflow-x: auto; font-size: 0.75em; }</style>"
 
@@ -62,6 +63,8 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     from nbconvert.preprocessors import ExecutePreprocessor
     from traitlets.config import Config
 
+    from ppedu.lecture import notes_path, read_notes, with_notes
+
     notebook, out = Path(notebook), Path(out)
     nb = nbformat.read(notebook, as_version=4)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,8 +77,9 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
             data = output.get("data", {})
             if len(data) > 1:
                 data.pop("application/vnd.jupyter.widget-view+json", None)
-    exporter = SlidesExporter(config=Config({"SlidesExporter": dict(_URLS)}))
-    exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7, so set it on the exporter
+    with_notes(nb, read_notes(notes_path(notebook)))  # after running: a notes cell has nothing to run
+    exporter = SlidesExporter(config=Config({"SlidesExporter": dict(_URLS, reveal_width=str(SLIDE[0]), reveal_height=str(SLIDE[1]))}))
+    exporter.mermaid_js_url = f"./{_MERMAID_STUB}"  # a path, not a bare name; not a config option in nbconvert 7
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     path = out / f"{notebook.stem}.slides.html"
     path.write_text(html.replace("</head>", _STYLE + "</head>", 1), encoding="utf-8")
@@ -97,47 +101,6 @@ def missing_assets(deck: str | Path) -> list[str]:
     wanted = [url.split("?")[0] for url in (*_URLS.values(), _MERMAID_STUB)]
     wanted = [url if url.endswith((".js", ".mjs")) else f"{url}/dist/reveal.js" for url in wanted]
     return [url for url in wanted if url.split("/")[0] in html and not (deck.parent / url).exists()]
-
-
-#: The notebook's style while jupyterlab-slideshow presents it (its jupyterlab-fonts metadata): text and code in
-#: sizes that read from the back of a lecture hall (JupyterLab's are 14 and 13 px; headings scale with the text),
-#: and outputs (widgets, diagrams) half as large again.
-DECK_STYLE = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
-    "--jp-content-font-size1": "26px", "--jp-code-font-size": "20px", "& .jp-OutputArea-output": {"zoom": "150%"}}}}}
-_FONTS_KEY = "@deathbeds/jupyterlab-fonts"
-
-
-def style_deck(notebook: str | Path) -> bool:
-    """Give ``notebook`` the course's presentation style (:data:`DECK_STYLE`); True if it lacked it."""
-    import nbformat
-
-    path = Path(notebook)
-    nb = nbformat.read(path, as_version=4)
-    if nb.metadata.get(_FONTS_KEY) == DECK_STYLE:
-        return False
-    nb.metadata[_FONTS_KEY] = DECK_STYLE
-    nbformat.write(nb, path)
-    return True
-
-
-def tag_slides(notebook: str | Path) -> int:
-    """Give every cell without slide metadata a slide type: a markdown cell that opens with a
-    ``#`` or ``##`` heading starts a new slide, every other cell continues the current one.
-    Cells already tagged are left as they are. Returns how many cells were tagged."""
-    import nbformat
-
-    path = Path(notebook)
-    nb = nbformat.read(path, as_version=4)
-    tagged = 0
-    for cell in nb.cells:
-        if "slide_type" in cell.metadata.get("slideshow", {}):
-            continue
-        heading = cell.cell_type == "markdown" and re.match(r"#{1,2}\s", cell.source.lstrip())
-        cell.metadata.setdefault("slideshow", {})["slide_type"] = "slide" if heading else "-"
-        tagged += 1
-    if tagged:
-        nbformat.write(nb, path)
-    return tagged
 
 
 def main(argv: Sequence[str] | None = None) -> int:

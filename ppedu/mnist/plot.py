@@ -6,12 +6,12 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 
 from ppedu.mnist.executor import StepResult
-from ppedu.plot import DisplayFigure, plot_timeline
+from ppedu.plot import MAX_WIDTH, TEXT_PT, DisplayFigure, legend_handles, plot_timeline
 
 
 def plot_step(result: StepResult) -> Figure:
-    """Predicted (top) and measured (middle) spacetime diagrams of ``result`` on one time axis
-    in milliseconds, and activation memory per GPU (bottom).
+    r"""Predicted (top) and measured (middle) spacetime diagrams of ``result`` on one time axis
+    in milliseconds, each with its own time scale, and activation memory per GPU (bottom).
 
     >>> import torch
     >>> from torch.nn.functional import cross_entropy
@@ -21,20 +21,25 @@ def plot_step(result: StepResult) -> Figure:
     ...                     (torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))), cross_entropy)
     >>> fig = plot_step(step)
     >>> [ax.get_ylabel() for ax in fig.axes], fig._repr_png_()[:4]
-    (['GPU', 'GPU', 'saved activations (KiB)'], b'\x89PNG')
+    (['GPU', 'GPU', 'saved activations\n(KiB)'], b'\x89PNG')
     """
     p = result.schedule.p
-    fig = DisplayFigure(figsize=(12, 2.2 + 0.9 * p), layout="constrained")
-    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2])
+    fig = DisplayFigure(figsize=(MAX_WIDTH, 2.2 + 0.75 * p), layout="constrained")
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2.2])
     for ax, timeline, what in ((top, result.predicted, "predicted"), (middle, result.measured, "measured")):
         plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}, bubble {timeline.bubble_ratio:.1%}")
-    for s, points in enumerate(result.memory):
-        bottom.step([0.0] + [t for t, _ in points], [0.0] + [b / 1024 for _, b in points], where="post", label=f"GPU {s}")
-    bottom.set_xlim(0, max(result.predicted.makespan, result.measured.makespan))
-    bottom.set_ylabel("saved activations (KiB)")
-    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    for ax in (top, middle):
+        ax.get_legend().remove()  # one legend for the figure, below
+        ax.tick_params(labelbottom=True)  # each diagram keeps its time scale
         ax.set_xlabel("")
-    bottom.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
-    bottom.set_xlabel("time (ms)")
+    for s, points in enumerate(result.memory):
+        at = {0.0: 0.0, **{t: b / 1024 for t, b in points}}  # the bytes after all that happens at one instant
+        bottom.step(list(at), list(at.values()), where="post", label=f"GPU {s}", linewidth=1.8)
+    bottom.set_xlim(0, max(result.predicted.makespan, result.measured.makespan))
+    bottom.set_ylabel("saved activations\n(KiB)", fontsize=TEXT_PT)
+    bottom.tick_params(labelsize=TEXT_PT)
+    for ax in (top, middle, bottom):
+        ax.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
+    bottom.set_xlabel("time (ms)", fontsize=TEXT_PT)
+    entries = [*legend_handles(result.predicted), *bottom.get_lines()]
+    fig.legend(handles=entries, loc="outside lower center", ncols=len(entries), fontsize=TEXT_PT, frameon=False)
     return fig

@@ -1,9 +1,13 @@
-"""Every chapter notebook as a student meets it: opened in JupyterLab, run with Run ▸ Run All Cells, looked at.
+"""Every chapter notebook as a student meets it, then as a lecturer presents it: opened in JupyterLab, run with
+Run ▸ Run All Cells, looked at; then shown as jupyterlab-slideshow's deck and stepped through slide by slide.
 
 Each chapter must run without an error output and show each of its widgets. A ScheduleExplorer must redraw when
 a slider moves, and a SlotCountingExercise must answer a wrong and then a right attempt. The expected numbers and
 messages come from ppedu in this process, built from the same call the notebook makes; a widget whose call
 depends on the notebook's own variables is still checked for rendering, but not driven.
+
+In the deck, at 1920×1080 and at 1280×720: every output of a code cell is on some slide, no slide scrolls or runs
+off the screen, and every widget with a slider answers it there.
 """
 
 import ast
@@ -17,7 +21,8 @@ from ppedu import Costs, schedules, simulate
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
-from .conftest import ROOT
+from .conftest import ROOT, SCREENSHOTS
+from .test_slides import deck
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
 ROOT_CLASS = {
@@ -106,6 +111,7 @@ def test_a_chapter_runs_in_jupyterlab_and_its_widgets_work(lab, notebook: Path):
         lab.shoot(figures.first, f"{notebook.stem}-figure")
     lab.screenshot(panel, notebook.stem)
     print(f"{notebook.stem}: drove {driven or 'no widget'}")
+    present(lab, panel, notebook.stem)
 
 
 def drive_explorer(lab, panel, root, explorer: ScheduleExplorer) -> None:
@@ -169,3 +175,86 @@ def drive_marking(lab, root, exercise: SlotCountingExercise) -> None:
 
 
 DRIVE = {"ScheduleExplorer": drive_explorer, "SlotCountingExercise": drive_exercise}
+
+
+SIZES = ((1920, 1080), (1280, 720))
+# In the page: what the deck shows now. The cells on screen and among them the ones shown (a fragment not yet
+# reached is on screen, but transparent); how far the slide runs past the screen (px, down and across); what inside
+# it scrolls sideways (a wide diagram does, on purpose).
+DECK_JS = """
+panel => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const is = (c, name) => c.classList.contains(name);
+  const on = cells.flatMap((c, i) => is(c, 'jp-deck-mod-onscreen') ? [i] : []);
+  const shown = on.filter(i => is(cells[i], 'jp-deck-mod-visible'));
+  const boxes = on.map(i => cells[i].getBoundingClientRect());
+  const notebook = panel.querySelector('.jp-Notebook');
+  const below = Math.max(notebook.scrollHeight - notebook.clientHeight, ...boxes.map(b => b.bottom - innerHeight), 0);
+  const across = Math.max(notebook.scrollWidth - notebook.clientWidth, ...boxes.map(b => b.right - innerWidth), 0);
+  const scrolls = on.flatMap(i => [...cells[i].querySelectorAll('*')].filter(e => {
+    const style = getComputedStyle(e);
+    return /(auto|scroll)/.test(style.overflowX) && e.scrollWidth > e.clientWidth + 1;
+  }).map(e => e.className.baseVal ?? e.className));
+  return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across, scrolls};
+}
+"""
+# In the page: a widget's text and drawings, without its controls (what a moved slider must change).
+WIDGET_TEXT_JS = """
+root => { const copy = root.cloneNode(true);
+  copy.querySelectorAll('.widget-slider, .widget-readout, select').forEach(e => e.remove());
+  return copy.innerHTML; }
+"""
+
+
+def present(lab, panel, name: str) -> None:
+    """Step through the chapter's deck at each size; collect what no slide may do."""
+    cells = panel.locator(".jp-Cell")
+    with_output = {i for i in range(cells.count())
+                   if cells.nth(i).locator(".jp-OutputArea-output").count() and "jp-CodeCell" in cells.nth(i).get_attribute("class")}
+    problems, seen, driven = [], set(), set()
+    for width, height in SIZES:
+        lab.page.set_viewport_size({"width": width, "height": height})
+        cells.first.click()
+        with deck(lab):
+            for step in range(400):
+                lab.page.wait_for_timeout(150)
+                state = panel.evaluate(DECK_JS)
+                seen |= set(state["shown"])
+                where = f"{name} at {width}×{height}, slide of cell {state['on'][0] + 1}"
+                if state["below"] > 1 or state["across"] > 1:
+                    problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
+                if width == 1920:
+                    driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{width}-{step:02d}.png"))
+                panel.locator(".jp-Cell.jp-mod-active").first.focus()
+                lab.page.keyboard.press("Space")
+                lab.page.wait_for_timeout(100)
+                if panel.evaluate(DECK_JS)["active"] == state["active"]:
+                    break
+    assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
+    assert not problems, "\n".join(problems)
+
+
+def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
+    """Move the first slider of every widget newly on the slide; its drawing or text must change."""
+    done = set()
+    for i in shown:
+        if i in driven:
+            continue
+        cell = panel.locator(".jp-Cell").nth(i)
+        for root in cell.locator(".jp-OutputArea-output > .jupyter-widgets, .jp-OutputArea-output > .widget-interact").all():
+            handle = root.locator(".widget-slider .noUi-target:not([disabled]) .noUi-handle").first
+            if not handle.count() or not handle.is_visible():
+                continue
+            before = root.evaluate(WIDGET_TEXT_JS)
+            handle.focus()
+            at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+            handle.press("ArrowLeft" if at_end else "ArrowRight")
+            try:
+                lab.page.wait_for_function("([r, b, js]) => eval(js)(r) !== b", arg=[root.element_handle(), before, WIDGET_TEXT_JS],
+                                           timeout=15_000)
+            except Exception:
+                problems.append(f"{where}: a widget did not answer its slider")
+            done.add(i)
+    return done

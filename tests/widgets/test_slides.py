@@ -1,4 +1,5 @@
-"""Lecture mode: a deck built from a notebook loads nothing from the network; slide tags are added, never changed."""
+"""Lecture mode without a kernel: a static deck built from a notebook loads nothing from the network, is laid out at
+1280×720 and carries the chapter's speaker notes for reveal.js's speaker view."""
 
 import shutil
 from pathlib import Path
@@ -19,16 +20,10 @@ def notebook(tmp_path):
                 nbformat.v4.new_markdown_cell("### A detail"),
                 nbformat.v4.new_markdown_cell("## GPipe")]
     nb.cells[2].metadata["slideshow"] = {"slide_type": "fragment"}
-    path = tmp_path / "tiny.ipynb"
+    (tmp_path / "notebooks").mkdir()
+    path = tmp_path / "notebooks" / "tiny.ipynb"
     nbformat.write(nb, path)
     return path
-
-
-def test_tag_slides_fills_in_missing_slide_types_only(notebook):
-    assert slides.tag_slides(notebook) == 3
-    types = [c.metadata["slideshow"]["slide_type"] for c in nbformat.read(notebook, as_version=4).cells]
-    assert types == ["slide", "-", "fragment", "slide"]
-    assert slides.tag_slides(notebook) == 0
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
@@ -42,6 +37,20 @@ def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
     assert "unpkg.com" not in html and "cdnjs" not in html
     assert [a for a in slides.missing_assets(deck) if "mathjax" not in a] == []  # MathJax left out to keep this quick
     assert "The bubble" in html and "A detail" in html
+    assert "width: 1280" in html and "height: 720" in html  # 16:9, scaled by reveal.js to the screen
+    assert "from './mermaid-offline.mjs'" in html  # a path: a bare name is no module specifier
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+def test_a_deck_carries_the_lecturers_notes_for_the_speaker_view(notebook):
+    notes = notebook.parent.parent / "docs" / "speaker-notes" / f"{notebook.stem}.md"
+    notes.parent.mkdir(parents=True)
+    cell = nbformat.read(notebook, as_version=4).cells[1].id
+    notes.write_text(f"# Speaker notes\n\n**At** `print(6 * 7)` <!-- cell {cell} -->\n\nAsk for 42 first.\n")
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    html = slides.build_deck(notebook, out).read_text()
+    assert '<aside class="notes">' in html and "Ask for 42 first." in html
+    assert "plugin/notes/notes.js" in html and (out / "node_modules/reveal.js/plugin/notes/notes.js").exists()
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
@@ -70,6 +79,3 @@ def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
     assert slides.main(["--out", str(tmp_path), str(tmp_path / "none.ipynb")]) == 2
 
 
-def test_style_deck_gives_a_notebook_the_course_presentation_style_once(notebook):
-    assert slides.style_deck(notebook) is True and slides.style_deck(notebook) is False
-    assert nbformat.read(notebook, as_version=4).metadata["@deathbeds/jupyterlab-fonts"] == slides.DECK_STYLE
