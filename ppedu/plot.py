@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -132,7 +133,7 @@ class Written:
 
 
 def texts(figure: Figure) -> list[Written]:
-    """Every visible, non-empty text ``figure`` draws (titles, labels, ticks, legends, block labels).
+    """Every text ``figure`` draws (titles, labels, ticks, legends, block labels), as a renderer draws it.
 
     >>> from ppedu import schedules, simulate
     >>> written = texts(plot_timeline(simulate(schedules.gpipe(2, 2))))
@@ -144,14 +145,22 @@ def texts(figure: Figure) -> list[Written]:
     # Right after printing, a figure's canvas may be the plain base class, which draws nothing.
     canvas = figure.canvas if hasattr(figure.canvas, "get_renderer") else FigureCanvasAgg(figure)
     renderer = canvas.get_renderer()
-    figure.draw(renderer)
+    drawn: list[Text] = []
+    draw = Text.draw
+
+    def recording(text: Text, renderer_: Any) -> None:  # ticks outside the view are laid out but never drawn
+        if text.get_visible() and text.get_text().strip():
+            drawn.append(text)
+        draw(text, renderer_)
+
+    Text.draw = recording  # type: ignore[method-assign, assignment]
+    try:
+        figure.draw(renderer)
+    finally:
+        Text.draw = draw  # type: ignore[method-assign]
     out = []
-    for artist in figure.findobj(Text):
-        if not artist.get_visible() or not artist.get_text().strip():
-            continue
+    for artist in dict.fromkeys(drawn):  # a text of several lines is drawn line by line
         box = artist.get_window_extent(renderer)
-        if box.width <= 0 or not _on_canvas(box, figure):
-            continue
         out.append(Written(artist.get_text(), float(artist.get_fontsize()) * figure.dpi / 72,
                            (box.x0, box.y0, box.x1, box.y1)))
     return out
@@ -189,7 +198,7 @@ def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
     [4, 3, 2, 1]
     """
     if ax is None:
-        fig = DisplayFigure(figsize=(8, 3.2), layout="constrained")
+        fig = DisplayFigure(figsize=(8, 2.9), layout="constrained")
         ax = fig.add_subplot()
     for s in range(timeline.p):
         times, counts = timeline.activations(s)
@@ -218,13 +227,6 @@ def _new_axes(timeline: Timeline) -> Axes:
 
 def _whole_steps(timeline: Timeline) -> bool:
     return all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
-
-
-def _on_canvas(box, figure: Figure) -> bool:
-    """Whether a text's box lies (mostly) inside the figure: ticks past the axes' ends are laid out but not drawn."""
-    width, height = figure.get_size_inches() * figure.dpi
-    middle = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
-    return 0 <= middle[0] <= width and 0 <= middle[1] <= height
 
 
 def _title(t: Timeline) -> str:

@@ -140,7 +140,9 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         # Says which settings it shows: a later cell that moves the sliders must not contradict it.
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
         return (f"<p><em>A still picture of the schedule explorer at {escape(shown)}; "
-                "run the notebook to move its sliders.</em></p>" + self.message.value + self.diagram.value + self.table.value)
+                "run the notebook to move its sliders.</em></p>" + self.message.value
+                + '<div style="display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start">'
+                + f'<div style="flex:1 1 560px;min-width:0">{self.diagram.value}</div>{self.table.value}</div>')
 
     def _changed(self, _change: object) -> None:
         if not self._holding:

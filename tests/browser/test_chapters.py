@@ -198,6 +198,27 @@ panel => {
   return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across, scrolls};
 }
 """
+# In the page: how large the figures on the shown cells are on screen: each SVG text's size (px, zoom and scaling
+# included) and each picture's scale (on-screen width over its own).
+FIGURES_JS = """
+(panel, shown) => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')], out = [];
+  for (const i of shown) {
+    for (const t of cells[i].querySelectorAll('.jp-OutputArea-output svg text')) {
+      const svg = t.ownerSVGElement, box = svg.getBoundingClientRect();
+      if (!t.textContent.trim() || !t.getBoundingClientRect().width || !svg.viewBox.baseVal?.width) continue;
+      out.push([`${i + 1}: svg text ${t.textContent.trim().slice(0, 20)}`,
+                parseFloat(getComputedStyle(t).fontSize) * box.width / svg.viewBox.baseVal.width, 'px']);
+    }
+    for (const img of cells[i].querySelectorAll('.jp-OutputArea-output img'))
+      if (img.naturalWidth) out.push([`${i + 1}: picture`, img.getBoundingClientRect().width / img.naturalWidth, '×']);
+  }
+  return out;
+}
+"""
+#: On a 1080p slide every text of a figure is at least 18 px: an SVG's own text, and a picture's (matplotlib's
+#: smallest, its default 10 pt at 100 dpi, 13.9 px; the course's own are 15.3 px) shown at least this much enlarged.
+SLIDE_TEXT_PX, PICTURE_SCALE = 18, 18 / (10 * 100 / 72)
 # In the page: a widget's text and drawings, without its controls (what a moved slider must change).
 WIDGET_TEXT_JS = """
 root => { const copy = root.cloneNode(true);
@@ -225,6 +246,9 @@ def present(lab, panel, name: str) -> None:
                     problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
                 if width == 1920:
                     driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
+                    problems += [f"{where}: cell {what} {size:.2f}{unit}" for what, size, unit in
+                                 panel.evaluate(FIGURES_JS, state["shown"]) if size < (SLIDE_TEXT_PX - 0.01 if unit == "px"
+                                                                                      else PICTURE_SCALE)]
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{width}-{step:02d}.png"))
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()

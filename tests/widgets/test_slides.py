@@ -33,12 +33,12 @@ def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
     deck = slides.build_deck(notebook, out)
     html = deck.read_text()
     assert 'href="node_modules/reveal.js/dist/reveal.css"' in html and "node_modules/reveal.js/dist/reveal.js" in html
-    assert slides.remote_references(html) == []
+    assert slides.remote_references(html, out) == []
     assert "unpkg.com" not in html and "cdnjs" not in html
     assert [a for a in slides.missing_assets(deck) if "mathjax" not in a] == []  # MathJax left out to keep this quick
     assert "The bubble" in html and "A detail" in html
-    assert "width: 1280" in html and "height: 720" in html  # 16:9, scaled by reveal.js to the screen
-    assert "from './mermaid-offline.mjs'" in html  # a path: a bare name is no module specifier
+    assert "width: 1228" in html and "height: 691" in html  # 16:9, scaled by reveal.js to the screen
+    assert "import mermaid from 'data:text/javascript," in html  # no file: a file:// page may not import one
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
@@ -67,9 +67,13 @@ def test_a_widget_in_a_deck_shows_its_still_picture(tmp_path):
     assert "ppedu-static" in html and "<svg" in html and "widget-view+json" not in html
 
 
-def test_the_check_for_remote_references_can_fail():
+def test_the_check_for_remote_references_can_fail(tmp_path):
     page = '<script src="https://unpkg.com/reveal.js@4.0.2/dist/reveal.js"></script>\n  "https://x.org/notes.js",\n'
     assert slides.remote_references(page) == ["https://unpkg.com/reveal.js@4.0.2/dist/reveal.js", "https://x.org/notes.js"]
+    # reveal.js's "simple" theme, nbconvert's default, imports two web fonts
+    (tmp_path / "simple.css").write_text("@import url(https://fonts.googleapis.com/css?family=Lato:400,700);\n")
+    assert slides.remote_references('<link rel="stylesheet" href="simple.css" id="theme">', tmp_path) == [
+        "https://fonts.googleapis.com/css?family=Lato:400,700"]
 
 
 def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
