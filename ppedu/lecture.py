@@ -40,12 +40,15 @@ from typing import Any
 #: The notebook's style while the deck presents it (its ``@deathbeds/jupyterlab-fonts`` metadata, which
 #: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
 #: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (JupyterLab's are 14 and
-#: 13 px; 2.4 % of 1080 px is 26 px), outputs (widgets, diagrams) half as large again, at their own size on a
-#: screen under 900 px high.
+#: 13 px; 2.4 % of 1080 px is 26 px), text outputs as code, unwrapped (a spacetime grid's rows must not break);
+#: pictures, widgets and HTML (diagrams) half as large again, at their own size on a screen under 900 px high.
+#: (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside ``:is()``.)
+_DRAWN = ("[data-mime-type^='image/']", "[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
 DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
     "--jp-content-font-size1": "2.4vh", "--jp-code-font-size": "1.85vh",
-    "& .jp-OutputArea-output": {"zoom": "150%"},
-    "@media (max-height: 900px)": {"& .jp-OutputArea-output": {"zoom": "100%"}},
+    "& .jp-OutputArea-output pre": {"white-space": "pre"},
+    **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
+    "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
 }}}}
 FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 #: Where each chapter's speaker notes live, relative to the course's root.

@@ -11,6 +11,7 @@ off the screen, and every widget with a slider answers it there.
 """
 
 import ast
+import os
 from pathlib import Path
 
 import nbformat
@@ -90,7 +91,9 @@ def test_a_chapter_runs_in_jupyterlab_and_its_widgets_work(lab, notebook: Path):
     cells = panel.locator(".jp-CodeCell")
     assert cells.count() == len(code)
 
-    views = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.widget-view+json']")
+    # A widget's output carries no mime type (the widget manager's panel): each must hold the widget.
+    views = panel.locator(".jp-OutputArea-output:not([data-mime-type])")
+    assert views.count() >= sum(len(widget_calls(c.source)) for c in code)
     for i in range(views.count()):
         assert views.nth(i).locator(".jupyter-widgets").count(), f"widget output {i + 1} is empty"
     driven, shot = [], set()
@@ -232,7 +235,7 @@ def present(lab, panel, name: str) -> None:
     cells = panel.locator(".jp-Cell")
     with_output = {i for i in range(cells.count())
                    if cells.nth(i).locator(".jp-OutputArea-output").count() and "jp-CodeCell" in cells.nth(i).get_attribute("class")}
-    problems, seen, driven = [], set(), set()
+    problems, seen, driven, shot = [], set(), set(), set()
     for width, height in SIZES:
         lab.page.set_viewport_size({"width": width, "height": height})
         cells.first.click()
@@ -249,8 +252,7 @@ def present(lab, panel, name: str) -> None:
                     problems += [f"{where}: cell {what} {size:.2f}{unit}" for what, size, unit in
                                  panel.evaluate(FIGURES_JS, state["shown"]) if size < (SLIDE_TEXT_PX - 0.01 if unit == "px"
                                                                                       else PICTURE_SCALE)]
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-                lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{width}-{step:02d}.png"))
+                shoot(lab, panel, name, width, step, state, shot)
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()
                 lab.page.keyboard.press("Space")
                 lab.page.wait_for_timeout(100)
@@ -258,6 +260,28 @@ def present(lab, panel, name: str) -> None:
                     break
     assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
     assert not problems, "\n".join(problems)
+
+
+def shoot(lab, panel, name, width, step, state, shot) -> None:
+    """At 1920×1080, the first slide that shows a widget and each slide that shows a new figure, as
+    build/screenshots/deck-<chapter>-widget.png and -figure-<k>.png (every step at both sizes with
+    PPEDU_DECK_SHOTS=all). ``shot`` remembers the cells already seen."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("PPEDU_DECK_SHOTS") == "all":
+        lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{width}-{step:02d}.png"))
+    if width != 1920:
+        return
+    cells = panel.locator(".jp-Cell")
+    new = [i for i in state["shown"] if i not in shot]
+    shot.update(new)
+    names = [f"figure-{sum(isinstance(k, str) and k.startswith('figure') for k in shot) + 1}"
+             for i in new if cells.nth(i).locator(".jp-RenderedImage img").count()][:1]
+    if "widget" not in shot and any(cells.nth(i).locator(".jupyter-widgets.widget-box").count() for i in new):
+        names.append("widget")
+    for what in names:
+        lab.page.wait_for_timeout(300)
+        lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{what}.png"))
+        shot.add(what)
 
 
 def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
