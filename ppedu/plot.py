@@ -101,8 +101,9 @@ def legend_handles(timeline: Timeline) -> list[Patch]:
 
 
 def _label_blocks(ax: Axes, timeline: Timeline) -> None:
-    """Each block's micro-batch and chunk where they fit along it, else its micro-batch; else the same up the block
-    where that fits; else nothing. A label sits on a patch of its block's colour, so hatching never crosses it."""
+    """Each block's micro-batch and chunk where they fit along it, else its micro-batch (a second direction's without
+    its ′ last: the colour says the direction); else the same up the block where that fits; else nothing. A label sits
+    on a patch of its block's colour, so hatching never crosses it."""
     figure = ax.get_figure(root=True)
     assert figure is not None
     figure.draw_without_rendering()  # lays the figure out, so a block's size on screen is known
@@ -112,7 +113,8 @@ def _label_blocks(ax: Axes, timeline: Timeline) -> None:
     for e in timeline.events:
         short = label(e.op, timeline).lstrip("FBW")
         width = e.duration * per_unit
-        texts = (short, short.split("c")[0] + ("'" if e.op.direction else ""))
+        micro_batch = short.split("c")[0].rstrip("'")
+        texts = (short, micro_batch + ("'" if e.op.direction else ""), micro_batch)
         along = next((t for t in texts if width >= (_DIGIT * len(t) + 0.4) * em + 2 and row >= 1.4 * em), None)
         up = next((t for t in texts if row >= _DIGIT * em * len(t) + 4 and width >= 1.1 * em), None)
         if along or up:

@@ -63,9 +63,23 @@ def test_the_first_code_cell_imports_ppedu(name):
     assert re.search(r"^(import ppedu|from ppedu)", first.source, re.MULTILINE)
 
 
+# A spacetime diagram's blocks without a label: the filled patches between the idle background (zorder 0) and the
+# labels (2), each of which must hold a text's anchor (a chapter's figures draw no other such patches).
+COUNT_UNLABELLED = """
+def _unlabelled(figure):
+    missing = 0
+    for ax in figure.axes:
+        at = [t.get_position() for t in ax.texts if t.get_text().strip()]
+        for block in ax.patches:
+            if block.get_fill() and 0 < block.get_zorder() < 2:
+                x0, y0, x1, y1 = block.get_x(), block.get_y(), block.get_x() + block.get_width(), block.get_y() + block.get_height()
+                missing += not any(x0 <= x <= x1 and y0 <= y <= y1 for x, y in at)
+    return missing
+"""
 # Run first in the kernel: every matplotlib figure the notebook draws is read as it is drawn (ppedu.plot.texts) and
-# written to figures.jsonl beside it: the width of the picture shown (cropped as Jupyter crops it) and each text.
-READ_FIGURES = """
+# written to figures.jsonl beside it: the width of the picture shown (cropped as Jupyter crops it), each text, and
+# how many blocks carry no label.
+READ_FIGURES = COUNT_UNLABELLED + """
 import json as _json
 from matplotlib.backend_bases import FigureCanvasBase as _Canvas
 from ppedu.plot import texts as _texts
@@ -76,7 +90,8 @@ def _read(print_figure):
         figure = canvas.figure
         width = figure.get_tightbbox().width * figure.dpi
         with open("figures.jsonl", "a") as out:
-            out.write(_json.dumps({"width": width, "texts": [w.__dict__ for w in _texts(figure)]}) + "\\n")
+            out.write(_json.dumps({"width": width, "texts": [w.__dict__ for w in _texts(figure)],
+                                   "unlabelled": _unlabelled(figure)}) + "\\n")
         return done
     return printed
 
@@ -116,8 +131,8 @@ def test_runs_top_to_bottom_headless_and_its_figures_read_from_the_back_row(name
 
 
 def legibility(figure: dict) -> list[str]:
-    """What a figure writes too small to read, in a notebook (11 px) or on a 1080p slide (18 px), and each two of
-    its texts that overlap."""
+    """What a figure writes too small to read, in a notebook (11 px) or on a 1080p slide (18 px), each two of its
+    texts that overlap, and its blocks without a label."""
     notebook = min(1.0, NOTEBOOK_PX / figure["width"])
     slide = SLIDE_ZOOM * min(1.0, SLIDE_PX / (SLIDE_ZOOM * figure["width"]))
     texts = figure["texts"]
@@ -128,6 +143,8 @@ def legibility(figure: dict) -> list[str]:
             (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = a["box"], b["box"]
             if min(ax1, bx1) - max(ax0, bx0) > 0.5 and min(ay1, by1) - max(ay0, by0) > 0.5:
                 problems.append(f"{a['text']!r} overlaps {b['text']!r}")
+    if figure.get("unlabelled"):
+        problems.append(f"{figure['unlabelled']} blocks without a label")
     return problems
 
 
@@ -137,6 +154,17 @@ def test_the_legibility_check_can_fail():
     assert len(legibility({"width": 600, "texts": [small, wide]})) == 2  # too small, and the two overlap
     assert legibility({"width": 2400, "texts": [wide]}) != []  # shrunk to half in a notebook column
     assert legibility({"width": 600, "texts": [wide]}) == []
+    assert legibility({"width": 600, "texts": [wide], "unlabelled": 3}) == ["3 blocks without a label"]
+
+
+def test_the_count_of_unlabelled_blocks_can_fail():
+    from ppedu import Costs, schedules, simulate
+    from ppedu.plot import plot_timeline
+
+    namespace: dict = {}
+    exec(COUNT_UNLABELLED, namespace)
+    assert namespace["_unlabelled"](plot_timeline(simulate(schedules.interleaved_1f1b(8, 32, v=4)))) == 8 * 32 * 4 * 2
+    assert namespace["_unlabelled"](plot_timeline(simulate(schedules.dualpipe(8, 20), Costs(1, 1, 1)))) == 0  # ch6's
 
 
 # Percentages a chapter's prose may state: the source texts' own claims (quoted to be checked) and
