@@ -93,10 +93,10 @@ function render({ el }) {
   const start = () => {
     box = el.parentElement;
     if (!box) { frame = requestAnimationFrame(start); return; }
-    box.addEventListener("keydown", enter);
+    box.addEventListener("keydown", enter, true);  // capturing: a text field stops its keys from bubbling
   };
   start();
-  return () => { cancelAnimationFrame(frame); box?.removeEventListener("keydown", enter); };
+  return () => { cancelAnimationFrame(frame); box?.removeEventListener("keydown", enter, true); };
 }
 export default { render };
 """

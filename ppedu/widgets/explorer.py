@@ -79,6 +79,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         ], layout=widgets.Layout(flex_flow="row wrap"))
         # The message line keeps its height whether or not it has something to say; the metrics sit beside the
         # diagram where there is room (a slide), below it where not.
+        self.message.layout.flex = "1 1 auto"
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
         drawn = widgets.HBox([self.diagram, self.table], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))
         super().__init__([controls, status, drawn, ControlNames(NAMES)], layout=widgets.Layout(max_width="100%"))
@@ -205,8 +206,8 @@ def _cut(schedule: Schedule) -> str:
     v = schedule.virtual
     if v == 1:
         return ""
-    return (f'<span style="color:{TEXT}">{escape(schedule.name)} runs each GPU\'s share as {v} chunks: '
-            f"each block takes 1/{v} of f, b and w (the same work per GPU).</span>")
+    return (f'<span style="color:{TEXT}">{escape(schedule.name)}: {v} chunks per GPU, each 1/{v} of f, b, w '
+            "(the same work per GPU)</span>")
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def test_switching_schedules_keeps_the_work_per_gpu_and_says_what_a_chunk_costs(
     t = x.timeline
     assert sum(t.busy_per_stage) == pytest.approx(4 * 8 * (1 + 2 + 1))  # every schedule: the same model, 4 GPUs
     v = t.schedule.virtual
-    assert (f"{v} chunks" in x.message.value and f"1/{v} of f, b and w" in x.message.value) == (v > 1)
+    assert (f"{v} chunks per GPU, each 1/{v} of f, b, w" in x.message.value) == (v > 1)
 
 
 def test_every_schedule_in_the_picker_draws():
