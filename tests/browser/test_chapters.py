@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from ppedu import Costs, schedules, simulate
+from ppedu import Costs, practice, schedules, simulate
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
@@ -306,3 +306,16 @@ def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
                 problems.append(f"{where}: a widget did not answer its slider")
             done.add(i)
     return done
+
+
+def test_the_practice_sets_answers_stay_folded_until_the_student_opens_them(lab):
+    panel = lab.open("notebooks/practice.ipynb")
+    lab.run_all(panel)
+    assert lab.errors(panel) == []
+    keys = panel.locator(".jp-OutputArea-output details")
+    assert keys.count() == 2  # the practice set's key and the chapters' self-check answers
+    label = practice.practice_set()[0].label
+    for key in keys.all():
+        assert not key.evaluate("e => e.open") and "Show the answers" in text(key) and label not in text(key)
+    keys.first.locator("summary").click()
+    assert keys.first.evaluate("e => e.open") and label in text(keys.first)
