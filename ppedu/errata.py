@@ -202,20 +202,27 @@ class TableRow:
 
 def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
     """DeepSeek-V3's table of per-rank bubble time (F, B a full backward, W, F&B an overlapped
-    pair), set beside the simulated worst idle time of any rank under the same ``costs``.
+    pair), set beside the simulated worst idle time of any rank under the same ``costs`` (no
+    hand-over latency). Where each row agrees with the simulation (``tests/test_errata.py`` scans
+    a grid of costs):
 
-    The 1F1B and ZB1P rows agree with the simulation for any costs. The table books each of
-    DualPipe's overlapped pairs as one F&B unit; the simulator does the same when ``costs.fb``
-    is set, and then, with a forward as long as an input-gradient B (f = b), DualPipe's row
-    agrees exactly when F + W ≤ F&B ≤ F + B + W and W ≤ B: a pair at least as long as F and W
-    together, no longer than its parts one after the other. A shorter pair (more overlap) or
-    a longer W leaves more idle time than the formula books. Left unset, a pair's F may run
-    ahead of its B, and the idle time is smaller.
+    - 1F1B's ``(p-1)(F+B)``: for any costs.
+    - ZB1P's ``(p-1)(F+B-2W)``: exactly when ``W ≤ F`` and ``W ≤ B-W`` (no longer than the forward
+      or the input-gradient part). A longer W no longer fits the gap it is meant to fill, and the
+      simulation idles more than the formula books.
+    - DualPipe's ``(p/2-1)(F&B+B-3W)``: only when the pairs are booked as units (``costs.fb`` set)
+      and ``F&B ≥ F + W``. With a forward as long as an input-gradient pass (f = b) and p ≥ 6,
+      exactly when ``F + W ≤ F&B ≤ F + B`` (B full, so at most the pair's parts one after the
+      other) and ``W ≤ B-W``; at p = 4 longer pairs agree too. Shorter pairs (more overlap), a W
+      longer than B-W, or f ≠ b, and the schedule leaves more or less idle time than the formula
+      books. Left unset, a pair's F may run ahead of its B: the idle time differs, mostly smaller.
 
     >>> [(r.formula_bubble, r.simulated_bubble) for r in deepseek_table(8, 20, Costs(1, 1, 1, fb=2)).rows]
     [(21.0, 21.0), (7.0, 7.0), (3.0, 3.0)]
     >>> deepseek_table(4, 8, Costs(1, 1, 1, fb=1.5))[2].simulated_bubble  # F&B < F + W: the formula books 0.5
     1.5
+    >>> deepseek_table(4, 8, Costs(1, 1, 2))[1].simulated_bubble  # W > F: ZB1P's formula books 0
+    3.0
     """
     if isinstance(costs.fb, tuple):
         raise ValueError("deepseek_table takes one F&B time for all stages (the table's formula has one)")

@@ -120,7 +120,8 @@ class Schedule:
 
     ``placement[d][c]`` is the stage that holds chunk ``c`` for direction ``d``; micro-batches
     of direction ``d`` pass through chunks ``0, 1, …`` in order, then back. ``overlapped`` holds
-    the backwards that run overlapped with the forward just before them on their stage.
+    the backwards that run overlapped with the forward just before them on their stage (never the
+    forward whose output the backward needs: the two of a pair are independent).
 
     >>> from ppedu.schedules import gpipe
     >>> gpipe(2, 2).stages[0]
@@ -207,7 +208,8 @@ class Schedule:
         if self.overlapped:
             found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
             if len(found) < len(self.overlapped) or any(
-                    op.kind != "B" or i == start[stage[i]] or kind[i - 1] != 0 for op, i in found.items()):
+                    op.kind != "B" or i == start[stage[i]] or kind[i - 1] != 0 or needs[i] == i - 1
+                    for op, i in found.items()):
                 return None
         return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split, start)
 
@@ -284,6 +286,9 @@ class Schedule:
             for before, op in zip((None, *stage), stage):
                 if op in self.overlapped and (op.kind != "B" or before is None or before.kind != "F"):
                     raise ValueError(f"operation {op!r} is marked overlapped but does not follow an F on stage {s}")
+                if op in self.overlapped and op.needs(self.chunks) == before:
+                    raise ValueError(f"operation {op!r} is marked overlapped with {before!r}, whose output it needs: "
+                                     "a pair overlaps two independent operations")
         for op in ops:
             if op.kind == "W" and Op("B", op.microbatch, op.chunk, op.direction) not in counts:
                 raise ValueError(f"operation {op!r} has no matching B")
