@@ -119,6 +119,18 @@ def lower_bound(p: int, m: int, costs: Costs) -> float:
     return float(max(work, front, back, path))
 
 
+def one_chunk_bound(p: int, m: int, costs: Costs) -> float:
+    """A makespan no order with one chunk per GPU, one direction and no overlapped pairs can beat
+    (the zero-bubble paper's): GPU ``j`` can start only once the first micro-batch has gone forward
+    through GPUs ``0 … j-1``, and then has ``m · (f + b + w)`` of work.
+
+    >>> one_chunk_bound(4, 8, Costs(f=1, b=1, w=1))  # ZB-H1 and ZB-H2 reach it
+    27.0
+    """
+    f = [costs.forward(s) for s in range(p)]
+    return float(max(sum(f[:j]) + m * (f[j] + costs.backward(j, True)) for j in range(p)))
+
+
 def memory_use(timeline: Timeline) -> tuple[float, ...]:
     """Per GPU, the peak activations in units of one stage's activations for one micro-batch
     (a chunk of a v-way cut holds 1/v of them), so that the limit means the same for every cut."""

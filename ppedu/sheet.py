@@ -2,7 +2,7 @@
 schedule of the course, each closed form beside the value the simulator measures, plus a
 glossary and each chapter's takeaways; printable as one HTML page (``make sheet``).
 
-Every closed form holds under the sheet's cost model, :data:`EQUAL`: forward, input-gradient
+Every closed form holds under the course's shared cost model, :data:`~ppedu.costs.EQUAL`: forward, input-gradient
 and weight-gradient passes of a whole stage take one unit each (a full backward takes two),
 hand-overs are free, and an overlapped DualPipe pair takes its forward plus its full backward.
 A schedule that cuts the model into ``v`` chunks per GPU pays ``1/v`` of that per chunk.
@@ -23,14 +23,12 @@ from html import escape
 from pathlib import Path
 from typing import NamedTuple
 
-from ppedu.costs import Costs
+from ppedu.costs import EQUAL
 from ppedu.lesson import Table, hand_overs, parameter_copies
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.validate import one_of, require_counts
 
-#: The sheet's cost model: f = b = w = 1 per whole stage, free hand-overs, a DualPipe pair F + full B.
-EQUAL = Costs(f=1, b=1, w=1, fb=3)
 
 
 class Formula(NamedTuple):
