@@ -62,6 +62,17 @@ def run(name: str, p: int, m: int, costs: Costs = EQUAL, v: int = 2, memory: Mem
     return simulate(schedule, costs.per_chunk(k), memory)
 
 
+def inner_gaps(timeline: Timeline) -> tuple[float, ...]:
+    """Per GPU, the idle time between its first operation and its last: what is left when the fill
+    before a GPU starts and the drain after it stops are not counted (ZB-H2's zero).
+
+    >>> inner_gaps(run("zb-h2", 4, 8))
+    (0.0, 0.0, 0.0, 0.0)
+    """
+    return tuple(float(sum(b.start - a.end for a, b in zip(ops, ops[1:])))
+                 for ops in (timeline.on_stage(j) for j in range(timeline.p)))
+
+
 def causes(timeline: Timeline) -> str:
     """The idle time as the sum of its causes (:mod:`ppedu.idle`), largest first.
 

@@ -80,7 +80,19 @@ class Found:
 
 
 def lower_bound(p: int, m: int, costs: Costs) -> float:
-    """A makespan no order can beat, whatever its placement and whether or not it overlaps pairs.
+    """A makespan no order can beat, whatever its placement and whether or not it overlaps pairs: the
+    largest of :func:`bound_arguments`.
+
+    >>> lower_bound(4, 8, Costs(f=1, b=2))
+    24.0
+    >>> lower_bound(4, 8, Costs(f=1, b=1, w=1)), lower_bound(4, 8, Costs(f=1, b=1, w=1, fb=1))
+    (24.0, 12.0)
+    """
+    return max(bound_arguments(p, m, costs).values())
+
+
+def bound_arguments(p: int, m: int, costs: Costs) -> dict[str, float]:
+    """Four makespans no order can beat, whatever its placement and whether or not it overlaps pairs.
     Per GPU ``s`` a micro-batch brings ``f + b + w`` of work (``costs`` per stage; a cut pays its
     share per chunk); an overlapped pair (``costs.fb``) does an F and a B in ``fb``. The bound is
     the largest of four arguments:
@@ -98,10 +110,8 @@ def lower_bound(p: int, m: int, costs: Costs) -> float:
 
     Hand-overs (``comm``) only add to every argument, so they are left out.
 
-    >>> lower_bound(4, 8, Costs(f=1, b=2))
-    24.0
-    >>> lower_bound(4, 8, Costs(f=1, b=1, w=1)), lower_bound(4, 8, Costs(f=1, b=1, w=1, fb=1))
-    (24.0, 12.0)
+    >>> {k: round(x, 2) for k, x in bound_arguments(4, 8, Costs(f=1, b=1, w=1, fb=1)).items()}
+    {'work': 8.0, 'front': 12.0, 'back': 6.67, 'path': 5.33}
     """
     f = [costs.forward(s) for s in range(p)]
     b = [costs.backward(s, False) for s in range(p)]
@@ -116,7 +126,7 @@ def lower_bound(p: int, m: int, costs: Costs) -> float:
     front = sum(f) + max(m * min(b[s] + w[s], pair[s]) for s in range(p))
     back = max(m * f[s] * shrink[s] for s in range(p)) + sum(b[s] * alone[s] for s in range(p))
     path = sum(f) + sum(b[s] * shrink[s] for s in range(p))
-    return float(max(work, front, back, path))
+    return {"work": float(work), "front": float(front), "back": float(back), "path": float(path)}
 
 
 def one_chunk_bound(p: int, m: int, costs: Costs) -> float:

@@ -27,7 +27,7 @@ def test_ch4_interleaving_loses_on_1_gbit_ethernet_and_wins_on_every_faster_link
     assert [link.name for link, plain, inter in rows if plain < inter] == ["Ethernet 1 Gb/s"]
     eth = next((plain, inter) for link, plain, inter in rows if link.name == "Ethernet 1 Gb/s")
     assert (round(eth[0], 2), round(eth[1], 2)) == (5.43, 7.20)
-    assert "every one of them" not in source("04-interleaved", "04-38")
+    assert "every one of them" not in source("04b-interleaving-costs", "04-38")
 
 
 def test_ch4_the_5_8_percent_with_m_a_multiple_of_p_needs_the_deepest_pipeline_listed():
@@ -59,7 +59,7 @@ def test_ch4_gpu_0_holds_37_5_percent_more_at_p4_m8_v2():
     plain = simulate(schedules.one_f_one_b(4, 8)).peak_stage_activations[0]
     inter = simulate(schedules.interleaved_1f1b(4, 8, 2), Costs(f=1, b=1).per_chunk(2)).peak_stage_activations[0]
     assert inter / plain - 1 == 0.375
-    assert "a little more activation memory" not in source("04-interleaved", "04-23").lower()
+    assert "a little more activation memory" not in source("04b-interleaving-costs", "04-23").lower()
 
 
 def test_ch6_an_unsplit_backward_takes_b_plus_w():
@@ -117,7 +117,7 @@ def test_ch4_interleaving_keeps_one_stage_of_parameters_and_1f1b_released_activa
     ones = simulate(plain).peak_stage_activations
     inters = simulate(inter, Costs(f=1, b=1).per_chunk(2)).peak_stage_activations
     assert max(ones) < max(inters) < max(gpipe)  # 1F1B, not interleaving, is what released activations early
-    assert "static memory per GPU is unchanged" in source("04-interleaved", "04-25c")
+    assert "static memory per GPU is unchanged" in source("04b-interleaving-costs", "04-25c")
 
 
 def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with_m():
