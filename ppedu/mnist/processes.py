@@ -386,6 +386,7 @@ class _Step:
                 else:
                     send(op, "activation", out, target, self._tag("activation", mb, c + 1))
             elif kind == "B" and c > 0:
+                assert grad_in is not None  # a backward past the first chunk has an input gradient to pass on
                 target = schedule.placement[0][c - 1]
                 if target == self.rank:
                     local["g", mb, c - 1] = grad_in
