@@ -117,6 +117,14 @@ class Traffic:
     def total(self) -> float:
         return self.tensor + self.pipeline + self.data + self.expert
 
+    def gigabytes(self) -> dict[str, float]:
+        """Each parallelism's bytes in GB (10⁹), to one decimal.
+
+        >>> Traffic(1.23e9, 4e8, 0.0, 0.0).gigabytes()
+        {'tensor': 1.2, 'pipeline': 0.4, 'data': 0.0, 'expert': 0.0}
+        """
+        return {k: round(getattr(self, k) / 1e9, 1) for k in ("tensor", "pipeline", "data", "expert")}
+
 
 def data_parallel(params: float, model: Model, parallel: Parallel, m: int) -> list[tuple[str, float]]:
     """The data-parallel collectives of one step for a GPU holding ``params`` parameters of its stage:
