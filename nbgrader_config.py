@@ -27,6 +27,7 @@ from grader.execute import SandboxedExecute  # noqa: E402
 from grader.intake import Collect, Extractor, IntakeNotes, guard_autograde, safe_timestamps  # noqa: E402
 from grader.judge import Judge  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
+from grader.timed import TimedExamLateness  # noqa: E402
 
 # A student's bytes reach the grader only through the intake (grader/intake.py): collect and zip_collect copy
 # with it, never following a link; autograding (ppedu grade, nbgrader autograde, the formgrader's button) reads
@@ -67,6 +68,8 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, IntakeNotes, De
                                       OverwriteCells, CheckCellMetadata]
 # The widget exam's answers are read from the submission before the notebook runs, and judged in place of its
 # test cells' output (grader/exam.py).
+# The timed final exam scores zero when collected after its due date (the student's clock, see docs/instructor.md).
+c.AssignLatePenalties.plugin_class = TimedExamLateness
 c.Autograde.autograde_preprocessors = [ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
                                        CheckCellMetadata]

@@ -1,4 +1,4 @@
-"""The hostile corpus: submissions of ps1–ps6 made from the solutions (or the release) by small
+"""The hostile corpus: submissions of ps1–ps6 and the final exam made from the solutions (or the release) by small
 scripted edits — careless, wrong, and hostile — each with the score it must get.
 
 A case names the cells it replaces or appends to (by grade_id), an optional edit of the notebook's
@@ -606,4 +606,20 @@ PS6: dict[str, Case] = {
     "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
 }
 
-CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6}
+FINAL_ALL = {"grid_T": 2, "grid_idle": 2, "makespan": 3}  # questions 3-6 by hand
+FINAL: dict[str, Case] = {
+    "solved": Case("final"),
+    "blank": Case("final", release=True, lost=FINAL_ALL),
+    "counted_busy": Case("final", append={"q1b_answer": "idle_slots = busy\nbubble = idle_slots / (values.grid_p * T)"},
+                         lost={"grid_idle": 2}),
+    "makespan_of_1f1b": Case("final", replace={"q2_answer": "def zb_h1_makespan(p, m, f, b, w):\n"
+                                                            "    return (m + p - 1) * (f + b + w)"}, lost={"makespan": 3}),
+    "makespan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                              "def zb_h1_makespan(p, m, f, b, w):\n"
+                                                              "    return simulate(schedules.zero_bubble_h1(p, m), "
+                                                              "Costs(f=f, b=b, w=w)).makespan"}, lost={"makespan": 3}),
+    "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
+}
+
+CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6,
+                                      "final": FINAL}

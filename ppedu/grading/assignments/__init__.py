@@ -20,7 +20,7 @@ from typing import Any
 
 from ppedu.grading.students import student_id
 
-ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6")
+ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "final")
 
 
 @dataclass(frozen=True, repr=False)
