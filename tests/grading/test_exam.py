@@ -134,7 +134,7 @@ def test_a_link_or_a_scribbled_file_scores_nothing(graded, student):
 def test_the_feedback_says_what_is_wrong(graded, course):
     nb = nbformat.read(course / "autograded" / "busy_as_idle" / "counting" / "counting.ipynb", as_version=4)
     outputs = {c.metadata.nbgrader["grade_id"]: "".join(o.get("text", "") for o in c.outputs)
-               for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+               for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
     assert "you counted the busy slots, not the idle ones" in outputs["count"]
     assert "1 of 3 points" in outputs["count"] and "2 of 2 points" in outputs["mark"]
     linker = nbformat.read(course / "autograded" / "linker" / "counting" / "counting.ipynb", as_version=4)

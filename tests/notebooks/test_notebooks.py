@@ -148,3 +148,11 @@ def test_every_slide_has_speaker_notes_that_students_do_not_see_in_the_notebook(
             noted.add(slide)
     slides = {c.id for c in load(name).cells if c.metadata.slideshow.slide_type in ("slide", "subslide")}
     assert slides - noted == set(), f"{name}: slides without speaker notes"
+
+
+def test_every_schedule_ppedu_builds_runs_in_some_chapter_by_name():
+    from ppedu.schedules import SCHEDULES
+
+    code = "\n".join(c.source for name in CHAPTERS for c in load(name).cells if c.cell_type == "code")
+    for name, build in SCHEDULES.items():
+        assert f"{build.__name__}(" in code or f'"{name}"' in code, f"no chapter runs {name}"
