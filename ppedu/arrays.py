@@ -34,7 +34,7 @@ def table(rows: Sequence[Sequence[Any]], kind: type = object) -> Any:
     """Rows of equal length as a 2-D numpy array of ``kind``, or as a :class:`Table`."""
     if np is None:
         return Table(tuple(map(tuple, rows)))
-    array = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=object if kind is str else kind)
+    array: Any = np.empty((len(rows), len(rows[0]) if rows else 0), dtype=object if kind is str else kind)
     for s, row in enumerate(rows):
         array[s, :] = row
     return array

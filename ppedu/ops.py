@@ -216,7 +216,7 @@ class Schedule:
         :meth:`validate` is broken: the same rules as :meth:`_columns`, each op's input found by a dictionary."""
         ops = tuple(chain.from_iterable(self.stages))
         n, dirs_, chunks_ = len(ops), len(self.placement), self.chunks
-        index = dict(zip(ops, range(n)))
+        index: dict[tuple[Any, ...], int] = dict(zip(ops, range(n)))
         if not n or len(index) < n or any(len(row) != chunks_ for row in self.placement):
             return None
         start = list(accumulate(map(len, self.stages), initial=0))

@@ -120,8 +120,8 @@ class Timeline:
         index; ``None``: one chunk's activations each), released as ``memory`` says."""
         c = self.schedule.columns
         w = [1.0] * len(c.ops) if weight is None else [float(x) for x in as_list(weight)]
-        out = profile(*map(as_list, (c.stage, c.kind, c.split, c.forward, self.start, self.end)), w, self.p,
-                      self.memory)
+        out = profile(as_list(c.stage), as_list(c.kind), as_list(c.split), as_list(c.forward), as_list(self.start),
+                      as_list(self.end), w, self.p, self.memory)
         whole = weight is None and self.memory.kept_for_w in (0.0, 1.0)  # whole chunks: count them
         return tuple((vector(t), vector([round(x) for x in a], int) if whole else vector(a)) for t, a in out)
 
