@@ -190,7 +190,7 @@ def stage(tools_python: Path) -> Path:
         shutil.copy2(core / name, target / name)
     preload = lock(core, wheels(tools_python), target)
     settings = {"pyodideUrl": "./static/pyodide/pyodide.mjs", "disablePyPIFallback": True,
-                "loadPyodideOptions": {"packages": preload, "lockFileURL": "./static/pyodide/pyodide-lock.json"}}
+                "loadPyodideOptions": {"packages": preload}}  # the lock file beside pyodide.mjs is the site's own
     config = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
         "appName": "ppedu (in the browser)",
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": settings},

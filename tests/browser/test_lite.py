@@ -52,13 +52,14 @@ def site(chromium, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(site: Path) -> Iterator[str]:
-    """The site behind `python -m http.server` on a free loopback port: its URL."""
+    """The site behind `python -m http.server` on a free loopback port, in a sub-folder as GitHub Pages serves a
+    project (`/<repository>/`): its URL. A request outside that folder counts as one outside the site."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory",
-                               str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+                               str(site.parent)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/{site.name}/"
     try:
         deadline = time.monotonic() + 30
         while True:
