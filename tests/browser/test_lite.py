@@ -77,18 +77,15 @@ def served(site: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def offline_browser(chromium) -> Iterator[object]:
+def offline_browser(playwright, chromium) -> Iterator[object]:
     """Chromium that cannot resolve any host but this machine: a request elsewhere fails in the browser itself,
     from a page, a worker or a service worker alike."""
-    from playwright.sync_api import sync_playwright
-
     rules = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=[*CHROMIUM_ARGS, rules])
-        try:
-            yield browser
-        finally:
-            browser.close()
+    browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=[*CHROMIUM_ARGS, rules])
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
