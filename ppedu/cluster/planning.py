@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ppedu.arrays import as_list
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
 from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, ring_seconds, traffic
@@ -134,9 +135,10 @@ def _hand_overs(schedule: Schedule) -> list[int]:
     """Per GPU, the activations and gradients it sends to another GPU in a step."""
     c = schedule.columns
     sent = [0] * schedule.p
-    for i, need in enumerate(c.needs.tolist()):
-        if need >= 0 and c.stage[need] != c.stage[i]:
-            sent[int(c.stage[need])] += 1
+    stage = as_list(c.stage)
+    for i, need in enumerate(as_list(c.needs)):
+        if need >= 0 and stage[need] != stage[i]:
+            sent[stage[need]] += 1
     return sent
 
 
