@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine: `make lab` and `make test`.
 # `make lab HOST=0.0.0.0 PORT=9000 OPEN=no` on a server without a screen (student/lab.mk, shared with the students' release).
-EXTRAS := [test]
+EXTRAS := test,hub
 include student/lab.mk
 # nbgrader's exchange for the whole machine (`sudo make exchange`): the shared folder, and the system-wide
 # nbgrader config that points every user's nbgrader at it (JUPYTER_SYSTEM_CONFIG=/etc/jupyter is on Jupyter's path).
