@@ -27,6 +27,7 @@ from grader.execute import SandboxedExecute  # noqa: E402
 from grader.intake import Collect, Extractor, IntakeNotes, guard_autograde, safe_timestamps  # noqa: E402
 from grader.judge import Judge  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
+from ppedu.grading.handin import COLLECTOR_PATTERN as HANDIN_PATTERN, KINDS as HANDIN_KINDS  # noqa: E402
 
 # A student's bytes reach the grader only through the intake (grader/intake.py): collect and zip_collect copy
 # with it, never following a link; autograding (ppedu grade, nbgrader autograde, the formgrader's button) reads
@@ -61,6 +62,11 @@ c.Execute.interrupt_on_timeout = True
 c.SandboxedExecute.sandbox = c.Judge.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
 c.ExchangeFactory.collect = Collect
 c.ZipCollectApp.extractor_plugin = Extractor
+# Hand-ins from laptops (`ppedu handin ps1` writes ps1+<student id>.zip): `nbgrader zip_collect ps1` reads them from
+# downloaded/ps1/archive/ with this pattern, a widget's saved answers (.json) with the notebook. An archive named
+# otherwise (a learning platform's) needs its own --FileNameCollectorPlugin.named_regexp.
+c.FileNameCollectorPlugin.named_regexp = HANDIN_PATTERN
+c.FileNameCollectorPlugin.valid_ext = list(HANDIN_KINDS)
 # Submissions are rebuilt on their release before nbgrader's checks (the intake's notes on top); the judge, not
 # the kernel, scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
 c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, IntakeNotes, DeduplicateIds, OverwriteKernelspec,

@@ -115,11 +115,12 @@ def terminals_config(venv: Path) -> None:
     login shell runs first, then the environment's folder goes in front, then the user's own shell."""
     if os.name == "nt":
         return
-    folder = venv / "etc" / "jupyter" / "jupyter_server_config.d"
-    folder.mkdir(parents=True, exist_ok=True)
+    path = venv / "etc" / "jupyter" / "jupyter_server_config.json"  # the environment's own (the .d folder is for
+    settings = json.loads(path.read_text()) if path.is_file() else {}  # enabling extensions only)
     command = f'PATH="{scripts(venv)}:$PATH"; export PATH; exec "${{SHELL:-/bin/sh}}" -i'
-    settings = {"ServerApp": {"terminado_settings": {"shell_command": ["/bin/sh", "-lc", command]}}}
-    (folder / "ppedu-terminals.json").write_text(json.dumps(settings, indent=2) + "\n")
+    settings.setdefault("ServerApp", {})["terminado_settings"] = {"shell_command": ["/bin/sh", "-lc", command]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2) + "\n")
 
 
 #: Run by the environment's own Python: what is installed there, and its size on disk.
