@@ -7,13 +7,13 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap bench slides sheet student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap nodejs hub bench slides sheet student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
 
-# `make test` runs every test, the browser tests in tests/browser/ included.
-test: install chromium bubblewrap
+# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class).
+test: install chromium bubblewrap nodejs
 	$(BIN)/python -m pytest
 
 test-browser: install chromium
@@ -41,6 +41,22 @@ bubblewrap:
 	@[ -x /usr/bin/bwrap ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq --no-install-recommends bubblewrap; } \
 		|| echo "bubblewrap could not be installed: autograding will refuse to run unsandboxed"
+
+# Debian's Node.js and npm: the hub's proxy (configurable-http-proxy) comes from npm; `make slides` uses npm too.
+nodejs:
+	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends nodejs npm; } \
+		|| echo "Node.js could not be installed: the hub test will be skipped"
+
+# The course's JupyterHub on this Linux machine, as root (hub/deploy.py; docs/instructor.md, "Running a class on
+# JupyterHub"): the course installed once in HUB_PREFIX for every user, the course, exchange and release in HUB_DATA.
+# HUB_FLAGS=--light installs no torch; `python3 hub/deploy.py --help` lists the rest (groups, ports).
+HUB_PREFIX ?= /opt/ppedu
+HUB_DATA ?= /srv/ppedu
+HUB_FLAGS ?=
+hub: bubblewrap nodejs
+	@command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq git; }
+	/usr/bin/python3 hub/deploy.py --prefix "$(HUB_PREFIX)" --data "$(HUB_DATA)" $(HUB_FLAGS)
 
 bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_simulate.py

@@ -64,7 +64,7 @@ def _text(value: object) -> str:
 def problems(folder: Path, assignment: str, student: str) -> list[str]:
     """Why this folder would not earn its grade if handed in as ``student``: a widget's answers file the notebook
     saves to and that is missing, or a notebook last run with another student's values."""
-    found = []
+    found: list[str] = []
     for cell in _code_cells(folder / f"{assignment}.ipynb"):
         source = _text(cell.get("source"))
         for name in _SAVED_ANSWERS.findall(source):

@@ -56,16 +56,17 @@ def terminal(base: str, token: str, command: str, seconds: float = 60) -> str:
     status, made = call("POST", f"{base}/api/terminals", token)
     assert status == 200, (status, made)
     try:
-        return asyncio.run(_type(f"{base.replace('http://', 'ws://')}/terminals/websocket/{made['name']}?token={token}",
+        return asyncio.run(_type(f"{base.replace('http://', 'ws://')}/terminals/websocket/{made['name']}", token,
                                  command, seconds))
     finally:
         call("DELETE", f"{base}/api/terminals/{made['name']}", token)
 
 
-async def _type(url: str, command: str, seconds: float) -> str:
+async def _type(url: str, token: str, command: str, seconds: float) -> str:
+    from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    socket_ = await websocket_connect(url)
+    socket_ = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
     marker = "ppedu-done"
     # the marker is printed in two pieces joined by the shell, so the echo of the typed line does not match it
     await socket_.write_message(json.dumps(["stdin", f"{command}; echo ppedu-''done\r"]))

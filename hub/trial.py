@@ -1,0 +1,189 @@
+"""A class on a deployed hub, driven from a script, over loopback only: real Unix users (made and removed here, as
+root), logged in through the hub's log-in form, each working in their own server through its REST API the way
+JupyterLab's Assignments panel and Validate button do, and instructors through the formgrader service's API.
+
+tests/grading/test_hub.py runs a class of four with it; benchmarks/bench_hub.py a class of thirty.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+COURSE = "ppedu"
+
+
+def _check_loopback(url: str) -> None:
+    if not url.startswith("http://127.0.0.1:"):
+        raise ValueError(f"{url}: a trial talks to loopback only")
+
+
+@dataclass
+class Accounts:
+    """Unix users made for a trial, each with a password, removed (with their homes) at the end."""
+
+    home: Path
+    made: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, group: str) -> str:
+        password = secrets.token_urlsafe(12)
+        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash",
+                        "--groups", group, name], check=True, capture_output=True)
+        self.made[name] = password
+        subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
+        return password
+
+    def remove(self) -> None:
+        for name in self.made:
+            for pid in subprocess.run(["ps", "-o", "pid=", "-u", name], capture_output=True, text=True).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)  # a server the hub did not stop: this trial's own user's
+                except ProcessLookupError:
+                    pass
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        self.made.clear()
+
+
+@contextmanager
+def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
+    """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
+    every server and service it started) at the end."""
+    config = json.loads(settings.read_text())
+    state = Path(config["data"]) / "hub"
+    url = config["bind_url"].rstrip("/")
+    _check_loopback(url)
+    with log.open("ab") as out:
+        hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
+                               cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/hub/api/", timeout=5):
+                    break
+            except (urllib.error.URLError, ConnectionError):
+                if hub.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        hub.send_signal(signal.SIGTERM)
+        try:
+            hub.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(hub.pid, signal.SIGKILL)
+            hub.wait()
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"{status}: {body[:500]}")
+        self.status = status
+
+
+class User:
+    """One person at the hub: logged in through the form (PAM checks the password), then working with an API token
+    of their own, as JupyterLab does."""
+
+    def __init__(self, hub: str, name: str, password: str) -> None:
+        _check_loopback(hub)
+        self.hub, self.name = hub, name
+        jar = http.cookiejar.CookieJar()
+        self._browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = self._browser.open(f"{hub}/hub/login", timeout=60).read().decode()
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page)[1]
+        form = urllib.parse.urlencode({"username": name, "password": password, "_xsrf": xsrf}).encode()
+        # to the hub's home page, not the default spawn page: servers start when the trial says so
+        try:
+            self._browser.open(urllib.request.Request(f"{hub}/hub/login?next=%2Fhub%2Fhome", data=form), timeout=120)
+        except urllib.error.HTTPError as error:  # a wrong password: the form again, with 403
+            raise HTTPError(error.code, f"{name} could not log in") from None
+        xsrf = next(c.value for c in jar if c.name == "_xsrf")  # the logged-in session's own
+        made = self._browser.open(urllib.request.Request(
+            f"{hub}/hub/api/users/{name}/tokens", data=json.dumps({"note": "trial"}).encode(), method="POST",
+            headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"}), timeout=60)
+        self.token = json.loads(made.read())["token"]
+
+    def call(self, method: str, path: str, body: Any = None, form: dict | None = None, timeout: float = 600) -> Any:
+        """A request to the hub's origin with this user's token; the JSON answer (or text)."""
+        data = json.dumps(body).encode() if body is not None else urllib.parse.urlencode(form).encode() if form else None
+        kind = "application/json" if body is not None else "application/x-www-form-urlencoded"
+        request = urllib.request.Request(f"{self.hub}{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}", "Content-Type": kind})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            raise HTTPError(error.code, error.read().decode(errors="replace")) from None
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return text
+
+    # ---- their own server -------------------------------------------------------------------------------------
+
+    def start(self, seconds: float = 300) -> float:
+        """Start this user's server and wait until it answers; the seconds it took."""
+        began = time.monotonic()
+        try:
+            self.call("POST", f"/hub/api/users/{self.name}/server")
+        except HTTPError as error:
+            if error.status != 400:  # 400: already running
+                raise
+        while not (self.call("GET", f"/hub/api/users/{self.name}").get("servers", {}).get("", {}).get("ready")):
+            if time.monotonic() - began > seconds:
+                raise TimeoutError(f"{self.name}'s server did not start in {seconds} s")
+            time.sleep(0.5)
+        return time.monotonic() - began
+
+    def server(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.call(method, f"/user/{self.name}/{path.lstrip('/')}", **kwargs)
+
+    def pull(self, repo: str, target: str, seconds: float = 300) -> str:
+        """What nbgitpuller's link does: clone ``repo`` into ``target`` the first time, merge it in later; its log."""
+        query = urllib.parse.urlencode({"repo": repo, "branch": "main", "targetpath": target})
+        stream = self.server("GET", f"git-pull/api?{query}", timeout=seconds)
+        if '"phase": "error"' in stream or '"phase":"error"' in stream:
+            raise RuntimeError(f"nbgitpuller failed for {self.name}: {stream[-2000:]}")
+        return stream
+
+    def assignments(self) -> list[dict]:
+        answer = self.server("GET", f"assignments?course_id={COURSE}")
+        if not answer.get("success"):
+            raise RuntimeError(f"{self.name}'s assignment list: {answer.get('value')}")
+        return answer["value"]
+
+    def act(self, action: str, assignment: str) -> Any:
+        """Fetch, submit or fetch the feedback of an assignment, as the Assignments panel's buttons do."""
+        answer = self.server("POST", f"assignments/{action}", form={"course_id": COURSE, "assignment_id": assignment})
+        if isinstance(answer, dict) and answer.get("success") is False:
+            raise RuntimeError(f"{self.name}: {action} {assignment}: {answer.get('value')}")
+        return answer
+
+    def validate(self, path: str) -> dict:
+        return self.server("POST", "assignments/validate", form={"path": path})
+
+    def save(self, path: str, notebook: dict) -> None:
+        self.server("PUT", f"api/contents/{path}", body={"type": "notebook", "format": "json", "content": notebook})
+
+    def read(self, path: str) -> Any:
+        return self.server("GET", f"api/contents/{path}")["content"]
+
+    # ---- the formgrader service ---------------------------------------------------------------------------------
+
+    def formgrader(self, method: str, path: str, body: Any = None, timeout: float = 900) -> Any:
+        return self.call(method, f"/services/{COURSE}/formgrader/api/{path}", body=body, timeout=timeout)
