@@ -1,13 +1,18 @@
 """Autograding a class, three ways on the same 30 submissions of ps1, in this one run:
 
-* plain sequential ``nbgrader autograde``, kernels unconfined (``PPEDU_SANDBOX=off``: nbgrader's own way);
-* sequential ``nbgrader autograde`` with the course's sandbox (every kernel in bubblewrap);
-* ``ppedu grade --jobs 2`` (sandboxed, two submissions at a time).
+* plain sequential ``nbgrader autograde``, unconfined (``PPEDU_SANDBOX=off``: nbgrader's own way);
+* sequential ``nbgrader autograde`` with the course's sandbox (every kernel, and every answer cell run on
+  its own, in bubblewrap);
+* ``ppedu grade --jobs 2`` (sandboxed, two submissions at a time);
 
-Run: ``.venv/bin/python benchmarks/bench_grade.py [N] [JOBS]``. Prints the wall times and two ratios.
+and, apart, the per-question interpreters alone: each submission's three function questions (ps1's closed
+forms, fewest micro-batches, conversion) run on their own cells as the judge runs them.
+
+Run: ``.venv/bin/python benchmarks/bench_grade.py [N] [JOBS]``. Prints the wall times and three ratios.
 Targets on this course's 2-core machine: the sandbox costs under 1.2 × per submission (sandboxed ÷
 plain, both sequential); ``ppedu grade --jobs 2`` at least 1.5 × faster than plain sequential
-nbgrader. Each run gets its own fresh copy of the course.
+nbgrader; the per-question interpreters add at most 1.5 × to a sandboxed submission's time (its time ÷
+its time without them). Each run gets its own fresh copy of the course.
 """
 
 from __future__ import annotations
@@ -61,6 +66,23 @@ def scores(root: Path) -> dict[str, float]:
         return {s.student.id: s.score for s in gb.assignment_submissions("ps1")}
 
 
+def interpreters(root: Path) -> float:
+    """Seconds the judge's per-question interpreters take over every submission of ``root`` (sandboxed)."""
+    sys.path.insert(0, str(root))
+    from grader import keys
+    from grader.judge import answer_cell, run_functions
+    from ppedu.grading import my_values
+
+    judges = [j for j in keys.load("ps1").KEYS.values() if hasattr(j, "calls")]
+    start = time.perf_counter()
+    for folder in sorted((root / "submitted").iterdir()):
+        nb = nbformat.read(folder / "ps1" / "ps1.ipynb", as_version=4)
+        values = my_values("ps1", folder.name)
+        for judge in judges:
+            run_functions(judge, answer_cell(nb, judge.form.code.cell, judge.calls(values)), values, 120)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
     jobs = sys.argv[2] if len(sys.argv) > 2 else "2"
@@ -71,6 +93,7 @@ def main() -> None:
         plain = timed(autograde, plain_course, PPEDU_SANDBOX="off")
         boxed = timed(autograde, boxed_course)
         parallel = timed([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", jobs], parallel_course)
+        alone = interpreters(boxed_course)
         graded = [scores(plain_course), scores(boxed_course), scores(parallel_course)]
         same = graded[0] == graded[1] == graded[2]
         if not same:
@@ -80,7 +103,9 @@ def main() -> None:
     print(f"  nbgrader autograde, sandboxed (sequential): {boxed:7.1f} s  ({boxed / n:.2f} s per submission)")
     print(f"  ppedu grade --jobs {jobs} (sandboxed):          {parallel:7.1f} s")
     print(f"  sandbox overhead per submission: {boxed / plain:.2f}× (target < 1.2×)")
+    print(f"  the per-question interpreters alone:       {alone:7.1f} s  ({alone / n:.2f} s per submission)")
     print(f"  ppedu grade --jobs {jobs} vs plain sequential nbgrader: {plain / parallel:.2f}× faster (target ≥ 1.5×)")
+    print(f"  per-question interpreters' share of a sandboxed submission: {boxed / (boxed - alone):.2f}× (target ≤ 1.5×)")
     print(f"  same scores in all three gradebooks: {same}")
 
 

@@ -26,7 +26,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from grader.intake import AREA
+from grader.intake import AREA, intake_notes
 from ppedu import answer_file as saved
 from ppedu.grading.assignments import counting
 from ppedu.slots import check_marking, check_slot_answers
@@ -86,7 +86,12 @@ class ReadSavedAnswers(NbGraderPreprocessor):
         who = resources["nbgrader"]["student"]
         course = CourseDirectory(config=self.config)
         folder = Path(course.format_path(AREA, who, "counting"))
+        left_out = [note for note in intake_notes(Path(course.root), who, "counting")
+                    if note.startswith(f"left out: {counting.ANSWERS} ")]
         try:
+            if left_out:
+                raise saved.Unreadable(f"{counting.ANSWERS} was {left_out[0].split('(', 1)[1].rstrip(')')}, which the "
+                                       "autograder does not take: nothing was graded from it")
             answers = saved.read(folder / counting.ANSWERS)
         except saved.Unreadable as problem:
             verdicts = Verdicts(dict.fromkeys(POINTS, 0.0), dict.fromkeys(POINTS, (f"{problem}.",)))

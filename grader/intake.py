@@ -271,6 +271,8 @@ def take_in(source: Path, target: Path, release: Path, limits: Limits = Limits()
     for released in sorted(release.glob("*.ipynb")) if release.is_dir() else []:
         template = nbformat.read(released, as_version=4)
         mine = target / released.name
+        if mine.is_dir():  # a folder in the notebook's place: not the student's notebook
+            shutil.rmtree(mine)
         if not mine.is_file():
             notebook, why = nbformat.from_dict(template), [f"{released.name} was not in the submission as a plain "
                                                              "file: graded as the released notebook"]
@@ -284,9 +286,16 @@ def take_in(source: Path, target: Path, release: Path, limits: Limits = Limits()
 
 # ---- nbgrader's ways in ------------------------------------------------------------------------------------
 
-def notes_path(root: Path, student: str, assignment: str) -> Path:
-    """Where the grading area keeps a submission's intake notes (beside its folder, not in it)."""
-    return root / AREA / student / f"{assignment}.intake.json"
+def notes_path(root: Path, student: str, assignment: str, kind: str = "intake") -> Path:
+    """Where the grading area keeps a submission's notes of one ``kind`` (beside its folder, not in it): the
+    intake's, for the student too, and the judge's ``review`` list, for the instructor only."""
+    return root / AREA / student / f"{assignment}.{kind}.json"
+
+
+def notes_for_instructor(root: Path, student: str, assignment: str, kind: str, notes: list[str]) -> None:
+    path = notes_path(root, student, assignment, kind)
+    if path.parent.is_dir():
+        path.write_text(json.dumps(notes))
 
 
 def fill_area(coursedir: Any) -> None:
@@ -312,7 +321,7 @@ def fill_area(coursedir: Any) -> None:
             release = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
             source = folder / assignment if not linked else folder  # copy_in refuses a link
             intake = take_in(source, area / student / assignment, release)
-            notes_path(root, student, assignment).write_text(json.dumps(list(intake.notes)))
+            notes_for_instructor(root, student, assignment, "intake", list(intake.notes))
 
 
 def guard_autograde() -> None:
@@ -335,21 +344,27 @@ def guard_autograde() -> None:
     Autograde._ppedu_intake = True  # type: ignore[attr-defined]
 
 
+def intake_notes(root: Path, student: str, assignment: str, kind: str = "intake") -> list[str]:
+    """What the intake (or, for ``kind="review"``, the judge) said of a submission (nothing if it has not been
+    taken in)."""
+    try:
+        notes = json.loads(notes_path(root, student, assignment, kind).read_text())
+    except (OSError, ValueError):
+        return []
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 class IntakeNotes(NbGraderPreprocessor):
     """Sanitizing step: the intake's notes on a submission, as a text cell at the top of the graded notebook
     (so the feedback says which files were left out and what was repaired)."""
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         info = resources["nbgrader"]
-        path = notes_path(Path(CourseDirectory(config=self.config).root), info["student"], info["assignment"])
-        try:
-            notes = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return nb, resources
+        notes = intake_notes(Path(CourseDirectory(config=self.config).root), info["student"], info["assignment"])
+        for note in notes:
+            self.log.warning("%s: %s", info["student"], note)
         if notes:
-            for note in notes:
-                self.log.warning("%s: %s", info["student"], note)
-            nb.cells.insert(0, nbformat.v4.new_markdown_cell(Intake(tuple(map(str, notes))).text()))
+            nb.cells.insert(0, nbformat.v4.new_markdown_cell(Intake(tuple(notes)).text()))
         return nb, resources
 
 

@@ -18,14 +18,17 @@ from __future__ import annotations
 import ast
 import traceback
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
 
 from grader import keys
+from grader.intake import notes_for_instructor
 from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments import my_values
 from ppedu.grading.evaluate import evaluate
@@ -48,6 +51,33 @@ def answer_cell(nb: NotebookNode, cell: str, functions: Iterable[str]) -> str:
         return str(released)
     own = [c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
     return str(next((source for source in reversed(own) if wanted <= _defines(source)), released))
+
+
+#: What, in an answer cell, reaches into the process it runs in (the harness that measures it) instead of
+#: computing an answer. A cell may use one honestly (``gc.collect()`` frees memory): each use is listed for the
+#: instructor to read, never scored.
+REACHING = ("gc", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes", "inspect", "importlib",
+            "builtins", "sys._getframe", "sys.settrace", "sys.setprofile", "sys.modules", "__code__", "__globals__",
+            "__closure__", "__builtins__", "f_back", "f_locals", "f_globals", "ppedu.grading", "saved_tensors_hooks",
+            "os.write", "os.dup2", "os.fdopen", "/proc/self")
+
+
+def reaching(source: str) -> list[str]:
+    """The names of :data:`REACHING` that ``source`` uses (in imports, names, attributes or strings)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            used |= {a.name for a in node.names} | {getattr(node, "module", None) or ""}
+        elif isinstance(node, (ast.Name, ast.Attribute)):
+            used.add(ast.unparse(node))
+            used.add(node.id if isinstance(node, ast.Name) else node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used |= {r for r in REACHING if r in node.value}
+    return [r for r in REACHING if any(u == r or u.startswith(r + ".") or u.endswith("." + r) for u in used)]
 
 
 def run_functions(judge: Any, source: str, values: Any, timeout: float, use_sandbox: bool = True) -> tuple[Any, str]:
@@ -84,6 +114,7 @@ class Judge(NbGraderPreprocessor):
         except ValueError:  # not one of ppedu's assignments: nbgrader's own grading applies
             return nb, resources
         values = my_values(assignment, student)
+        review: list[str] = []
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not utils.is_grade(cell):
                 continue
@@ -93,7 +124,11 @@ class Judge(NbGraderPreprocessor):
             judge, points = judges[question], float(cell.metadata.nbgrader.get("points", 0))
             if hasattr(judge, "calls"):  # answered by functions: their cell, on its own
                 source = answer_cell(nb, judge.form.code.cell, judge.calls(values))
+                if uses := reaching(source):
+                    review.append(f"{question}: its answer cell uses {', '.join(uses)}; read it before trusting the score")
                 data, why = run_functions(judge, source, values, self.timeout, self.sandbox)
+                if tampering := [u for u in uses if u in getattr(judge, "tampering", ())]:
+                    data = {**data, "__reaches__": tampering}
                 score, message = self._verdict(judge, data, values, points, question, student)
                 message += why if score < points else ""
             elif (answers := facts.get("answers", {}).get(question)) is None:
@@ -104,6 +139,9 @@ class Judge(NbGraderPreprocessor):
                     message += (f"\n(Cell {min(facts['timed_out']) + 1} ran over its time limit "
                                 f"({facts.get('timeout')} s) and was stopped: answers after it may be missing.)")
             cell.outputs = _outputs(score, points, message, question, cell.get("execution_count"))
+        for line in review:
+            self.log.warning("%s: %s", student, line)
+        notes_for_instructor(Path(CourseDirectory(config=self.config).root), student, assignment, "review", review)
         return nb, resources
 
     def _verdict(self, judge: Any, answers: Any, values: Any, points: float, question: str,

@@ -25,7 +25,8 @@ CONFIG = "nbgrader_config.py"
 
 @dataclass(frozen=True)
 class Result:
-    """One student's autograding: nbgrader's verdict, the score it recorded, how long it took."""
+    """One student's autograding: nbgrader's verdict, the score it recorded, how long it took, and what the
+    instructor should know (files the intake left out, answer cells to read before trusting their score)."""
 
     student: str
     ok: bool
@@ -33,6 +34,7 @@ class Result:
     max_score: float
     seconds: float
     log: str = ""
+    notes: tuple[str, ...] = ()
 
 
 def submitted_students(root: Path, assignment: str) -> list[str]:
@@ -129,8 +131,12 @@ def _grade_one(assignment: str, student: str) -> Result:
         with api.gradebook as gb:
             submission = gb.find_submission(assignment, student)
             score, max_score = submission.score, submission.max_score
+    from grader.intake import intake_notes
+
+    notes = (*intake_notes(Path.cwd(), student, assignment), *intake_notes(Path.cwd(), student, assignment, "review"))
     return Result(student, bool(outcome["success"]), score, max_score, time.perf_counter() - start,
-                  "" if outcome["success"] else _reason(outcome.get("error", "") or "", outcome.get("log", "") or ""))
+                  "" if outcome["success"] else _reason(outcome.get("error", "") or "", outcome.get("log", "") or ""),
+                  notes)
 
 
 def _reason(error: str, log: str) -> str:
@@ -151,4 +157,6 @@ def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = 
         done.append(r)
         verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else f"could not be autograded: {r.log}"
         write(f"[{len(done):>{width}}/{total}] {r.student}: {verdict}  ({r.seconds:.1f} s)")
+        for note in r.notes:
+            write(f"{'':>{2 * width + 3}} {note}")
     return done

@@ -235,7 +235,7 @@ def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
 
 
 def _steps_of(timeline: Timeline, kind: str) -> tuple[int, int]:
-    running = (grid(timeline).kinds() == kind).any(axis=0)
+    running = [any(cell == kind for cell in column) for column in zip(*grid(timeline).kinds())]
     steps = [t + 1 for t, yes in enumerate(running) if yes]
     return steps[0], steps[-1]
 

@@ -90,8 +90,8 @@ class FormulaJudge:
 
     def judge(self, data: Mapping[str, object], v: Values) -> str:
         for name, cases in self.calls(v).items():
-            results = read_results(data, name)
             shown = self.form.arguments(name, v)
+            results = read_results(data, name, hidden=[c for c in cases if c not in shown])
             for args in cases:
                 call = f"{name}({', '.join(map(str, args))})"
                 if args not in results:

@@ -81,7 +81,7 @@ class FormulaJudge:
         return {self.form.name: (self.form.own(v), self.form.example, *HIDDEN_CASES)}
 
     def judge(self, data: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        results = read_results(data, self.form.name)
+        results = read_results(data, self.form.name, hidden=HIDDEN_CASES)
         for args in self.calls(v)[self.form.name]:
             p, m, k, f, b = args
             call = f"{self.form.name}({p}, {m}, {k}, {f:g}, {b:g})"

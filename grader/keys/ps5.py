@@ -17,7 +17,14 @@ from ppedu.grading.students import pick
 
 @dataclass(frozen=True)
 class ExecutorJudge:
+    """The executor, run by ps5's harness, which measures memory in the same process as the student's code: a
+    cell that reaches for these (the grading code, the interpreter's frames and objects) could rewrite what
+    is measured, so what was measured is not believed (``data["__reaches__"]``, from the judge)."""
+
     form: ExecutorQuestion
+    tampering = ("ppedu.grading", "ctypes", "sys._getframe", "sys.settrace", "sys.setprofile", "__code__",
+                 "__closure__", "__globals__", "f_back", "f_locals", "f_globals", "gc.get_objects", "gc.get_referrers",
+                 "gc.get_referents")
 
     def hidden(self, v: Values) -> tuple[Spec, ...]:
         name, _, _, chunks = self.form.sizes[0]
@@ -30,7 +37,8 @@ class ExecutorJudge:
 
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
         specs = [args[0] for args in self.calls(v)["run_pipeline"]]
-        return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v))
+        return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v),
+                      untrusted=data.get("__reaches__", ()))
 
 
 KEYS: dict[str, Any] = {name: ExecutorJudge(q) for name, q in QUESTIONS.items()}

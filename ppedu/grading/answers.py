@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from ppedu.feedback import Wrong
@@ -29,28 +31,77 @@ _MISSING = object()
 MAX_ITEMS, MAX_TEXT = 100_000, 2_000
 
 
-def plain(value: object, depth: int = 0) -> object:
-    """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``."""
+def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> object:
+    """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``.
+
+    No code of the value's own runs: only Python's, numpy's and torch's own types are read, each through its
+    type's own methods (a subclass that overrides ``__float__``, ``__iter__`` or ``item`` changes nothing), so
+    a value that loops, exits or lies when read is just its type's name. At most :data:`MAX_ITEMS` items are
+    read in all, :data:`MAX_TEXT` characters per text, four levels deep.
+    """
+    budget = [MAX_ITEMS] if budget is None else budget
+    budget[0] -= 1
+    data: Any = value
+    kind = type(data)  # never the value's own attributes: isinstance would ask it for __class__
     try:
-        if getattr(value, "shape", None) == () and hasattr(value, "item"):  # numpy/torch scalars, 0-d arrays
-            value = value.item()
-        if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b":
-            return bool(value)
-        if isinstance(value, numbers.Integral):
-            return int(value)
-        if isinstance(value, numbers.Real):
-            return float(value)
-        if isinstance(value, str):
-            return str.__str__(value)[:MAX_TEXT]
-        if hasattr(value, "stages") and type(value).__name__ == "Schedule":  # a ppedu Schedule: its op lists
-            value = value.stages
-        if depth < 4 and (isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray"):
-            return [plain(x, depth + 1) for x in list(value)[:MAX_ITEMS]]  # type: ignore[call-overload]
-        if depth < 4 and isinstance(value, dict):
-            return {str(k)[:MAX_TEXT]: plain(x, depth + 1) for k, x in list(value.items())[:MAX_ITEMS]}
+        if issubclass(kind, bool):
+            return bool.__bool__(data)
+        if issubclass(kind, int):
+            return int.__int__(data)
+        if issubclass(kind, float):
+            return float.__float__(data)
+        if issubclass(kind, str):
+            return str.__str__(data)[:MAX_TEXT]
+        if kind in (Fraction, Decimal):
+            return float(data)
+        if (scalar := _library_scalar(data)) is not _MISSING:
+            return plain(scalar, depth, budget)
+        schedule = getattr(sys.modules.get("ppedu.ops"), "Schedule", None)
+        if schedule is not None and kind is schedule:  # a ppedu Schedule: its op lists
+            data = data.stages
+            kind = type(data)
+        items: list[Any] | None = None
+        if issubclass(kind, list):
+            items = list.copy(data)
+        elif issubclass(kind, tuple):
+            items = list(tuple.__getitem__(data, slice(None)))
+        elif (array := _library_array(data)) is not None:
+            items = array
+        if items is not None and depth < 4:
+            return [plain(x, depth + 1, budget) for x in items[:max(budget[0], 0)]]
+        if issubclass(kind, dict) and depth < 4:
+            pairs = [(k, x) for k, x in dict.items(data) if type(k) in (str, int)][:max(budget[0], 0)]
+            return {str(k)[:MAX_TEXT]: plain(x, depth + 1, budget) for k, x in pairs}
     except Exception:  # a value that breaks on conversion is no answer; say what it was
         pass
-    return {"__type__": type(value).__name__[:60]}
+    return {"__type__": str(type.__getattribute__(kind, "__name__"))[:60]}
+
+
+def _library_scalar(value: object) -> object:
+    """A numpy or torch scalar (or 0-d array, or one-element tensor) as a Python number, by the library's own
+    method; else ``_MISSING``. Only libraries already imported are looked at."""
+    numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
+    if numpy is not None and issubclass(kind, numpy.generic):
+        return numpy.generic.item(value)
+    if numpy is not None and issubclass(kind, numpy.ndarray) and numpy.ndarray.__dict__["ndim"].__get__(value) == 0:
+        return numpy.ndarray.item(value)
+    if torch is not None and issubclass(kind, torch.Tensor) and torch.Tensor.dim(value) == 0:
+        return torch.Tensor.item(value)
+    return _MISSING
+
+
+def _library_array(value: object) -> list[Any] | None:
+    """A numpy array's or a torch tensor's rows as a list, read by the library's own method (at most MAX_ITEMS)."""
+    numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
+    if numpy is not None and issubclass(kind, numpy.ndarray):
+        if numpy.ndarray.__dict__["size"].__get__(value) > MAX_ITEMS:
+            return None
+        return list(numpy.ndarray.tolist(value))
+    if torch is not None and issubclass(kind, torch.Tensor):
+        if torch.Tensor.numel(value) > MAX_ITEMS:
+            return None
+        return list(torch.Tensor.tolist(value))
+    return None
 
 
 def kind(value: object) -> str:
@@ -221,12 +272,18 @@ def raised(result: object) -> str | None:
 
 
 
-def results(data: Mapping[str, object], name: str) -> dict[tuple[Any, ...], float]:
+def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any, ...]] = ()) -> dict[tuple[Any, ...], float]:
     """The student's function ``name`` as :func:`calls` sent it: its results by arguments, read as
-    numbers; :class:`Wrong` says what is off (not defined, not a function, still the stub, raised).
+    numbers; :class:`Wrong` says what is off (not defined, not a function, still the stub, raised), never
+    naming an input in ``hidden`` nor repeating what the function said about one.
 
     >>> results({"f": [[[2], 0.5]]}, "f")
     {(2,): 0.5}
+    >>> try:
+    ...     results({"f": [[[2], 0.5], [[7], {"__raised__": "ValueError", "message": "7 is odd"}]]}, "f", [(7,)])
+    ... except Wrong as wrong:
+    ...     print(wrong)
+    `f` raised ValueError on an input the autograder chose (not shown)
     """
     got = data.get(name)
     if got is None:
@@ -235,39 +292,15 @@ def results(data: Mapping[str, object], name: str) -> dict[tuple[Any, ...], floa
         raise Wrong(f"`{name}` is a {kind(got)}; it should be the function you define with `def {name}(...)`.")
     out = {}
     for args, result in got:
-        call = f"{name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})"
+        secret = tuple(args) in hidden
+        call = f"{name} (on an input the autograder chose, not shown)" if secret else (
+            f"{name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})")
         if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
             raise Wrong(f"`{name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
+        if secret and isinstance(result, dict) and "__raised__" in result:
+            raise Wrong(f"`{name}` raised {str(result['__raised__'])[:60]} on an input the autograder chose (not shown)")
         if why := raised(result):
             raise Wrong(f"{call} {why}")
         out[tuple(args)] = Number(call).read({call: result})
     return out
 
-@contextmanager
-def without(functions: Sequence[Callable[..., object]], why: str) -> Iterator[None]:
-    """While inside, each of ``functions`` raises ``RuntimeError(why)`` instead of running: its code
-    is swapped, so a name it was imported under elsewhere stops working too. Put back afterwards.
-
-    >>> def double(x):
-    ...     return 2 * x
-    >>> twice = double
-    >>> with without([double], "write it yourself"):
-    ...     calls({"f": lambda x: twice(x)}, "f", [(1,)])
-    [[[1], {'__raised__': 'RuntimeError', 'message': 'write it yourself'}]]
-    >>> twice(2)
-    4
-    """
-    namespace: dict[str, Any] = {}
-    exec(f"def stand_in(*args, **kwargs):\n    raise RuntimeError({why!r})", namespace)
-    stub = namespace["stand_in"].__code__
-    swapped = []
-    try:
-        for f in functions:
-            code = getattr(f, "__code__", None)
-            if code is not None and not code.co_freevars:
-                swapped.append((f, code))
-                f.__code__ = stub
-        yield
-    finally:
-        for f, code in swapped:
-            f.__code__ = code

@@ -1,4 +1,4 @@
-"""Running one answer cell's functions where the student's notebook cannot reach: a fresh interpreter
+r"""Running one answer cell's functions where the student's notebook cannot reach: a fresh interpreter
 in a sandbox of its own, holding only that cell's code (after the imports of the release's setup
 cell that exist there), called on inputs the caller chooses, with its results sent back as data over
 a pipe the caller owns. The implementations a question forbids are not patched away in memory: they
@@ -28,6 +28,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +116,13 @@ def closure(modules: Sequence[str]) -> set[str]:
 @functools.cache
 def view(library: Library) -> Path:
     """A copy of the ppedu package holding only ``library``'s modules (package ``__init__`` files not
-    asked for are empty), made once per process."""
+    asked for are empty), made once per process and removed when it ends."""
     from ppedu.grading import sandbox
 
     own = sandbox.installed_ppedu()
     root = Path(tempfile.mkdtemp(prefix="ppedu-library-")) / "ppedu"
+    # removed when this process ends; multiprocessing's finalizers run in forked workers too, atexit's do not
+    Finalize(None, shutil.rmtree, args=(root.parent,), kwargs={"ignore_errors": True}, exitpriority=1)
     for name in sorted(closure((*ALWAYS, *library.ppedu))):
         source = _module_file(name)
         assert source is not None

@@ -122,7 +122,11 @@ class SandboxedExecute(Execute):
         if self._facts["died"] is None and self._assignment and cell.cell_type == "code":
             question = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if cell.metadata.get("nbgrader", {}).get("grade") and question in load(self._assignment).QUESTIONS:
-                self._facts["answers"][question] = run_sync(self._ask)(question)
+                try:
+                    self._facts["answers"][question] = run_sync(self._ask)(question)
+                except TimeoutError:
+                    self._facts.update(died=index, why="reading its answers did not end")
+                    run_sync(self._stop_kernel)()
         return cell, resources
 
     async def _stop_kernel(self) -> None:
@@ -136,8 +140,8 @@ class SandboxedExecute(Execute):
                                  user_expressions={"answers": ASK.format(self._assignment, question)})
         try:
             reply = await self.async_wait_for_reply(msg_id)
-        except Exception:  # the kernel did not answer in time: no answers
-            return None
+        except Exception:  # no answer in time: the kernel is stuck in something of the student's
+            raise TimeoutError from None
         result = (reply or {}).get("content", {}).get("user_expressions", {}).get("answers", {})
         if result.get("status") != "ok":
             return {"__raised__": str(result.get("ename", "Error"))[:60], "message": str(result.get("evalue", ""))[:300]}
@@ -152,7 +156,7 @@ class SandboxedExecute(Execute):
     async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> None | dict[str, Any]:
         self._stopped_cell = cell
         assert self.km is not None and self.kc is not None
-        await ensure_async(self.km.interrupt_kernel())
+        await self.km.interrupt_kernel()
         try:  # the interrupted cell's own reply, if the interrupt stops it
             await ensure_async(self.kc.shell_channel.get_msg(timeout=self.interrupt_grace))
         except Empty:
@@ -164,7 +168,7 @@ class SandboxedExecute(Execute):
         out = super().output(outs, msg, display_id, cell_index)
         if out is None or not outs or outs[-1] is not out:
             return out
-        size = len(str(out.get("text", ""))) + sum(len(str(v)) for v in out.get("data", {}).values())
+        size = _size(out)
         used = self._used.get(cell_index, 0)
         self._used[cell_index] = used + size
         if used + size <= self.max_output:
@@ -175,6 +179,25 @@ class SandboxedExecute(Execute):
             out.text = out.text[:room]
             outs.append(out)
         if used <= self.max_output:
-            outs.append(NotebookNode(output_type="stream", name="stdout",
-                                     text=f"\n[… output cut: a cell keeps at most {self.max_output // 1000} kB]\n"))
+            outs.append(NotebookNode(output_type="stream", name="stdout", text=f"\n{self._cut}\n"))
         return None
+
+    def _update_display_id(self, display_id: str, msg: dict[str, Any]) -> None:
+        """An update of a shown output counts against its cell's output like a new one."""
+        for cell_index, indices in self._display_id_map.get(display_id, {}).items():
+            outputs = self.nb.cells[cell_index].outputs
+            old = sum(_size(outputs[i]) for i in indices)
+            new = len(indices) * _size(msg.get("content", {}))
+            if self._used.get(cell_index, 0) - old + new > self.max_output:
+                msg["content"]["data"], new = {"text/plain": self._cut}, 0
+            self._used[cell_index] = self._used.get(cell_index, 0) - old + new
+        super()._update_display_id(display_id, msg)
+
+    @property
+    def _cut(self) -> str:
+        return f"[… output cut: a cell keeps at most {self.max_output // 1000} kB]"
+
+
+def _size(output: dict[str, Any]) -> int:
+    """About how many bytes an output (or a message's content) holds."""
+    return len(str(output.get("text", ""))) + sum(len(str(v)) for v in output.get("data", {}).values())

@@ -30,7 +30,7 @@ def statements(source: str) -> list[ast.Module]:
     return [ast.Module([node], []) for node in tree.body]
 
 
-class Values(dict):  # type: ignore[type-arg]
+class Values(dict[str, object]):
     """The student's values, read as ``values.p`` or ``values["p"]``, as in the notebook."""
 
     def __getattr__(self, name: str) -> object:

@@ -80,7 +80,7 @@ def cell_of(function: object) -> str | None:
 
     filename = getattr(getattr(function, "__code__", None), "co_filename", None)
     entry = linecache.cache.get(filename) if isinstance(filename, str) else None
-    return "".join(entry[2]) if entry is not None and entry[1] is None else None  # a cell: no file, no mtime
+    return "".join(entry[2]) if entry is not None and len(entry) == 4 and entry[1] is None else None  # a cell: no mtime
 
 
 def run_alone(code: Code, namespace: Mapping[str, object], calls: Mapping[str, Sequence[Sequence[Any]]],
@@ -98,7 +98,7 @@ def run_alone(code: Code, namespace: Mapping[str, object], calls: Mapping[str, S
     if len(set(cells.values())) > 1:
         raise Wrong(" and ".join(f"`{n}`" for n in cells) + " must be written in the same answer cell: the "
                     "autograder runs that cell on its own.")
-    source = next(iter(cells.values()), "")
+    source = next((cell for cell in cells.values() if cell is not None), "")
     return evaluate(code, source, calls, values, timeout=120, use_sandbox=unavailable() is None)
 
 

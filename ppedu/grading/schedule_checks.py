@@ -93,7 +93,8 @@ def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int
     failures: dict[str, str] = {}
     given = {tuple(args): result for args, result in results} if isinstance(results, list) else {}
     for args in sizes:
-        where = "(on a size the autograder chose, not shown)" if tuple(args) in hidden else _size(args)
+        secret = tuple(args) in hidden  # no number of it in a message, nor what the student's code said of it
+        where = "(on a size the autograder chose, not shown)" if secret else _size(args)
         if not isinstance(results, list):
             why = "is not defined: write it in its cell and run that cell" if results is None else (
                 f"is a {kind(results)}, not a function")
@@ -106,27 +107,32 @@ def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int
         if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(PROPERTIES, "— the function is still the stub")
             break
-        if error := raised(result):
-            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {error}")
+        if problem := raised(result):  # on a hidden size, only the error's name: its message may echo the size
+            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {problem.split(':')[0] if secret else problem}")
             break
         ref = simulate(build(reference, *args), COSTS)
         try:
             schedule = to_schedule(result, reference, args)
             schedule.validate()
-        except ValueError as error:
-            failures = {prop: failures.get(prop, f"{where}: {error}") for prop in PROPERTIES}
+        except ValueError as invalid:
+            why = "it is not a valid order of every operation once" if secret else str(invalid)
+            failures = {prop: failures.get(prop, f"{where}: {why}") for prop in PROPERTIES}
             break
         try:
             timeline: Timeline | None = simulate(schedule, COSTS)
         except ValueError as error:
             for prop in PROPERTIES[1:]:
-                failures.setdefault(prop, f"{where}: {error}")
+                failures.setdefault(prop, f"{where}: {'the order deadlocks' if secret else error}")
             continue
         assert timeline is not None
         if timeline.makespan != ref.makespan:
-            failures.setdefault("makespan", f"{where}: {timeline.makespan:g} time units (f=1, b=2), not {reference}'s")
+            failures.setdefault("makespan", f"{where}: " + (f"not {reference}'s makespan" if secret else
+                                                            f"{timeline.makespan:g} time units (f=1, b=2), not {reference}'s"))
         peak, want = timeline.peak_activations, ref.peak_activations
-        if peak != want:
+        if peak != want and secret:
+            failures.setdefault("peak activations", f"{where}: a GPU holds more or fewer micro-batches' activations "
+                                f"at once than {reference}'s")
+        elif peak != want:
             s = next(i for i, (a, b) in enumerate(zip(peak, want)) if a != b)
             more = "more" if peak[s] > want[s] else "fewer"
             failures.setdefault("peak activations", f"{where}: GPU {s} holds {peak[s]} micro-batches' activations at "

@@ -93,6 +93,15 @@ def loopback():
     raise OSError("nothing listens")
 attempt("loopback", loopback)
 """,
+    "secret_printer": """
+def show(path):
+    text = open(path).read()
+    print(text)
+    assert text
+print(dict(os.environ))
+for target in ["{course}/secrets.txt", *glob.glob("/tmp/canary-*"), "/proc/1/environ", f"/proc/{os.getppid()}/environ"]:
+    attempt(target, lambda: show(target))
+""",
     "process_killer": """
 import signal
 def others():
@@ -357,6 +366,12 @@ def leak():
     print(sqlite3.connect("{course}/gradebook.db").execute("SELECT id FROM student").fetchall())
 attempt("leak", leak)
 """ + SPOIL}),
+    # a cell deaf to the interrupt: the kernel is stopped, the tests already run keep their points
+    "ignores_interrupt": Case("ps1", append={"q2_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                          "while True:\n    pass"}, lost={"one_f_one_b": 1}),
+    # output in the answers' old media type is output like any other: capped, never read as an answer
+    "answers_type_bomb": Case("ps1", append={"q2_answer": "from IPython.display import display\nfor _ in range(30):\n"
+                                                          "    display({'text/x-ppedu-answers': 'x' * 10**6}, raw=True)"}),
     "fork_bomb": Case("ps1", append={"q5_answer": FORK_BOMB}),
     "memory_bomb": Case("ps1", append={"q4_answer": MEMORY_BOMB}),
     "output_bomb": Case("ps1", append={"q2_answer": OUTPUT_BOMB}),

@@ -22,8 +22,13 @@ clashes with corpus.py's. As in corpus.py, an attack that tries to *reach* somet
 limit) starts from right work and spoils its answer ``T`` if it succeeds (:data:`REACH` / :data:`SPOIL`), and an
 attack that tries to *gain* points starts from work that earns none. Hangs are only in ps1 (15 s per cell there).
 
-``HOSTILE`` maps each assignment (``counting`` too) to its cases; ``tests/grading/test_autograde.py`` grades them
-beside corpus.py's ``CORPUS``.
+``HOSTILE`` maps each assignment (``counting`` too) to its cases, for ``tests/grading/test_autograde.py`` to grade
+beside corpus.py's ``CORPUS``; ``CLASSES`` holds the same cases by class, and ``CHECKS`` what a score cannot show
+(the autograded notebook's size, hidden inputs in the feedback, a grader that never ends).
+
+Careful: a grader that still follows links, or reads what is not a regular file, fills the disk on
+``h_link_to_dev_zero`` and ``h_device_in_folder``, the memory on ``h_notebook_link_to_dev_zero``, and hangs for ever
+on ``h_notebook_is_a_fifo``; try such a grader on them only under ``ulimit -f``/``-v`` and a time-out.
 """
 
 from __future__ import annotations
@@ -107,6 +112,15 @@ def _write(name: str | bytes, data: str | bytes) -> Folder:
     return run
 
 
+def _readable_only(step: Folder, target: str) -> Folder:
+    """``step`` only where whoever grades could read ``target`` (else the link shows nothing, and breaks a non-root
+    test run that reads every file of the course)."""
+    def run(folder: Path, fill: dict[str, str]) -> None:
+        if os.access(target, os.R_OK):
+            step(folder, fill)
+    return run
+
+
 def _fifo(name: str) -> Folder:
     def run(folder: Path, fill: dict[str, str]) -> None:
         if (folder / name).exists():
@@ -164,11 +178,17 @@ def _json_raw(change: Callable[[dict[str, Any]], Any]) -> Callable[[bytes], byte
     return raw
 
 
+def _index(nb: dict[str, Any], grade_id: str) -> int:
+    """Where the cell ``grade_id`` is in the notebook's JSON."""
+    return next(i for i, c in enumerate(nb["cells"])
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
 def _own_markdown(source: str, after: str) -> Callable[[dict[str, Any]], None]:
     """An own markdown cell (``source``) after the cell ``after`` (a grade_id), in the notebook's JSON."""
     def change(nb: dict[str, Any]) -> None:
-        at = next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == after)
-        nb["cells"].insert(at + 1, {"cell_type": "markdown", "id": "my-notes", "metadata": {}, "source": source})
+        cell = {"cell_type": "markdown", "id": "my-notes", "metadata": {}, "source": source}
+        nb["cells"].insert(_index(nb, after) + 1, cell)
     return change
 
 
@@ -198,8 +218,8 @@ def _ppedu_forged():
     _PPEDU_FORGED.update({
         "gpipe_slots": {"T": slow.makespan, "total_slots": slow.total_slots},
         "gpipe_idle": {"idle_slots": slow.idle_slots, "bubble": slow.bubble_ratio},
-        "one_f_one_b": {"bubble_1f1b": one,
-                        "compared_with_gpipe": "equal" if abs(one - two) < 1e-9 else ("smaller" if one < two else "larger")}})
+        "one_f_one_b": {"bubble_1f1b": one, "compared_with_gpipe": "equal" if abs(one - two) < 1e-9
+                        else ("smaller" if one < two else "larger")}})
     for question in ("closed_form", "microbatches", "conversion"):
         try:
             form = QUESTIONS[question]
@@ -290,13 +310,14 @@ def peek(name, looks_like):
 
 LINKS_TO_SECRETS = PEEK + """
 attempt("/etc/shadow", lambda: peek("shadow", lambda d: b"root:" in d))
-attempt("the grader's environment", lambda: peek("environ", lambda d: b"=" in d and b"PPEDU_STUDENT_ID={student}" not in d))
+attempt("the grader's environment", lambda: peek("environ", lambda d: b"=" in d
+                                                 and b"PPEDU_STUDENT_ID={student}" not in d))
 attempt("the grader's working folder", lambda: peek("cwd/nbgrader_config.py", lambda d: b"CourseDirectory" in d))
 attempt("the grader's command line", lambda: peek("cmdline", lambda d: b"ipykernel" not in d and b"python" in d))
 """
 LINKS_TO_COURSE = PEEK + """
 attempt("keys, relative link", lambda: peek("keys.py", lambda d: b"KEYS" in d))
-attempt("gradebook", lambda: peek("marks.db", lambda d: d.startswith(b"SQLite format 3")))
+attempt("gradebook", lambda: peek("old/gradebook.db", lambda d: d.startswith(b"SQLite format 3")))
 attempt("solutions", lambda: peek("answers.json", lambda d: b"BEGIN SOLUTION" in d))
 attempt("classmate", lambda: peek("friend.json", lambda d: b"BEGIN SOLUTION" in d))
 attempt("nested link", lambda: peek("notes/deep/er/key.txt", lambda d: b"KEYS" in d))
@@ -324,10 +345,10 @@ INTAKE: dict[str, Case] = {
         _remove_notebook, _hardlink("ps1.ipynb", "{course}/submitted/bystander_solved/ps1/ps1.ipynb")), lost=PS1_ALL),
     # right work; extra files that are links, read by the notebook: a breach spoils T
     "h_links_to_system_secrets": Case("ps1", append={"q1a_answer": REACH + LINKS_TO_SECRETS + SPOIL}, folder=_then(
-        _symlink("shadow", "/etc/shadow"), _symlink("environ", "/proc/self/environ"),
+        _readable_only(_symlink("shadow", "/etc/shadow"), "/etc/shadow"), _symlink("environ", "/proc/self/environ"),
         _symlink("cwd", "/proc/self/cwd"), _symlink("cmdline", "/proc/self/cmdline"))),
     "h_links_to_course_files": Case("ps1", append={"q1a_answer": REACH + LINKS_TO_COURSE + SPOIL}, folder=_then(
-        _symlink("keys.py", "../../../grader/keys/ps1.py"), _symlink("marks.db", "{course}/gradebook.db"),
+        _symlink("keys.py", "../../../grader/keys/ps1.py"), _symlink("old/gradebook.db", "{course}/gradebook.db"),
         _symlink("answers.json", "{course}/solutions/ps5/ps5.ipynb"),
         _symlink("friend.json", "../../bystander_solved/ps1/ps1.ipynb"),
         _symlink("notes/deep/er/key.txt", "{course}/grader/keys/ps1.py"), _symlink("course", "{course}"),
@@ -429,7 +450,8 @@ except Exception:
 MEMO_IN_KERNEL = """
 from ppedu import formulas as _formulas
 _TABLE = {(p, m): _formulas.bubble_ratio(p, m) for p in range(1, 17) for m in range(1, 129)}
-_TABLE_V = {(p, m, w): _formulas.bubble_ratio(p, m, w) for p in range(1, 17) for m in range(1, 129) for w in range(2, 6)}
+_TABLE_V = {(p, m, w): _formulas.bubble_ratio(p, m, w)
+            for p in range(1, 17) for m in range(1, 129) for w in range(2, 6)}
 """
 MEMO_LOOKUP = """
 def bubble_ratio(p, m):
@@ -492,43 +514,64 @@ def _pycache_module(folder: Path, fill: dict[str, str]) -> None:
 
     source = folder / "helpers.py"
     source.write_text("# scratch space, nothing here yet\n")
-    hidden = (f"import importlib.util\n_spec = importlib.util.spec_from_file_location('f', {fill['{ppedu}'] + '/formulas.py'!r})\n"
+    formulas = fill["{ppedu}"] + "/formulas.py"
+    hidden = (f"import importlib.util\n_spec = importlib.util.spec_from_file_location('f', {formulas!r})\n"
               "_f = importlib.util.module_from_spec(_spec)\n_spec.loader.exec_module(_f)\n"
               "bubble_ratio = lambda p, m: _f.bubble_ratio(p, m)\nbubble_interleaved = _f.bubble_ratio\n")
     st = source.stat()
     cache = folder / "__pycache__"
     cache.mkdir(exist_ok=True)
-    header = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little") + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") \
-        + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    header = b"".join((importlib.util.MAGIC_NUMBER, (0).to_bytes(4, "little"),
+                       (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little"),
+                       (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")))
     (cache / f"helpers.{sys.implementation.cache_tag}.pyc").write_bytes(
         header + marshal.dumps(compile(hidden, str(source), "exec")))
     (folder / "mathhelp.pyc").write_bytes(header + marshal.dumps(compile(hidden, "mathhelp.py", "exec")))  # sourceless
 
 
-def _thin_ppedu(files: dict[str, str], copies: tuple[str, ...] = ()) -> Folder:
-    """A ``ppedu/`` beside the notebook that the kernel imports first (it starts in the folder): each package
-    searches its own folder, then the installed one's; ``files`` (path -> text, ``{real}`` the installed file's text)
-    and ``copies`` (installed subfolders copied whole, where the kernel sees only stand-ins) replace what they name."""
+def _ppedu_with_copies(*copies: str) -> Folder:
+    """A ``ppedu/`` beside the notebook that the kernel imports first (it starts in the folder): a package that
+    searches its own folder, then the installed one's, with ``copies`` (installed subpackages, copied whole while the
+    kernel sees only stand-ins of them) in its own."""
     def run(folder: Path, fill: dict[str, str]) -> None:
         real = Path(fill["{ppedu}"])
         shadow = folder / "ppedu"
         for sub in copies:
             shutil.copytree(real / sub, shadow / sub, ignore=shutil.ignore_patterns("__pycache__", "data"))
-        packages = {"", *(str(Path(p).parent) for p in files if Path(p).parent != Path("."))} - {"."}
-        for package in sorted(packages):
-            init = shadow / package / "__init__.py"
-            init.parent.mkdir(parents=True, exist_ok=True)
-            origin = real / package / "__init__.py"
-            init.write_text(f"import os as _os\n__path__ = [_os.path.dirname(__file__), {str(origin.parent)!r}]\n"
-                            f"__file__ = {str(origin)!r}\nexec(compile(open(__file__).read(), __file__, 'exec'))\n")
-        for name, text in files.items():
-            original = (real / name).read_text() if (real / name).is_file() else ""
-            (shadow / name).write_text(text.replace("{real}", original))
+        (shadow / "__init__.py").write_text(
+            f"import os as _os\n__path__ = [_os.path.dirname(__file__), {str(real)!r}]\n"
+            f"__file__ = {str(real / '__init__.py')!r}\nexec(compile(open(__file__).read(), __file__, 'exec'))\n")
     return run
 
 
-#: ppedu's answers.py with the hiding helper made a no-op (in the version shipped beside the notebook).
-NO_HIDING = {"grading/answers.py": "{real}\n\nfrom contextlib import nullcontext as _n\nwithout = lambda *a, **k: _n()\n"}
+
+def _imports_the_real(module: str) -> str:
+    """The opening of a package shipped beside the notebook under ``module``'s name: imported first, it puts the
+    installed package in its own place, wherever that is, so that what follows can patch it."""
+    return """
+import importlib, os, sys
+
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+del sys.modules["MODULE"]
+_path = sys.path[:]
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+try:
+    _real = importlib.import_module("MODULE")
+finally:
+    sys.path[:] = _path
+sys.modules["MODULE"] = _real
+""".replace("MODULE", module)
+
+#: A ``ppedu/__init__.py`` beside the notebook: imported first (the kernel starts in the folder), it puts the
+#: installed ppedu in its own place, wherever that is, and then switches the hiding off.
+SELF_REPLACING_PPEDU = _imports_the_real("ppedu") + """try:
+    import contextlib
+    import ppedu.grading.answers as _answers
+    import ppedu.grading.assignments.ps1 as _ps1
+    _answers.without = _ps1.without = lambda *args, **kwargs: contextlib.nullcontext()
+except Exception:
+    pass
+"""
 
 LIBRARY_SCHEDULE_CALLS = """
 from ppedu import schedules
@@ -588,14 +631,16 @@ from ppedu.ops import Op, Schedule
 from ppedu.schedules import one_f_one_b
 from ppedu.simulate import simulate as _simulate
 
-_sim = types.FunctionType(_simulate.__code__, _simulate.__globals__, "_sim", _simulate.__defaults__, _simulate.__closure__)
+_sim = types.FunctionType(_simulate.__code__, _simulate.__globals__, "_sim", _simulate.__defaults__,
+                          _simulate.__closure__)
 _sim.__kwdefaults__ = _simulate.__kwdefaults__
 
 
 def waves_makespan(p, m, k, f, b):
     size = m // k
     wave = one_f_one_b(p, size).stages
-    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j]) for j in range(p))
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
+                   for j in range(p))
     return _sim(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 """
 SHIPPED_EXECUTOR = """
@@ -624,14 +669,16 @@ UNHIDING: dict[str, dict[str, Case]] = {
                                            "q5_answer": "from ppedu import formulas\n\n\ndef idle_share(r):\n"
                                                         "    return formulas.to_idle_total(r)"},
                                   lost={"closed_form": 2, "conversion": 1}),
-        "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL}, replace={"q3_answer": MEMO_LOOKUP},
+        "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL},
+                                         replace={"q3_answer": MEMO_LOOKUP},
                                          lost={"closed_form": 2}),
         "h_table_shipped_in_folder": Case("ps1", replace={"q3_answer": TABLE_FILE}, folder=_bubble_table,
                                           lost={"closed_form": 2}),
         "h_pycache_and_sourceless_module": Case("ps1", replace={"q3_answer": FROM_SHIPPED_MODULE
                                                                 + "from mathhelp import bubble_ratio as _b\n"},
                                                 folder=_pycache_module, lost={"closed_form": 2}),
-        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS}, folder=_thin_ppedu(NO_HIDING),
+        "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS},
+                                              folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
         # careless: the function leans on an import made in another cell (the fresh interpreter has no `math`)
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
@@ -643,11 +690,12 @@ def fewest_microbatches(p, target, v):
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
                                                                            "q2_answer": "", "q3_answer": ""},
-                                              folder=_thin_ppedu({}, copies=("schedules",)), lost=PS3_ALL),
+                                              folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
                                                 lost={"interleaved_1f1b": 4}),
         # careless: question 2 calls a helper defined in question 1's cell
-        "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1}, replace={"q2_answer": USES_Q1_HELPER},
+        "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
+                                           replace={"q2_answer": USES_Q1_HELPER},
                                            lost={"one_f_one_b": 4}),
     },
     "ps4": {
@@ -759,19 +807,7 @@ def _ppedu_global(frame, event, arg):
 
 sys.settrace(_ppedu_global)
 """
-NUMPY_SHADOW = """
-import importlib, os, sys
-
-_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-del sys.modules["numpy"]
-_path = sys.path[:]
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-try:
-    _real = importlib.import_module("numpy")
-finally:
-    sys.path[:] = _path
-sys.modules["numpy"] = _real
-""" + FORGER_FILE
+NUMPY_SHADOW = _imports_the_real("numpy") + FORGER_FILE
 IPYTHON_CONFIG = "c = get_config()  # noqa\nc.InteractiveShellApp.exec_files = ['forge.py']\n" \
                  "c.InteractiveShellApp.exec_lines = ['exec(open(\"forge.py\").read())']\n"
 EXIT_ON_CALL = """
@@ -855,7 +891,8 @@ from ppedu.schedules import one_f_one_b
 def _truth(p, m, k, f, b):
     size = m // k
     wave = one_f_one_b(p, size).stages
-    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j]) for j in range(p))
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
+                   for j in range(p))
     return simulate(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 
 
@@ -881,8 +918,14 @@ for _case in ((values.p, values.m, 2, values.F, values.B), (4, 8, 2, 1, 2)):
 def waves_makespan(p, m, k, f, b):
     return _MEMO.get((p, m, k, f, b), (m + p - 1) * (f + b))
 """
-# Every call raises with its own inputs in the message: the hidden inputs must not come back in the feedback.
-LEAKS_INPUTS = "def waves_makespan(p, m, k, f, b):\n    raise ValueError(f'called with {p} {m} {k} {f} {b}')"
+# Right on the inputs the student can see, an error naming the inputs on every other call: the hidden inputs must
+# not come back in the feedback (CHECKS).
+LEAKS_INPUTS = """
+def waves_makespan(p, m, k, f, b):
+    if (p, m, k, f, b) in ((values.p, values.m, 2, values.F, values.B), (4, 8, 2, 1, 2)):
+        return (m + k * (p - 1)) * (f + b)
+    raise ValueError(f"called with p={p} m={m} k={k} f={f} b={b}")
+"""
 # ps5: the grader's own request (its chosen schedules) is in the harness's frame; compute what the harness would
 # measure for a perfect executor (the unpipelined model's loss and gradients, the schedule's peaks) and write those
 # records on its channel first, then leave before the real ones.
@@ -914,7 +957,8 @@ def _forge():
         grads = torch.cat([g.reshape(-1) for g in reference_gradients(model, (images, labels), cross_entropy)]).float()
         with torch.no_grad():
             loss = float(cross_entropy(model(images), labels))
-        send({"call": [name, args], "result": {"loss": loss, "peak": list(simulate(schedule).peak_activations), "left": 0,
+        peak = list(simulate(schedule).peak_activations)
+        send({"call": [name, args], "result": {"loss": loss, "peak": peak, "left": 0,
                                                 "grads": base64.b64encode(grads.numpy().tobytes()).decode()}})
     os._exit(0)
 
@@ -933,7 +977,8 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
 def _startup_files(folder: Path, fill: dict[str, str]) -> None:
     """The forger wherever a Python or IPython might run a file at start: site and user customisation, a .pth,
     an IPython profile's startup folder, beside the notebook."""
-    for name in ("sitecustomize.py", "usercustomize.py", "forge_boot.py", ".ipython/profile_default/startup/00-forge.py",
+    for name in ("sitecustomize.py", "usercustomize.py", "forge_boot.py",
+                 ".ipython/profile_default/startup/00-forge.py",
                  ".local/lib/python3.11/site-packages/usercustomize.py"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(FORGER_FILE)
@@ -971,10 +1016,13 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
+        # the channel forged from inside: what it sends is what the forger's own code computed (GPipe's order,
+        # 3 of 4 as if returned: "gpipe_for_1f1b"), never more; the cell is listed for the instructor to read
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 1}),
     },
     "ps4": {
-        "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER}, lost={"waves": 2}),
+        "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
+                                                    lost={"waves": 2}),
         "h_hidden_inputs_leaked_in_errors": Case("ps4", replace={"q3_answer": LEAKS_INPUTS}, lost={"waves": 2}),
     },
     "ps5": {
@@ -1057,6 +1105,43 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
     return total.item()
 """
 
+# The grader's own measuring code is a module of the installed ppedu, importable where the answer cell runs: patch it
+# (whatever it is called) to report the schedule's peaks and nothing left, then hoard.
+MEASUREMENT_PATCHED = """
+try:
+    import ppedu.grading.assignments.ps5 as _grading
+    from ppedu import simulate as _simulate
+    _last = {}
+    _setting = _grading._setting
+
+    def _remember(spec):
+        made = _setting(spec)
+        _last["schedule"] = made[0]
+        return made
+
+    _grading._setting = _remember
+    for _name in ("Lifetimes", "Saved"):
+        _measure = getattr(_grading, _name, None)
+        if isinstance(_measure, type):
+            class _Calm(_measure):
+                @property
+                def peak(self):
+                    if "schedule" in _last:
+                        return list(_simulate(_last["schedule"]).peak_activations)
+                    return self.__dict__.get("_peak", [])
+
+                @peak.setter
+                def peak(self, value):
+                    self.__dict__["_peak"] = value
+
+                def left(self):
+                    return 0
+
+            setattr(_grading, _name, _Calm)
+except Exception:
+    pass
+"""
+
 PS5_TRACE: dict[str, Case] = {
     # unpipelined and everything kept: both memory properties lost, loss and gradients right
     "h_unpipelined_forged_trace": Case("ps5", release=True, replace={"executor_answer": UNPIPELINED_FORGED_TRACE},
@@ -1068,6 +1153,11 @@ PS5_TRACE: dict[str, Case] = {
     # lost), none left after it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
                                 lost={"one_f_one_b": 1, "interleaved": 0.6}),
+    # the hoarder again, with the grader's measurement patched from its own cell: a cell that reaches into the
+    # grading code has neither memory property believed (GPipe's peak, right for the hoarder, too)
+    "h_measurement_patched": Case("ps5", release=True,
+                                  replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
+                                  lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2}),
 }
 
 
@@ -1114,8 +1204,8 @@ ANSWERS_FLOOD = """
 import json
 from IPython.display import display
 for _ in range(30):
-    display({"text/x-ppedu-answers": json.dumps({"assignment": "ps1", "question": "flood", "answers": "x" * 2_000_000})},
-            raw=True)
+    payload = {"assignment": "ps1", "question": "flood", "answers": "x" * 2_000_000}
+    display({"text/x-ppedu-answers": json.dumps(payload)}, raw=True)
 """
 UPDATE_FLOOD = """
 from IPython.display import display
@@ -1211,8 +1301,8 @@ def _deep_payload(info=None):
     if "globals()" in source:
         display({"text/x-ppedu-answers": _DEEP}, raw=True)
         for question in ("gpipe_slots", "gpipe_idle", "one_f_one_b", "closed_form", "microbatches", "conversion"):
-            display({"text/x-ppedu-answers": '{"assignment": "ps1", "question": "%s", "answers": %s}' % (question, _DEEP)},
-                    raw=True)
+            payload = '{"assignment": "ps1", "question": "%s", "answers": %s}' % (question, _DEEP)
+            display({"text/x-ppedu-answers": payload}, raw=True)
 
 
 get_ipython().events.register("pre_run_cell", _deep_payload)
@@ -1261,7 +1351,8 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
         "h_notebook_not_json": Case("ps1", release=True, raw=lambda data: b"<html><body>Session expired</body></html>",
                                     lost=PS1_ALL),
         "h_notebook_empty_file": Case("ps1", release=True, raw=lambda data: b"", lost=PS1_ALL),
-        "h_notebook_json_not_a_notebook": Case("ps1", release=True, raw=lambda data: b'{"cells": {"a": 1}, "nbformat": 4}',
+        "h_notebook_json_not_a_notebook": Case("ps1", release=True,
+                                               raw=lambda data: b'{"cells": {"a": 1}, "nbformat": 4}',
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
@@ -1285,7 +1376,8 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                 lost={"peaks": 2}),
         "h_answer_kills_its_reader": Case("ps2", append={"q1_answer": BOOBY_TRAPPED_PEAKS},
                                           replace={"q3_answer": USE_KEPT_PEAKS}, lost={"peaks": 2}),
-        "h_answers_serialised_deep": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": DEEP_SERIALISER}, lost=PS2_ALL),
+        "h_answers_serialised_deep": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": DEEP_SERIALISER},
+                                          lost=PS2_ALL),
     },
 }
 
@@ -1296,8 +1388,10 @@ OTHER_LINKS: dict[str, dict[str, Case]] = {
     "ps2": {"h_folder_link_to_solutions": Case("ps2", release=True, folder=_folder_is_link("{course}/solutions/ps2"),
                                                lost=PS2_ALL)},
     "ps3": {"h_notebook_link_to_solution": Case("ps3", release=True,
-                                                folder=_notebook_is_link("{course}/solutions/ps3/ps3.ipynb"), lost=PS3_ALL)},
-    "ps4": {"h_notebook_relative_link": Case("ps4", release=True, folder=_notebook_is_link("../../../solutions/ps4/ps4.ipynb"),
+                                                folder=_notebook_is_link("{course}/solutions/ps3/ps3.ipynb"),
+                                                lost=PS3_ALL)},
+    "ps4": {"h_notebook_relative_link": Case("ps4", release=True,
+                                             folder=_notebook_is_link("../../../solutions/ps4/ps4.ipynb"),
                                              lost=PS4_ALL)},
     "ps5": {"h_folder_link_to_solutions": Case("ps5", release=True, folder=_folder_is_link("{course}/solutions/ps5"),
                                                lost=PS5_ALL)},
@@ -1320,7 +1414,8 @@ def _counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.
     mark = grid(counting.timeline("mark", v))
     total, idle = int(count.total_slots), int(count.idle_slots)
     save(folder / name, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
-    save(folder / name, "mark", SlotAnswer(marked=frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))))
+    marked = frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))
+    save(folder / name, "mark", SlotAnswer(marked=marked))
 
 
 def _counting_stash(folder: Path, fill: dict[str, str]) -> None:
@@ -1378,19 +1473,21 @@ def _old_jupyterlab(nb: dict[str, Any]) -> None:
 
 def _big_saved_outputs(nb: dict[str, Any]) -> None:
     """An own cell whose saved output is a 3 MB plot (outputs are cleared before grading anyway)."""
-    at = next(i for i, c in enumerate(nb["cells"]) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "q2_answer")
-    nb["cells"].insert(at + 1, {"cell_type": "code", "execution_count": 7, "id": "my-plot", "metadata": {},
-                                "source": "render_grid(simulate(schedules.gpipe(values.p, values.m)))",
-                                "outputs": [{"output_type": "display_data", "metadata": {},
-                                             "data": {"image/png": "iVBORw0KGgo" + "A" * 3_000_000,
-                                                      "text/plain": "<Figure>"}}]})
+    plot = {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": "iVBORw0KGgo" + "A" * 3_000_000, "text/plain": "<Figure>"}}
+    nb["cells"].insert(_index(nb, "q2_answer") + 1, {
+        "cell_type": "code", "execution_count": 7, "id": "my-plot", "metadata": {}, "outputs": [plot],
+        "source": "render_grid(simulate(schedules.gpipe(values.p, values.m)))"})
 
 
 MAGICS_AND_STRAYS = {
-    "q3_answer": "from __future__ import annotations\n\n\n" + RIGHT_CLOSED_FORMS.replace("(p, m):", "(p: int, m: int) -> float:")
+    "q3_answer": "from __future__ import annotations\n\n\n"
+                 + RIGHT_CLOSED_FORMS.replace("(p, m):", "(p: int, m: int) -> float:")
                  + "\n\n\n%time bubble_ratio(4, 4)\n!echo checked\nprint(bubble_interleaved(4, 8, 2))",
     "q4_answer": "import math\n\n\ndef fewest_microbatches(p, target, v):\n"
-                 "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n    return max(m, p if v > 1 else 1)\n\n\n"
+                 "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n"
+                 "    if v == 1 or m >= p:\n        return max(m, 1)\n"
+                 "    return min(p, math.ceil((1 - target) * (v * p - 1) / (v - 1 + target) - 1e-9))\n\n\n"
                  "input('press enter to go on')",
 }
 
@@ -1408,7 +1505,8 @@ HONEST: dict[str, dict[str, Case]] = {
     },
     "ps2": {
         "h_exact_fractions": Case("ps2", append={"q2_answer": "from fractions import Fraction\n"
-                                                              "S_act_GB, weights_GB = Fraction(S_act_GB), Fraction(weights_GB)"}),
+                                                              "S_act_GB = Fraction(S_act_GB)\n"
+                                                              "weights_GB = Fraction(weights_GB)"}),
     },
 }
 
@@ -1424,20 +1522,36 @@ def _merge(*groups: dict[str, dict[str, Case]]) -> dict[str, dict[str, Case]]:
     return merged
 
 
+def _pick(cases: dict[str, Case], *names: str) -> dict[str, Case]:
+    return {name: cases[name] for name in names}
+
+
 #: Every hostile case, by assignment; with the class each belongs to (for the report and a test of coverage).
 CLASSES: dict[str, dict[str, dict[str, Case]]] = {
-    "1 links and odd files": _merge({"ps1": INTAKE}, OTHER_LINKS, {"counting": {
-        k: v for k, v in COUNTING.items() if k in ("h_counting_folder_link", "h_counting_json_link", "h_counting_json_fifo",
-                                                   "h_counting_json_huge", "h_counting_notebook_link")}}),
+    "1 links and odd files": _merge({"ps1": INTAKE}, OTHER_LINKS, {"counting": _pick(
+        COUNTING, "h_counting_folder_link", "h_counting_json_link", "h_counting_json_fifo", "h_counting_json_huge",
+        "h_counting_notebook_link")}),
     "2 library un-hidden": UNHIDING,
     "3 answers through the kernel": FORGERS,
     "4 ps5 memory trace": {"ps5": PS5_TRACE},
     "5 limits": {"ps1": LIMITS},
-    "6 ungradeable": _merge(UNGRADEABLE, {"counting": {k: v for k, v in COUNTING.items()
-                                                       if k in ("h_counting_json_nested_deep", "h_counting_notebook_not_json")}}),
-    "honest": _merge(HONEST, {"counting": {k: v for k, v in COUNTING.items()
-                                           if k in ("h_counting_solved", "h_counting_leftovers")}}),
+    "6 ungradeable": _merge(UNGRADEABLE, {"counting": _pick(COUNTING, "h_counting_json_nested_deep",
+                                                            "h_counting_notebook_not_json")}),
+    "honest": _merge(HONEST, {"counting": _pick(COUNTING, "h_counting_solved", "h_counting_leftovers")}),
 }
 HOSTILE: dict[str, dict[str, Case]] = _merge(*CLASSES.values())
 
-__all__ = ["CLASSES", "HOSTILE"]
+#: What a score cannot show, to check on the autograded notebook: (assignment, case) -> what must hold there.
+CHECKS: dict[tuple[str, str], str] = {
+    ("ps1", "h_answers_media_type_flood"): "the autograded notebook stays small (under 500 kB): one output cap for all",
+    ("ps1", "h_display_update_flood"): "the autograded notebook stays small (under 500 kB): updates are capped too",
+    ("ps1", "h_deep_forged_payloads"): "the autograded notebook stays small (under 500 kB)",
+    ("ps4", "h_hidden_inputs_leaked_in_errors"): "no output of the autograded notebook names an input the student "
+                                                  "cannot see (the hidden cases' p=…, m=…)",
+    ("ps1", "h_notebook_is_a_fifo"): "grading ends (the pipe is never opened for reading)",
+    ("ps1", "h_link_to_dev_zero"): "grading ends without filling the disk (the link is never followed)",
+    ("ps1", "h_device_in_folder"): "grading ends without filling the disk (the device is never read)",
+    ("ps1", "h_notebook_link_to_dev_zero"): "grading ends without filling the memory (the link is never followed)",
+}
+
+__all__ = ["CHECKS", "CLASSES", "HOSTILE"]

@@ -11,17 +11,23 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
+import uuid
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from conftest import ROOT, autograded_cells
-from corpus import CORPUS, PS1_WRONG, Case
+from corpus import CORPUS as WRITTEN, PS1_WRONG, Case
+from hostile import CHECKS, HOSTILE
 
 import ppedu
+from grader import keys
 from ppedu.grading import my_values
 
+#: corpus.py's cases and hostile.py's, by assignment
+CORPUS = {a: {**WRITTEN.get(a, {}), **HOSTILE.get(a, {})} for a in dict.fromkeys([*WRITTEN, *HOSTILE])}
 TIMEOUT = {"ps1": 15}  # seconds per cell: ps1's two endless loops cost this much each
 SLOW = 300  # elsewhere nothing loops: a loaded CI machine is no failure
 BYSTANDERS = {"bystander_solved": Case("ps1"), "bystander_blank": Case("ps1", release=True)}
@@ -67,11 +73,31 @@ def _submit(course, student, case):
         case.folder(target, fill)
 
 
+#: Secrets planted outside the grading area (in the grader's environment, the course folder and the host's /tmp):
+#: no graded notebook may show them.
+CANARY = f"canary-{uuid.uuid4().hex}"
+
+
 def _grade(course, assignment, students):
     args = [a for s in students for a in ("--student", s)]
     return subprocess.run([sys.executable, "-m", "ppedu", "grade", assignment, "--jobs", "2", "--timeout",
                            str(TIMEOUT.get(assignment, SLOW)), *args], cwd=course, capture_output=True, text=True,
-                          timeout=1200)
+                          timeout=1200, env={**os.environ, "PPEDU_CANARY": CANARY})
+
+
+def _sandboxes_traces():
+    """What sandboxed code could have left in the host's /tmp: anything owned by a sandbox's user, or named ppedu-."""
+    from ppedu.grading.sandbox import SANDBOX_UIDS
+
+    found = set()
+    for folder, dirs, files in os.walk("/tmp"):
+        dirs[:] = [d for d in dirs if not d.startswith("pytest-of-")]
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            if info.st_uid >= SANDBOX_UIDS or (folder == "/tmp" and name.startswith("ppedu-")):
+                found.add((path, info.st_size if not os.path.isdir(path) else 0))
+    return found
 
 
 def _gradebook(course):
@@ -98,10 +124,14 @@ def _hashes(*folders):
 
 @pytest.fixture(scope="module")
 def graded(course):
+    (course / "secrets.txt").write_text(CANARY)
+    host_secret = Path(tempfile.gettempdir()) / f"{CANARY}.txt"
+    host_secret.write_text(CANARY)
     for student, case in BYSTANDERS.items():
         _submit(course, student, case)
     first = _grade(course, "ps1", BYSTANDERS)
     assert first.returncode == 0, first.stdout + first.stderr
+    traces = _sandboxes_traces()
     corpus = {a: CORPUS[a] for a in GRADED}
     for assignment, cases in corpus.items():
         for student, case in cases.items():
@@ -119,14 +149,17 @@ def graded(course):
     later = _grade(course, "ps1", AFTER)
     with _gradebook(course) as gb:
         scores.update({("ps1", s): gb.find_submission("ps1", s).score for s in AFTER})
-    return {"runs": runs, "scores": scores, "manual": manual, "before": before, "after": after, "later": later}
+    host_secret.unlink()
+    return {"runs": runs, "scores": scores, "manual": manual, "before": before, "after": after, "later": later,
+            "traces": (traces, _sandboxes_traces())}
 
 
 CASES = [(a, s) for a, cases in CORPUS.items() for s in cases]
 
 
 def test_the_corpus_is_big_enough_and_covers_every_assignment():
-    assert len(CASES) >= 60 and set(CORPUS) == {"ps1", "ps2", "ps3", "ps4", "ps5"}
+    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5"}
+    assert sum(map(len, HOSTILE.values())) >= 40
 
 
 def test_ppedu_grade_grades_everything_and_reports_each_student_as_it_goes(graded):
@@ -166,6 +199,40 @@ def test_untouched_students_the_course_and_ppedu_are_exactly_as_before(graded):
     assert not changed
     added = [p for p in files_after if p not in files_before and "/autograded/" not in p and "/intake/" not in p]
     assert not added
+
+
+def test_nothing_is_left_in_the_hosts_tmp_and_no_secret_reaches_a_graded_notebook(course, graded):
+    before, after = graded["traces"]
+    assert after == before
+    leaked = [p for p in (course / "autograded").rglob("*.ipynb") if CANARY in p.read_text(errors="replace")]
+    assert not leaked
+
+
+def test_what_a_score_cannot_show(course, graded):
+    """hostile.py's CHECKS: notebooks that stay small however much their cells printed (grading ending at all,
+    and no disk or memory filled, is this module's fixture finishing)."""
+    for (assignment, student), what in CHECKS.items():
+        if assignment in GRADED and "small" in what:
+            size = (course / "autograded" / student / assignment / f"{assignment}.ipynb").stat().st_size
+            assert size < 500_000, (student, size)
+
+
+def test_feedback_never_shows_the_hidden_inputs(course, graded):
+    ps1, ps3, ps4 = keys.load("ps1"), keys.load("ps3"), keys.load("ps4")
+    for assignment, student in CASES:
+        if assignment not in GRADED or assignment not in ("ps1", "ps3", "ps4"):
+            continue
+        shown = "\n".join(_text(outputs) for outputs in _test_outputs(course, assignment, student).values())
+        v = my_values(assignment, student)
+        if assignment == "ps1":
+            hidden = [f"{name}({', '.join(map(str, args))})" for name in ("bubble_ratio", "bubble_interleaved",
+                      "fewest_microbatches", "idle_share") for args in ps1._hidden(name, v)]
+        elif assignment == "ps3":
+            hidden = [f"(p={args[0]}, m={args[1]}" for judge in ps3.KEYS.values() for args in judge.hidden(v)
+                      if args not in judge.form.graded_sizes(v)]
+        else:
+            hidden = [f"waves_makespan({p}, {m}, {k}" for p, m, k, _, _ in ps4.HIDDEN_CASES]
+        assert not [h for h in hidden if h in shown], (assignment, student)
 
 
 def test_students_graded_afterwards_are_graded_by_the_real_code(graded):
@@ -235,7 +302,8 @@ def test_feedback_says_what_is_wrong_without_the_answer_and_stays_small(course, 
     assert "counted the busy slots" in feedback["busy_as_idle"].read_text()  # the hint, as the student reads it
     assert "NaN (not a number)" in feedback["nan"].read_text()
     assert feedback["output_bomb"].stat().st_size < 500_000
-    assert (course / "autograded" / "output_bomb" / "ps1" / "ps1.ipynb").stat().st_size < 500_000
+    for bomb in ("output_bomb", "answers_type_bomb"):
+        assert (course / "autograded" / bomb / "ps1" / "ps1.ipynb").stat().st_size < 500_000
     leaker = nbformat.read(course / "autograded" / "leaker" / "ps1" / "ps1.ipynb", as_version=4)
     printed = _text([o for c in leaker.cells for o in c.get("outputs", [])])
     assert "handed" not in printed and "bystander" not in printed and "BREACH" not in printed  # ps5's solution, the class

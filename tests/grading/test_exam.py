@@ -137,7 +137,8 @@ def test_the_feedback_says_what_is_wrong(graded, course):
     assert "you counted the busy slots, not the idle ones" in outputs["count"]
     assert "1 of 3 points" in outputs["count"] and "2 of 2 points" in outputs["mark"]
     linker = nbformat.read(course / "autograded" / "linker" / "counting" / "counting.ipynb", as_version=4)
-    assert "is a link" in "".join(o.get("text", "") for c in linker.cells for o in c.get("outputs", []))
+    assert "counting.json was a symbolic link" in "".join(o.get("text", "") for c in linker.cells
+                                                         for o in c.get("outputs", []))
 
 
 def test_ppedu_check_says_what_is_not_saved_yet(tmp_path, monkeypatch):

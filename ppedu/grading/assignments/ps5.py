@@ -76,7 +76,7 @@ class Lifetimes:
         known = {p.untyped_storage().data_ptr() for p in chunk.parameters()}
         if isinstance(x, torch.Tensor):
             known.add(x.untyped_storage().data_ptr())
-        reached = []
+        reached: list[bool] = []
 
         def pack(t: Any) -> Any:
             if t.untyped_storage().data_ptr() not in known:
@@ -177,9 +177,12 @@ PROPERTIES = (("returns the mini-batch's mean loss, as the whole model computes 
               ("no activation still held once it has returned", 0.2))
 
 
-def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = ()) -> Report:
+def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = (),
+           untrusted: Sequence[str] = ()) -> Report:
     """Judge ``runs`` (``[[spec, what run() gave], …]``, as data) on every spec against the
-    unpipelined model; the specs in ``hidden`` are the autograder's own, never named."""
+    unpipelined model; the specs in ``hidden`` are the autograder's own, never named. ``untrusted``: what of
+    the grader's own the answer cell reached into, so that what was measured in its process (the memory
+    properties) cannot be believed."""
     import numpy as np
     import torch
     from torch.nn.functional import cross_entropy
@@ -191,8 +194,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
     failures: dict[str, str] = {}
     given = {tuple(spec): out for spec, out in runs} if isinstance(runs, list) else {}
     for spec in specs:
-        where = "(on a schedule the autograder chose, not shown)" if tuple(spec) in hidden else (
-            f"({spec[0]}, p={spec[1]}, m={spec[2]})")
+        secret = tuple(spec) in hidden  # no number of it in a message, nor what the student's code said of it
+        where = "(on a schedule the autograder chose, not shown)" if secret else f"({spec[0]}, p={spec[1]}, m={spec[2]})"
         if not isinstance(runs, list):
             why = "is not defined: write it in its cell and run that cell" if runs is None else f"is a {kind(runs)}"
             failures = dict.fromkeys(props, f"— `run_pipeline` {why}")
@@ -201,8 +204,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
         if isinstance(out, dict) and out.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(props, "— the function is still the stub")
             break
-        if error := raised(out):
-            failures = dict.fromkeys(props, f"{where}: your function {error}")
+        if problem := raised(out):  # on a hidden schedule, only the error's name: its message may echo the schedule
+            failures = dict.fromkeys(props, f"{where}: your function {problem.split(':')[0] if secret else problem}")
             break
         if not isinstance(out, dict):
             failures = dict.fromkeys(props, f"{where}: your function was not run on this schedule")
@@ -231,9 +234,14 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
         if peak != want:
             s = next((i for i, (a, b) in enumerate(zip(peak, want)) if a != b), 0) if isinstance(peak, list) else 0
             held = peak[s] if isinstance(peak, list) and s < len(peak) else "?"
-            failures.setdefault(props[2], f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
+            failures.setdefault(props[2], f"{where}: a GPU held more or fewer at once than the schedule" if secret
+                                else f"{where}: GPU {s} held {held} at once, the schedule {want[s]}")
         if out.get("left"):
             failures.setdefault(props[3], f"{where}: {out.get('left')} forwards' activations still held")
+    if untrusted and isinstance(runs, list):
+        for prop in props[2:]:
+            failures.setdefault(prop, f"— your cell reaches into the autograder's own code ({', '.join(untrusted)}), "
+                                "so the memory it measured cannot be believed: your instructor will read it")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, "")) for prop, share in PROPERTIES)
     return Report(specs[0][0], float(points), results)
 
