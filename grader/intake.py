@@ -392,13 +392,13 @@ class Collect(ExchangeCollect):
         if why is None and self.check_owner and (owner := _owner(path)) not in (None, record["username"]):
             why = f"it is {owner}'s, not {record['username']}'s"
         if why:
+            self.log.warning("%s: not collected: %s", name, why)
             record["timestamp"] = datetime.min  # older than any real submission (nbgrader's times are naive UTC)
             self._refused = {**self._refused, name: why}
         return record
 
     def do_copy(self, src: str, dest: str, log: Any = None) -> None:
-        if why := self._refused.get(Path(src).name):
-            self.log.warning("%s: not collected: %s", Path(src).name, why)
+        if Path(src).name in self._refused:  # the named student has nothing else in the exchange
             return
         for line in copy_in(Path(src), Path(dest)):
             self.log.warning("%s: left out %s", Path(src).name, line)

@@ -178,10 +178,11 @@ class User:
         return self.server("POST", "assignments/validate", form={"path": path})
 
     def save(self, path: str, notebook: dict) -> None:
-        self.server("PUT", f"api/contents/{path}", body={"type": "notebook", "format": "json", "content": notebook})
+        self.server("PUT", f"api/contents/{urllib.parse.quote(path)}",
+                    body={"type": "notebook", "format": "json", "content": notebook})
 
     def read(self, path: str) -> Any:
-        return self.server("GET", f"api/contents/{path}")["content"]
+        return self.server("GET", f"api/contents/{urllib.parse.quote(path)}")["content"]
 
     # ---- the formgrader service ---------------------------------------------------------------------------------
 
