@@ -7,13 +7,17 @@ tests/grading/test_hub.py runs a class of four with it; benchmarks/bench_hub.py 
 
 from __future__ import annotations
 
+import asyncio
 import http.cookiejar
 import json
 import os
 import re
 import secrets
+import shutil
 import signal
+import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -21,7 +25,7 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 COURSE = "ppedu"
 
@@ -40,8 +44,9 @@ class Accounts:
 
     def add(self, name: str, group: str) -> str:
         password = secrets.token_urlsafe(12)
-        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash",
-                        "--groups", group, name], check=True, capture_output=True)
+        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash", name],
+                       check=True, capture_output=True)
+        subprocess.run(["usermod", "-aG", group, name], check=True, capture_output=True)  # as the guide says
         self.made[name] = password
         subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
         return password
@@ -57,6 +62,63 @@ class Accounts:
         self.made.clear()
 
 
+@dataclass
+class Deployment:
+    """A hub deployed by ``make hub`` into a temporary folder for a trial: its own groups, grader account and
+    loopback ports (so that trials never meet), and its people."""
+
+    tag: str
+    base: Path
+    settings: dict
+    accounts: Accounts
+    output: str
+
+    def add(self, who: str, role: str) -> tuple[str, str]:
+        """A person of the trial (role: "instructors" or "students"); their login name and password."""
+        name = f"{self.tag}-{who}"
+        return name, self.accounts.add(name, self.settings[role])
+
+    @property
+    def settings_file(self) -> Path:
+        return self.base / "data" / "hub" / "ppedu-hub.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def deployed(root: Path, light: bool = True) -> Iterator[Deployment]:
+    """``make hub`` run in the repository ``root`` into a fresh folder under /tmp, on loopback ports; everything it
+    and the trial made (users, groups, folders) removed at the end."""
+    tag = f"p{secrets.token_hex(2)}"
+    base = Path(tempfile.mkdtemp(prefix="ppedu-hub-", dir="/tmp"))
+    base.chmod(0o755)  # the users' servers run the shared environment under it
+    groups = {"instructors": f"{tag}-instructors", "students": f"{tag}-students"}
+    grader = f"{tag}-grader"
+    ports = [free_port() for _ in range(4)]
+    flags = (f"{'--light ' if light else ''}--instructors {groups['instructors']} --students {groups['students']} "
+             f"--grader {grader} --bind-url http://127.0.0.1:{ports[0]} --hub-port {ports[1]} "
+             f"--proxy-api-port {ports[2]} --formgrader-port {ports[3]} --no-service")
+    accounts = Accounts(base / "home")
+    try:
+        made = subprocess.run(["make", "--no-print-directory", "hub", f"HUB_PREFIX={base / 'env'}",
+                               f"HUB_DATA={base / 'data'}", f"HUB_FLAGS={flags}"], cwd=root, capture_output=True,
+                              text=True, timeout=1800)
+        if made.returncode:
+            raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
+        settings = json.loads((base / "data" / "hub" / "ppedu-hub.json").read_text())
+        yield Deployment(tag, base, settings, accounts, made.stdout)
+    finally:
+        accounts.remove()
+        subprocess.run(["userdel", "--remove", grader], capture_output=True)
+        for group in groups.values():
+            subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @contextmanager
 def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
     """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
@@ -70,15 +132,10 @@ def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str
                                cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/hub/api/", timeout=5):
-                    break
-            except (urllib.error.URLError, ConnectionError):
-                if hub.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
-                time.sleep(0.5)
+        try:
+            wait_for(f"{url}/hub/api/", seconds=seconds, alive=lambda: hub.poll() is None)
+        except TimeoutError:
+            raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
         yield url
     finally:
         hub.send_signal(signal.SIGTERM)
@@ -87,6 +144,21 @@ def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str
         except subprocess.TimeoutExpired:
             os.killpg(hub.pid, signal.SIGKILL)
             hub.wait()
+
+
+def wait_for(url: str, token: str | None = None, seconds: float = 90, alive: Callable[[], bool] = lambda: True) -> None:
+    """Poll ``url`` until it answers 200 (while ``alive()`` holds)."""
+    _check_loopback(url)
+    deadline = time.monotonic() + seconds
+    headers = {"Authorization": f"token {token}"} if token else {}
+    while True:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if not alive() or time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not answer in {seconds} s") from None
+            time.sleep(0.5)
 
 
 class HTTPError(Exception):
@@ -188,3 +260,43 @@ class User:
 
     def formgrader(self, method: str, path: str, body: Any = None, timeout: float = 900) -> Any:
         return self.call(method, f"/services/{COURSE}/formgrader/api/{path}", body=body, timeout=timeout)
+
+
+# ---- terminals ---------------------------------------------------------------------------------------------
+
+def terminal(base: str, token: str, command: str, seconds: float = 60) -> str:
+    """What ``command`` prints in a new terminal of the Jupyter server at ``base`` (``http://127.0.0.1:PORT/prefix``),
+    typed as a student types it."""
+    _check_loopback(base)
+    headers = {"Authorization": f"token {token}"}
+    request = urllib.request.Request(f"{base}/api/terminals", data=b"", method="POST", headers=headers)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        name = json.loads(response.read())["name"]
+    try:
+        return asyncio.run(_type(f"{base.replace('http://', 'ws://')}/terminals/websocket/{name}", token, command,
+                                 seconds))
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{base}/api/terminals/{name}", method="DELETE",
+                                                      headers=headers), timeout=60).close()
+
+
+async def _type(url: str, token: str, command: str, seconds: float) -> str:
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    socket_ = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    marker = "ppedu-done"
+    # the marker is printed in two pieces joined by the shell, so the echo of the typed line does not match it
+    await socket_.write_message(json.dumps(["stdin", f"{command}; echo ppedu-''done\r"]))
+    seen, deadline = "", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        message = await asyncio.wait_for(socket_.read_message(), timeout=max(deadline - time.monotonic(), 0.1))
+        if message is None:
+            break
+        kind, *rest = json.loads(message)
+        if kind == "stdout":
+            seen += rest[0]
+            if f"\n{marker}" in seen.replace("\r", ""):
+                break
+    socket_.close()
+    return seen.replace("\r", "")

@@ -16,24 +16,19 @@ import io
 import json
 import os
 import re
-import secrets
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from conftest import ROOT, autograded_cells, cells
 from guide import section
-from servers import free_port, terminal
 
 sys.path.insert(0, str(ROOT / "hub"))
-from trial import Accounts, HTTPError, User, running_hub  # noqa: E402
+from trial import HTTPError, User, deployed, running_hub, terminal  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("npm") or not shutil.which("bwrap"),
@@ -82,46 +77,22 @@ def _due(moment):
 @pytest.fixture(scope="module")
 def classroom():
     """The whole class, once; what each step showed, for the tests below."""
-    tag = f"p{secrets.token_hex(2)}"
-    base = Path(tempfile.mkdtemp(prefix="ppedu-hub-", dir="/tmp"))
-    base.chmod(0o755)  # the users' servers run the shared environment under it
-    groups = {"instructors": f"{tag}-instructors", "students": f"{tag}-students"}
-    grader = f"{tag}-grader"
-    ports = [free_port() for _ in range(4)]
-    flags = (f"--light --instructors {groups['instructors']} --students {groups['students']} --grader {grader} "
-             f"--bind-url http://127.0.0.1:{ports[0]} --hub-port {ports[1]} --proxy-api-port {ports[2]} "
-             f"--formgrader-port {ports[3]} --no-service")
-    accounts = Accounts(base / "home")
-    seen = {"tag": tag}
-    try:
-        in_guide("sudo make hub")
-        deployed = subprocess.run(["make", "--no-print-directory", "hub", f"HUB_PREFIX={base / 'env'}",
-                                   f"HUB_DATA={base / 'data'}", f"HUB_FLAGS={flags}"], cwd=ROOT, capture_output=True,
-                                  text=True, timeout=900)
-        assert deployed.returncode == 0, deployed.stdout[-3000:] + deployed.stderr[-3000:]
-        seen["deployed"] = deployed.stdout
-        settings = json.loads((base / "data" / "hub" / "ppedu-hub.json").read_text())
-        seen["settings"] = settings
-        people = {"ines": groups["instructors"], "alice": groups["students"], "bob": groups["students"],
-                  "carol": groups["students"]}
-        passwords = {who: accounts.add(f"{tag}-{who}", group) for who, group in people.items()}
-        in_guide("sudo usermod -aG ppedu-students alice")  # what Accounts.add does with --groups
-        with running_hub(base / "data" / "hub" / "ppedu-hub.json", base / "hub.log") as hub:
-            seen.update(_class(hub, tag, passwords, settings))
-        seen["hub_log"] = (base / "hub.log").read_text()
-    finally:
-        accounts.remove()
-        subprocess.run(["userdel", "--remove", grader], capture_output=True)
-        for group in groups.values():
-            subprocess.run(["groupdel", group], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+    in_guide("sudo make hub")
+    in_guide("sudo usermod -aG ppedu-instructors ines")
+    in_guide("sudo usermod -aG ppedu-students alice")  # what Deployment.add does
+    with deployed(ROOT) as hub:
+        people = {who: hub.add(who, "instructors" if who == "ines" else "students")
+                  for who in ("ines", "alice", "bob", "carol")}
+        with running_hub(hub.settings_file, hub.base / "hub.log") as url:
+            seen = _class(url, people, hub.settings)
+        seen.update(deployed=hub.output, settings=hub.settings, hub_log=(hub.base / "hub.log").read_text())
     return seen
 
 
-def _class(hub, tag, passwords, settings):
+def _class(hub, people, settings):
     seen = {"spawn": {}, "submit": {}, "grade": {}}
-    names = {who: f"{tag}-{who}" for who in passwords}
-    users = {who: User(hub, names[who], password) for who, password in passwords.items()}
+    names = {who: name for who, (name, _) in people.items()}
+    users = {who: User(hub, name, password) for who, (name, password) in people.items()}
     try:
         User(hub, names["alice"], "not her password")
     except HTTPError as error:
@@ -139,7 +110,11 @@ def _class(hub, tag, passwords, settings):
         if who == "carol":  # the due date passed while she worked
             ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc)))
             time.sleep(1)
-        student.act("fetch", "ps1")
+        if who == "carol":  # in a terminal, as the guide says; the others with the Assignments panel's button
+            seen["fetch_command"] = terminal(f"{hub}/user/{names[who]}", student.token,
+                                             in_guide("nbgrader fetch_assignment ps1"))
+        else:
+            student.act("fetch", "ps1")
         if who == "alice":
             seen["validate_blank"] = student.validate("ps1/ps1.ipynb")
         student.save("ps1/ps1.ipynb", _answered(settings["course"], who))
@@ -172,7 +147,8 @@ def _class(hub, tag, passwords, settings):
     written = [g for g in ines.formgrader("GET", f"grades?submission_id={mine['id']}") if g["auto_score"] is None]
     for grade in written:
         ines.formgrader("PUT", f"grade/{grade['id']}", body={"manual_score": grade["max_score"]})
-    ines.formgrader("POST", f"submission/ps1/{names['alice']}/autograde")  # again: a fixed key, say
+    service = f"{hub}/services/ppedu"
+    seen["regrade"] = terminal(service, ines.token, in_guide("ppedu grade ps1 --jobs 4"), seconds=300)  # a fixed key
     seen["written_after_regrade"] = [g for g in ines.formgrader("GET", f"grades?submission_id={mine['id']}")
                                      if g["auto_score"] is None]
     seen["feedback"] = [ines.formgrader("POST", f"assignment/ps1/{step}") for step in ("generate_feedback",
@@ -181,7 +157,6 @@ def _class(hub, tag, passwords, settings):
         users[who].act("fetch_feedback", "ps1")
         folder = next(f for f in users[who].read("ps1/feedback") if f["type"] == "directory")
         seen.setdefault("feedback_page", {})[who] = users[who].read(f"{folder['path']}/ps1.html")
-    service = f"{hub}/services/ppedu"
     in_guide("nbgrader export")
     seen["export_log"] = terminal(service, ines.token, "nbgrader export")
     seen["grades"] = list(csv.DictReader(io.StringIO(ines.call("GET", "/services/ppedu/api/contents/grades.csv")
@@ -231,6 +206,7 @@ def test_users_log_in_with_their_passwords_and_students_get_the_release(classroo
 def test_students_validate_and_submit_in_their_own_servers(classroom):
     """Validate runs the visible tests, which check an answer's form: the released notebook fails them, an answered
     one passes (a wrong value, bob's, shows only in the grade)."""
+    assert "Fetched as" in classroom["fetch_command"], classroom["fetch_command"]  # carol, in her terminal
     blank = classroom["validate_blank"]
     assert blank["success"] and len(blank["value"].get("failed", [])) >= 3
     for who in ("alice", "bob", "carol"):
@@ -262,6 +238,7 @@ def test_a_forged_submission_in_a_classmates_name_is_not_collected(classroom):
 
 
 def test_a_finished_manual_grade_stays_finished_when_grading_again(classroom):
+    assert "done: 3 graded" in classroom["regrade"], classroom["regrade"][-2000:]
     written = classroom["written_after_regrade"]
     assert written and all(g["manual_score"] == g["max_score"] and not g["needs_manual_grade"] for g in written)
     rows = {r["student_id"]: r for r in classroom["grades"]}

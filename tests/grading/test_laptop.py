@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -18,8 +17,10 @@ import pytest
 from conftest import BIN, ROOT, autograded_cells
 from grader.exam import POINTS
 from guide import section
-from servers import free_port, terminal, wait_for
 from test_exam import _answer
+
+sys.path.insert(0, str(ROOT / "hub"))
+from trial import free_port, terminal, wait_for  # noqa: E402
 
 SECTION = section("Students on their own laptops")
 CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-zero-bubble", "06-dualpipe"]
@@ -94,20 +95,27 @@ def test_jupyterlab_started_without_make_has_the_course_tools_in_its_terminals(l
     folder, _ = laptop
     port, token = free_port(), "laptop-test-token"
     env = {**os.environ, "JUPYTER_TOKEN": token, "PATH": "/usr/local/bin:/usr/bin:/bin",  # no environment activated
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    assert "python install.py --lab" in SECTION
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "PPEDU_STUDENT_ID": "alice"}
+    assert "PPEDU_STUDENT_ID=alice python install.py --lab" in SECTION  # here with --no-browser --port added
     with (tmp_path / "lab.log").open("wb") as log:
         lab = subprocess.Popen([PYTHON, "install.py", "--lab", "--no-browser", "--port", str(port)], cwd=folder,
                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/api/status", token)
-        said = terminal(base, token, "command -v nbgrader ppedu; nbgrader --version | tail -1")
+        said = terminal(base, token, "command -v nbgrader ppedu; nbgrader --version | tail -1; python -c "
+                        "'from ppedu.grading.students import student_id; print(\"id:\", student_id())'")
         venv = folder / ".venv" / "bin"
         assert f"{venv}/nbgrader" in said and f"{venv}/ppedu" in said and "nbgrader version" in said, said
+        assert "\nid: alice" in said  # the values the student sees are alice's
     finally:
         os.killpg(lab.pid, signal.SIGTERM)
         lab.wait(timeout=30)
+    assert "source .venv/bin/activate" in SECTION  # a shell of the student's own
+    shell = subprocess.run(["bash", "-c", "source .venv/bin/activate && command -v nbgrader ppedu"], cwd=folder,
+                           capture_output=True, text=True, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    assert shell.stdout.split() == [f"{venv}/nbgrader", f"{venv}/ppedu"], shell.stdout + shell.stderr
     hub = subprocess.run([PYTHON, "install.py", "--lab"], cwd=folder, capture_output=True, text=True,
                          env={**os.environ, "JUPYTERHUB_API_TOKEN": "x"})
     assert hub.returncode == 2 and "JupyterHub" in hub.stderr and hub.stderr.count("\n") == 1
