@@ -89,6 +89,17 @@ for path in sys.argv[1:]:
     assert done.returncode == 0 and done.stdout.count("ran ") == len(notebooks), done.stdout + done.stderr[-3000:]
 
 
+def test_answered_problem_sets_1_to_4_pass_their_checks_without_torch(laptop, tmp_path):
+    """`ppedu check` (what Validate runs) in the light install, on the instructors' solutions: every visible test
+    passes with no torch installed."""
+    folder, _ = laptop
+    for name in ("ps1", "ps2", "ps3", "ps4"):
+        shutil.copy(ROOT / "solutions" / name / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
+        done = subprocess.run([folder / ".venv" / "bin" / "ppedu", "check", f"{name}.ipynb"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=600, env={**os.environ, "PPEDU_STUDENT_ID": "alice"})
+        assert done.returncode == 0, f"{name}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
 def test_jupyterlab_started_without_make_has_the_course_tools_in_its_terminals(laptop, tmp_path):
     """Started with no terminal of its own (its output to a file), JupyterLab runs login shells, which reset PATH:
     `nbgrader` and `ppedu` must still be found there. Inside a hub's server, the script refuses to start another."""

@@ -217,18 +217,27 @@ def test_each_release_is_one_more_commit_that_students_pull(tmp_path):
         shutil.copytree(ROOT / name, course / name, ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "environment.yml", "Makefile"):
         shutil.copy(ROOT / name, course / name)
-    out, clone = tmp_path / "published", tmp_path / "alice"
+    out, clone, remote = course / "build" / "student", tmp_path / "alice", tmp_path / "ppedu-student.git"
+    guide = (ROOT / "docs" / "instructor.md").read_text()
 
     def release():
-        return subprocess.run(["make", "-s", "student-release", f"STUDENT_RELEASE={out}", f"PYTHON={sys.executable}"],
+        return subprocess.run(["make", "-s", "student-release", f"PYTHON={sys.executable}"],
                               cwd=course, capture_output=True, text=True, check=True).stdout
 
     def git(folder, *args):
         return subprocess.run(["git", "-C", str(folder), "-c", "user.name=A", "-c", "user.email=a@example.org", *args],
                               capture_output=True, text=True, check=True).stdout
 
+    def publish(command):  # the guide's, to a repository of this test's own
+        assert command in guide, command
+        subprocess.run(command.replace("git@example.org:course/ppedu-student.git", str(remote)).split(), cwd=course,
+                       check=True, capture_output=True)
+
     assert "commit" in release()
-    git(tmp_path, "clone", "--quiet", str(out), str(clone))
+    git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(remote))
+    publish("git -C build/student remote add origin git@example.org:course/ppedu-student.git")
+    publish("git -C build/student push -u origin main")
+    git(tmp_path, "clone", "--quiet", str(remote), str(clone))
     mine = clone / "notebooks" / "01-bubble-problem.ipynb"
     mine.write_text(mine.read_text().replace("Learning goals", "Learning goals (my notes)", 1))
     git(clone, "commit", "--quiet", "-am", "my notes")
@@ -237,5 +246,6 @@ def test_each_release_is_one_more_commit_that_students_pull(tmp_path):
     changed.write_text(changed.read_text().replace("Learning goals", "Learning goals, revised", 1))
     release()
     assert len(git(out, "log", "--format=%h").split()) == 2
+    publish("git -C build/student push")
     git(clone, "pull", "--quiet", "--no-rebase", "--no-edit")
     assert "(my notes)" in mine.read_text() and "revised" in (clone / "notebooks" / "02-gpipe.ipynb").read_text()
