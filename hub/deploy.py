@@ -131,7 +131,10 @@ def deploy(args: argparse.Namespace) -> dict:
                 "release": str(release), "grader": grader, "instructors": args.instructors, "students": args.students,
                 "bind_url": args.bind_url, "hub_bind_url": f"http://127.0.0.1:{args.hub_port}",
                 "proxy_api_url": f"http://127.0.0.1:{args.proxy_api_port}", "formgrader_port": args.formgrader_port}
-    (state / "ppedu-hub.json").write_text(json.dumps(settings, indent=2) + "\n")
+    written = state / "ppedu-hub.json"  # settings added by hand (the spawner, limits) stay
+    kept = json.loads(written.read_text()) if written.is_file() else {}
+    settings = {**kept, **settings}
+    written.write_text(json.dumps(settings, indent=2) + "\n")
     started = service(prefix, state) if not args.no_service else False
     print(summary(settings, state, started))
     return settings
@@ -176,7 +179,7 @@ def summary(settings: dict, state: Path, started: bool) -> str:
              f"start it: PPEDU_HUB_SETTINGS={state}/ppedu-hub.json {settings['prefix']}/bin/jupyterhub "
              f"-f {state}/jupyterhub_config.py")
     link = "/hub/user-redirect/git-pull?" + urlencode({
-        "repo": settings["release"], "branch": "main", "targetpath": "ppedu-course",
+        "repo": f"file://{settings['release']}", "branch": "main", "targetpath": "ppedu-course",
         "urlpath": "lab/tree/ppedu-course/notebooks/01-bubble-problem.ipynb"})
     return "\n".join([
         f"The course's JupyterHub is set up; {start}.",

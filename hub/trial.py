@@ -225,9 +225,10 @@ class User:
     def server(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.call(method, f"/user/{self.name}/{path.lstrip('/')}", **kwargs)
 
-    def pull(self, repo: str, target: str, seconds: float = 300) -> str:
-        """What nbgitpuller's link does: clone ``repo`` into ``target`` the first time, merge it in later; its log."""
-        query = urllib.parse.urlencode({"repo": repo, "branch": "main", "targetpath": target})
+    def pull(self, link: str, seconds: float = 300) -> str:
+        """What following nbgitpuller's ``link`` (``…/git-pull?repo=…``) does: clone the repository the first time,
+        merge it in later; its log."""
+        query = link.split("git-pull?", 1)[1]
         stream = self.server("GET", f"git-pull/api?{query}", timeout=seconds)
         if '"phase": "error"' in stream or '"phase":"error"' in stream:
             raise RuntimeError(f"nbgitpuller failed for {self.name}: {stream[-2000:]}")

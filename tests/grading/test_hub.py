@@ -19,6 +19,7 @@ import re
 import shutil
 import sys
 import time
+import urllib.parse
 from datetime import datetime, timedelta, timezone
 
 import nbformat
@@ -84,12 +85,12 @@ def classroom():
         people = {who: hub.add(who, "instructors" if who == "ines" else "students")
                   for who in ("ines", "alice", "bob", "carol")}
         with running_hub(hub.settings_file, hub.base / "hub.log") as url:
-            seen = _class(url, people, hub.settings)
+            seen = _class(url, people, hub.settings, hub.output)
         seen.update(deployed=hub.output, settings=hub.settings, hub_log=(hub.base / "hub.log").read_text())
     return seen
 
 
-def _class(hub, people, settings):
+def _class(hub, people, settings, deployed_said):
     seen = {"spawn": {}, "submit": {}, "grade": {}}
     names = {who: name for who, (name, _) in people.items()}
     users = {who: User(hub, name, password) for who, (name, password) in people.items()}
@@ -101,11 +102,13 @@ def _class(hub, people, settings):
     seen["assign"] = ines.formgrader("POST", "assignment/ps1/assign")
     ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc) + timedelta(days=7)))
     seen["release"] = ines.formgrader("POST", "assignment/ps1/release")
-    repo = f"file://{settings['release']}"
+    link = re.search(r"/hub/user-redirect/git-pull\?\S+", deployed_said)[0]  # the link make hub printed
+    in_guide(link.split("?")[1], (urllib.parse.quote("/srv/ppedu/release", safe=""),
+                                  urllib.parse.quote(settings["release"], safe="")))
     for who in ("alice", "bob", "carol"):
         student = users[who]
         seen["spawn"][who] = student.start()
-        student.pull(repo, "ppedu-course")
+        student.pull(link)
         seen.setdefault("listed", {})[who] = {a["assignment_id"]: a["status"] for a in student.assignments()}
         if who == "carol":  # the due date passed while she worked
             ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc)))
@@ -173,7 +176,7 @@ def _class(hub, people, settings):
                                  "sed -i 's/Learning goals/Learning goals (revised)/' notebooks/02-gpipe.ipynb && "
                                  f"{release} && echo releases: $(git -C {settings['release']} log --oneline | wc -l)",
                                  seconds=300)
-    alice.pull(repo, "ppedu-course")
+    alice.pull(link)
     seen["pulled"] = [alice.read(mine_path)["cells"][0]["source"],
                       alice.read("ppedu-course/notebooks/02-gpipe.ipynb")["cells"][0]["source"]]
     seen["names"] = names
