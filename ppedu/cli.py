@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu import mnist
 from ppedu.cluster import GPUS, MODELS
 from ppedu.cluster import cli as plan_cli
 from ppedu.costs import Costs, PerChunk, _is_matrix
@@ -31,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.run(args)
     except ValueError as error:
         parser.exit(2, f"ppedu: error: {error}\n")
+    except ModuleNotFoundError as error:  # a light install has no torch: say so in one line
+        if error.name != "torch":
+            raise
+        parser.exit(2, f"ppedu: error: {mnist.NO_TORCH}\n")
 
 
 def _simulate(args: argparse.Namespace) -> int:
