@@ -1,18 +1,18 @@
 # Two commands set everything up on a fresh machine: `make lab` and `make test`.
 # `make lab HOST=0.0.0.0 PORT=9000 OPEN=no` on a server without a screen (student/lab.mk, shared with the students' release).
-EXTRAS := [test]
+EXTRAS := test,hub
 include student/lab.mk
 # nbgrader's exchange for the whole machine (`sudo make exchange`): the shared folder, and the system-wide
 # nbgrader config that points every user's nbgrader at it (JUPYTER_SYSTEM_CONFIG=/etc/jupyter is on Jupyter's path).
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap npm bench slides sheet lite student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap npm hub bench slides sheet lite student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
 
-# `make test` runs every test, the browser tests in tests/browser/ included.
+# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class).
 test: install chromium bubblewrap npm
 	$(BIN)/python -m pytest
 
@@ -42,11 +42,22 @@ bubblewrap:
 		apt-get install -y -qq --no-install-recommends bubblewrap; } \
 		|| echo "bubblewrap could not be installed: autograding will refuse to run unsandboxed"
 
-# Debian's npm: it brings Pyodide's core for the browser edition (and reveal.js for the slides) from npm's registry.
+# Debian's npm: it brings Pyodide's core for the browser edition, reveal.js for the slides and the hub's proxy
+# (configurable-http-proxy) from npm's registry.
 npm:
 	@command -v npm >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq --no-install-recommends npm; } \
-		|| echo "npm could not be installed: the browser edition cannot be built and its tests will be skipped"
+		|| echo "npm could not be installed: the browser edition and the hub cannot be built; their tests are skipped"
+
+# The course's JupyterHub on this Linux machine, as root (hub/deploy.py; docs/instructor.md, "Running a class on
+# JupyterHub"): the course installed once in HUB_PREFIX for every user, the course, exchange and release in HUB_DATA.
+# HUB_FLAGS=--light installs no torch; `python3 hub/deploy.py --help` lists the rest (groups, ports).
+HUB_PREFIX ?= /opt/ppedu
+HUB_DATA ?= /srv/ppedu
+HUB_FLAGS ?=
+hub: bubblewrap npm
+	@command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq git; }
+	/usr/bin/python3 hub/deploy.py --prefix "$(HUB_PREFIX)" --data "$(HUB_DATA)" $(HUB_FLAGS)
 
 bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_simulate.py

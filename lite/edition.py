@@ -34,8 +34,8 @@ MISSING = {
 }
 #: Names of a module that the browser lacks although the module itself imports.
 MISSING_NAMES = {
-    "ppedu.reference": ({"torch_orders", "torch_overlapped", "to_torch_actions"}, "PyTorch, to read PyTorch's own "
-                        "schedule orders"),
+    "ppedu.reference": ({"torch_orders", "torch_overlapped", "pytorch_actions", "to_torch_actions"},
+                        "PyTorch, to read PyTorch's own schedule orders"),
     "ppedu.plot": ({"outline_pairs", "DisplayFigure"}, "matplotlib, to outline the overlapped pairs on its figure"),
 }
 #: ppedu.plot's figures that ppedu.svgplot draws as SVG.

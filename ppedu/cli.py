@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu import mnist
 from ppedu.cluster import GPUS, MODELS
 from ppedu.cluster import cli as plan_cli
 from ppedu.costs import Costs, PerChunk, _is_matrix
@@ -39,6 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Python flushes stdout once more at exit; point it at /dev/null so that flush cannot fail too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE  # what a shell reports for a command a closed pipe stopped
+    except ModuleNotFoundError as error:  # a light install has no torch: say so in one line
+        if error.name != "torch":
+            raise
+        parser.exit(2, f"ppedu: error: {mnist.NO_TORCH}\n")
 
 
 def _simulate(args: argparse.Namespace) -> int:

@@ -31,9 +31,18 @@ _HOME = {
     **dict.fromkeys(["ProcessRun", "run_processes"], "processes"),
 }
 __all__ = sorted(_HOME)
+#: What a light install (no torch) says when the lab is asked for.
+NO_TORCH = ("the MNIST lab needs PyTorch, which this install of the course left out (a light install): install the "
+            "course again without --light (`python install.py`, or `make lab`)")
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOME:
         raise AttributeError(f"module 'ppedu.mnist' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"ppedu.mnist.{_HOME[name]}"), name)
+    try:
+        module = importlib.import_module(f"ppedu.mnist.{_HOME[name]}")
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        raise ModuleNotFoundError(NO_TORCH, name="torch") from None
+    return getattr(module, name)

@@ -146,4 +146,4 @@ def test_a_headless_lab_takes_host_and_port(walkthrough):
     assert "make lab HOST=0.0.0.0 PORT=9000 OPEN=no" in GUIDE
     dry = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lab", "HOST=0.0.0.0", "PORT=9000", "OPEN=no"],
                          cwd=course, capture_output=True, text=True, check=True).stdout
-    assert "--ServerApp.ip=0.0.0.0 --ServerApp.port=9000" in dry and "--ServerApp.open_browser=False" in dry
+    assert "--lab --host 0.0.0.0 --port 9000 --no-browser" in dry
