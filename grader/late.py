@@ -1,8 +1,8 @@
 """The course's late policy: a share of the score off per day (or part of a day) late, never below zero, and the
 whole score for a timed exam (``final``). nbgrader applies it where an assignment has a due date (set when releasing
 it: the formgrader's due date field, or ``nbgrader db assignment add ps1 --duedate="2026-12-01 17:00:00 Europe/Berlin"``)
-and a submission's time is after it; ``c.LateByDay.percent_per_day`` and ``c.LateByDay.timed`` in nbgrader_config.py
-set the share (100: nbgrader's own "zero" policy) and the timed exams.
+and a submission's time is after it; ``c.LateByDay.percent_per_day`` in nbgrader_config.py sets the share (100:
+nbgrader's own "zero" policy); the timed exams are ppedu's ``TIMED``.
 
 >>> rule = LateByDay(percent_per_day=10)
 >>> rule.penalty_for("ps1", 9.0, 3600), rule.penalty_for("ps1", 9.0, 20 * 86400)  # one day's share; never more
@@ -18,10 +18,12 @@ import math
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float, List, Unicode
 
+from ppedu.grading.assignments import TIMED
+
 
 class LateByDay(LateSubmissionPlugin):
     percent_per_day = Float(10.0, help="Percent of the score taken off per day or part of a day late").tag(config=True)
-    timed = List(Unicode(), default_value=["final"], help="Timed exams: late by any time scores zero").tag(config=True)
+    timed = List(Unicode(), default_value=list(TIMED), help="Timed exams: late by any time scores zero").tag(config=True)
 
     def penalty_for(self, assignment: str, score: float, seconds_late: float) -> float:
         if seconds_late <= 0:

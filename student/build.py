@@ -19,6 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ppedu.grading.assignments import TIMED
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 #: What the course's repository gives students as it is.
@@ -27,6 +29,8 @@ SHIPPED = ("ppedu", "notebooks", "exercises", "pyproject.toml", "environment.yml
 TEMPLATES = ("README.md", "Makefile", "lab.mk", "install.py")
 #: Never copied: caches, and anything a run of the notebooks leaves (a widget's saved answers, a gradebook).
 IGNORED = ("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "*.db", "*.gif")
+#: Not in exercises/: a timed exam reaches students only when it starts (nbgrader release_assignment).
+UNRELEASED = TIMED
 #: Only the library's own data files are JSON; elsewhere a .json file is what a notebook's run left behind.
 LEFT_BEHIND = ("*.json",)
 #: Marks a folder this script made, so a rebuild may replace it and nothing else.
@@ -47,7 +51,7 @@ def build(out: Path) -> str | None:
     for name in SHIPPED:
         source = ROOT / name
         if source.is_dir():
-            ignored = IGNORED if name == "ppedu" else IGNORED + LEFT_BEHIND
+            ignored = IGNORED if name == "ppedu" else IGNORED + LEFT_BEHIND + (UNRELEASED if name == "exercises" else ())
             shutil.copytree(source, out / name, ignore=shutil.ignore_patterns(*ignored))
         else:
             shutil.copy2(source, out / name)

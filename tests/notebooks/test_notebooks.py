@@ -116,7 +116,7 @@ def test_prose_types_no_computed_percentages(name):
 ERRATA = [
     ("01-bubble-problem", "errata.textbook_claims()"),
     ("02-gpipe", "errata.backward_wave"),
-    ("02-gpipe", "a.grad"),  # what travels backward is ∂L/∂a (4.2.2)
+    ("02-gpipe", "dL_dy @ W"),  # what travels backward is ∂L/∂a (4.2.2)
     ("03-1f1b", 'errata.textbook_claims("4.3")'),
     ("04-interleaved", "errata.vendor_claims()"),
     ("04b-interleaving-costs", "lesson.limits("),  # activations released early, parameters per GPU (4.2.5, 4.4.5)
