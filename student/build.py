@@ -19,10 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ppedu.grading.assignments import TIMED
-
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # the course's own ppedu, installed or not (make runs this with any python3)
+from ppedu.grading.assignments import TIMED  # noqa: E402
 #: What the course's repository gives students as it is.
 SHIPPED = ("ppedu", "notebooks", "exercises", "pyproject.toml", "environment.yml")
 #: The students' own README and Makefile, from this folder.
