@@ -92,7 +92,8 @@ c.Autograde.autograde_preprocessors = [RememberManualGrades, ReadSavedAnswers, S
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, KeepManualGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # Due dates are set when releasing (the formgrader's due date, or `nbgrader db assignment add ps1 --duedate=…`);
-# a submission after it loses this share of its score per day or part of a day late (grader/late.py).
+# a submission after it loses this share of its score per day or part of a day late (grader/late.py), and a timed
+# exam (ppedu.grading.assignments.TIMED) all of it, by the student's clock (docs/instructor.md).
 c.AssignLatePenalties.plugin_class = LateByDay
 c.LateByDay.percent_per_day = 10
 # `nbgrader export` writes the assignments students were given (released, or with submissions) and names the rest.

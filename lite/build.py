@@ -44,6 +44,7 @@ ABSENT = {
     "jupyterlab": "the site is JupyterLab",
     "jupyterlab-slideshow": "no slides in this edition",
     "nbgrader": "nothing is graded in this edition",
+    "jsonschema": "pinned only to start nbgrader and JupyterLab sooner; nothing in the browser checks a schema",
     "tqdm": "only the command line's progress bars use it",
 }
 MARK = ".ppedu-lite"

@@ -1,5 +1,5 @@
-"""The notebooks of the browser edition: chapters 1–6, the formula sheet, the practice set, and the counting exam
-as practice, each rewritten for Python in the browser (Pyodide, without numpy, matplotlib or PyTorch).
+"""The notebooks of the browser edition: chapters 1–6 (with 4b and 6b), the formula sheet, the practice set, and the
+counting exam as practice, each rewritten for Python in the browser (Pyodide, without numpy, matplotlib or PyTorch).
 
 What changes, cell by cell, and nothing else:
 - ``%matplotlib inline`` goes (there is no matplotlib); ``ppedu.plot``'s two figures come from ``ppedu.svgplot``,
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from IPython.core.inputtransformer2 import TransformerManager
 
-CHAPTERS = ("01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-zero-bubble", "06-dualpipe",
-            "formula-sheet", "practice")
+CHAPTERS = ("01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "04b-interleaving-costs", "05-zero-bubble",
+            "06-dualpipe", "06b-dualpipe-bubble", "formula-sheet", "practice")
 COUNTING = Path("exercises") / "counting" / "counting.ipynb"
 #: What the browser lacks: per module, why (a module listed covers its submodules).
 MISSING = {

@@ -119,7 +119,8 @@ class Schedule:
 
     ``placement[d][c]`` is the stage that holds chunk ``c`` for direction ``d``; micro-batches
     of direction ``d`` pass through chunks ``0, 1, …`` in order, then back. ``overlapped`` holds
-    the backwards that run overlapped with the forward just before them on their stage.
+    the backwards that run overlapped with the forward just before them on their stage (never the
+    forward whose output the backward needs: the two of a pair are independent).
 
     >>> from ppedu.schedules import gpipe
     >>> gpipe(2, 2).stages[0]
@@ -207,7 +208,7 @@ class Schedule:
         split = (index[2 * per_kind + row + chunks] >= 0) & (kind > 0)
         if (needs[kind == 2] < 0).any():
             return None  # a W without its B
-        if not self._overlaps_follow_forwards(ops, start, stage, kind):
+        if not self._overlaps_follow_forwards(ops, start, stage, kind, needs):
             return None
         return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split, start)
 
@@ -238,18 +239,19 @@ class Schedule:
         batches = len(set(zip(mbs, dirs)) if dirs_ > 1 else set(mbs))
         if letters.count("F") != batches * chunks_ or letters.count("B") != batches * chunks_ \
                 or len(set(mbs)) != batches or batches != self.microbatches \
-                or not self._overlaps_follow_forwards(ops, start, stage, kind):
+                or not self._overlaps_follow_forwards(ops, start, stage, kind, needs):
             return None  # a micro-batch counted wrong
         split = [k != "F" and ("W", mb, c, d) in index for k, mb, c, d in ops] if "W" in letters else [False] * n
         return Columns(ops, stage, kind, list(mbs), list(chunks), list(dirs), needs, forward, split, start)
 
-    def _overlaps_follow_forwards(self, ops: tuple[Op, ...], start: Any, stage: Any, kind: Any) -> bool:
-        """Whether each overlapped op is a B straight after an F on its stage."""
+    def _overlaps_follow_forwards(self, ops: tuple[Op, ...], start: Any, stage: Any, kind: Any, needs: Any) -> bool:
+        """Whether each overlapped op is a B straight after an F on its stage, and not the F it needs."""
         if not self.overlapped:
             return True
         found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
         return len(found) == len(self.overlapped) and all(
-            op.kind == "B" and i != start[stage[i]] and kind[i - 1] == 0 for op, i in found.items())
+            op.kind == "B" and i != start[stage[i]] and kind[i - 1] == 0 and needs[i] != i - 1
+            for op, i in found.items())
 
     def home(self, op: Op) -> int:
         """The stage that runs ``op``: the one holding its chunk for its direction."""
@@ -324,6 +326,9 @@ class Schedule:
             for before, op in zip((None, *stage), stage):
                 if op in self.overlapped and (op.kind != "B" or before is None or before.kind != "F"):
                     raise ValueError(f"operation {op!r} is marked overlapped but does not follow an F on stage {s}")
+                if op in self.overlapped and op.needs(self.chunks) == before:
+                    raise ValueError(f"operation {op!r} is marked overlapped with {before!r}, whose output it needs: "
+                                     "a pair overlaps two independent operations")
         for op in ops:
             if op.kind == "W" and Op("B", op.microbatch, op.chunk, op.direction) not in counts:
                 raise ValueError(f"operation {op!r} has no matching B")

@@ -21,12 +21,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))  # the course's own ppedu, installed or not (make runs this with any python3)
+from ppedu.grading.assignments import TIMED  # noqa: E402
 #: What the course's repository gives students as it is.
 SHIPPED = ("ppedu", "notebooks", "exercises", "pyproject.toml", "environment.yml")
 #: The students' own README and Makefile, from this folder.
 TEMPLATES = ("README.md", "Makefile", "lab.mk", "install.py")
 #: Never copied: caches, and anything a run of the notebooks leaves (a widget's saved answers, a gradebook).
 IGNORED = ("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "*.db", "*.gif")
+#: Not in exercises/: a timed exam reaches students only when it starts (nbgrader release_assignment).
+UNRELEASED = TIMED
 #: Only the library's own data files are JSON; elsewhere a .json file is what a notebook's run left behind.
 LEFT_BEHIND = ("*.json",)
 #: Marks a folder this script made, so a rebuild may replace it and nothing else.
@@ -47,7 +51,7 @@ def build(out: Path) -> str | None:
     for name in SHIPPED:
         source = ROOT / name
         if source.is_dir():
-            ignored = IGNORED if name == "ppedu" else IGNORED + LEFT_BEHIND
+            ignored = IGNORED if name == "ppedu" else IGNORED + LEFT_BEHIND + (UNRELEASED if name == "exercises" else ())
             shutil.copytree(source, out / name, ignore=shutil.ignore_patterns(*ignored))
         else:
             shutil.copy2(source, out / name)

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, Op, schedules, simulate
 from ppedu.memory import FREE_AT_B, FREE_AT_W
-from ppedu.schedules import (build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
+from ppedu.schedules import (SCHEDULES, VIRTUAL, build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
                              looped_bfs, one_f_one_b, zero_bubble_h1, zero_bubble_h2, zero_bubble_v)
 
 
@@ -236,6 +236,30 @@ def test_every_megatron_group_size_gives_a_valid_order(p, m, v, data):
         s = build(name, p, m, v, group)
         s.validate()
         simulate(s)  # no deadlock
+
+
+def test_each_schedules_stated_rule_is_its_builders_rule():
+    from ppedu.schedules import NAMES, RULES
+
+    assert set(RULES) == set(SCHEDULES) == set(NAMES)
+    for name in SCHEDULES:
+        for p in range(1, 9):
+            for m in range(1, 20):
+                try:
+                    build(name, p, m, 2 if name in VIRTUAL else 1)
+                    runs = True
+                except ValueError:
+                    runs = False
+                assert runs == RULES[name].accepts(p, m), (name, p, m)
+
+
+def test_zb_h2_runs_every_gpu_without_a_gap_exactly_from_m_2p_minus_1():
+    # its docstring said "no gap at F = B = W" for every m; with fewer micro-batches the early GPUs wait
+    for p in range(2, 6):
+        for m in range(1, 3 * p):
+            t = simulate(zero_bubble_h2(p, m), Costs(f=1, b=1, w=1))
+            gaps = sum(b.start - a.end for j in range(p) for a, b in zip(t.on_stage(j), t.on_stage(j)[1:]))
+            assert (gaps == 0) == (m >= 2 * p - 1), (p, m)
 
 
 def _damaged(schedule, change, where):

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ppedu.mnist.executor import StepResult, max_grad_diff, reference_gradients, run_schedule
     from ppedu.mnist.measure import AGREEMENT, gap, measure_step
     from ppedu.mnist.models import NETWORKS, build_model, cnn, mlp, split_model
-    from ppedu.mnist.plot import plot_step
+    from ppedu.mnist.plot import plot_processes, plot_step
+    from ppedu.mnist.processes import ProcessRun, run_processes
     from ppedu.mnist.training import TrainResult, train
 
 _HOME = {
@@ -26,7 +27,8 @@ _HOME = {
     **dict.fromkeys(["AGREEMENT", "gap", "measure_step"], "measure"),
     **dict.fromkeys(["NETWORKS", "build_model", "cnn", "mlp", "split_model"], "models"),
     **dict.fromkeys(["TrainResult", "train"], "training"),
-    "plot_step": "plot",
+    **dict.fromkeys(["plot_processes", "plot_step"], "plot"),
+    **dict.fromkeys(["ProcessRun", "run_processes"], "processes"),
 }
 __all__ = sorted(_HOME)
 #: What a light install (no torch) says when the lab is asked for.

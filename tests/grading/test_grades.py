@@ -70,7 +70,8 @@ def test_a_late_submission_loses_its_share_per_day(graded):
     assert days == 2
     share = 10 / 100  # c.LateByDay.percent_per_day in nbgrader_config.py
     assert "c.LateByDay.percent_per_day = 10" in (ROOT / "nbgrader_config.py").read_text()
-    assert LateByDay(percent_per_day=10).late_submission_penalty("x", earned, 1) == pytest.approx(earned * share)
+    assert LateByDay(percent_per_day=10).penalty_for("ps1", earned, 1) == pytest.approx(earned * share)
+    assert LateByDay().penalty_for("final", earned, 1) == earned  # a timed exam a second late scores zero
     assert _submission(course, "ontime")[:2] == (earned, 0)
     assert _submission(course, "latecomer")[:2] == (earned, pytest.approx(earned * share * days))
 

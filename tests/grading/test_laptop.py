@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT / "hub"))
 from trial import free_port, terminal, wait_for  # noqa: E402
 
 SECTION = section("Students on their own laptops")
-CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-zero-bubble", "06-dualpipe"]
+CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "04b-interleaving-costs", "05-zero-bubble",
+            "06-dualpipe", "06b-dualpipe-bubble"]
 PYTHON = shutil.which("python3") or sys.executable  # what a student types `python` for
 
 

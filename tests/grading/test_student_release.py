@@ -20,6 +20,8 @@ import pytest
 
 from conftest import ROOT, assignments, cells
 
+from ppedu.grading.assignments import TIMED
+
 VENV = Path(sys.executable).parent.parent
 INSTRUCTORS_ONLY = {"solutions", "grader", "tests", "benchmarks", "submitted", "autograded", "feedback",
                     "nbgrader_config.py", "gradebook.db", "student", "hub"}
@@ -32,6 +34,10 @@ def release(tmp_path_factory):
     subprocess.run(["make", "--no-print-directory", "student-release", f"STUDENT_RELEASE={out}"], cwd=ROOT,
                    check=True, capture_output=True, timeout=120)
     return out
+
+
+def untimed():
+    return [a for a in assignments() if a not in TIMED]
 
 
 def _files(root):
@@ -83,9 +89,11 @@ def test_the_release_has_what_students_need(release):
         assert (release / name).is_file(), name
     chapters = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert chapters and sorted(p.name for p in (release / "notebooks").glob("*.ipynb")) == chapters
-    for name in assignments():
+    for name in untimed():
         assert (release / "exercises" / name / f"{name}.ipynb").read_bytes() == \
             (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
+    for name in TIMED:  # released through the exchange when the exam starts
+        assert (ROOT / "exercises" / name).is_dir() and not (release / "exercises" / name).exists()
     assert "students' copy" in (release / "README.md").read_text()
 
 
@@ -179,7 +187,7 @@ def test_make_lab_starts_jupyterlab_on_the_release(release, tmp_path):
         status, _ = _get(f"{base}/lab/tree/notebooks/01-bubble-problem.ipynb?token={token}", deadline)
         assert status == 200
         status, listing = _get(f"{base}/api/contents/exercises?token={token}", deadline)
-        assert status == 200 and all(f'"{name}"' in listing for name in assignments())
+        assert status == 200 and all(f'"{name}"' in listing for name in untimed())
     finally:
         os.killpg(lab.pid, signal.SIGTERM)
         lab.wait(timeout=30)
@@ -202,7 +210,7 @@ for path in sys.argv[2:]:
             exec(compile(cell.source, path, "exec"), namespace)
 print("ok")
 """
-    notebooks = [str(release / "exercises" / a / f"{a}.ipynb") for a in assignments()]
+    notebooks = [str(release / "exercises" / a / f"{a}.ipynb") for a in untimed()]
     done = subprocess.run([sys.executable, "-c", script, str(release), *notebooks], cwd=release.parent,
                           env={**os.environ, "PYTHONPATH": str(release), "MPLBACKEND": "Agg"},
                           capture_output=True, text=True, timeout=300)
