@@ -10,6 +10,7 @@ execution. See docs/instructor.md.
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 course = Path(__file__).resolve().parent
@@ -21,18 +22,30 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     SaveAutoGrades)
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
 from nbgrader.server_extensions.formgrader.handlers import template_path as formgrader_templates  # noqa: E402
+from sqlalchemy.exc import SAWarning  # noqa: E402
 
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
 from grader.execute import SandboxedExecute  # noqa: E402
+from grader.export import ReleasedGrades  # noqa: E402
+from grader.gradebook import backup_the_file, repair_version_stamp, tools_on_path  # noqa: E402
 from grader.intake import Collect, Extractor, IntakeNotes, guard_autograde, safe_timestamps  # noqa: E402
 from grader.judge import Judge  # noqa: E402
+from grader.late import LateByDay  # noqa: E402
+from grader.regrade import KeepManualGrades, RememberManualGrades  # noqa: E402
 from grader.restore import RestoreCells  # noqa: E402
+from ppedu.grading.handin import COLLECTOR_PATTERN as HANDIN_PATTERN, KINDS as HANDIN_KINDS  # noqa: E402
 
 # A student's bytes reach the grader only through the intake (grader/intake.py): collect and zip_collect copy
 # with it, never following a link; autograding (ppedu grade, nbgrader autograde, the formgrader's button) reads
 # only the grading area it fills from submitted/. nbgrader has no setting for the last two, hence the calls.
 guard_autograde()
 safe_timestamps()
+# nbgrader runs `alembic` by name when it makes a gradebook: this environment's programs come first on PATH, whoever
+# opens the gradebook first (the formgrader of a JupyterLab whose environment was not activated, say).
+tools_on_path()
+backup_the_file()  # `nbgrader db upgrade` of the gradebook.db?timeout=60 below
+# nbgrader's own gradebook code trips SQLAlchemy's session warnings on every autograde (nothing for a grader to do).
+warnings.filterwarnings("ignore", category=SAWarning, message=r"Object of type <\w+> not in session")
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -43,6 +56,7 @@ c.CourseDirectory.release_directory = "exercises"
 # The gradebook: SQLite beside this file; for a large course point PPEDU_DB_URL at PostgreSQL
 # (postgresql://user:password@host/ppedu). The timeout lets parallel autograders (`ppedu grade`) queue.
 c.CourseDirectory.db_url = os.environ.get("PPEDU_DB_URL", f"sqlite:///{course / 'gradebook.db'}?timeout=60")
+repair_version_stamp(c.CourseDirectory.db_url)  # one made while `alembic` could not be found (grader/gradebook.py)
 # The formgrader's pages load MathJax from a CDN; without a network nbgrader's own page script stops at the missing
 # MathJax and no score can be typed. grader/templates/formgrade/mathjax.html.j2 stands in where it is missing.
 c.HTMLExporter.extra_template_basedirs = [str(course / "grader" / "templates"), formgrader_templates]
@@ -61,12 +75,26 @@ c.Execute.interrupt_on_timeout = True
 c.SandboxedExecute.sandbox = c.Judge.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
 c.ExchangeFactory.collect = Collect
 c.ZipCollectApp.extractor_plugin = Extractor
+# Hand-ins from laptops (`ppedu handin ps1` writes ps1+<student id>.zip): `nbgrader zip_collect ps1` reads them from
+# downloaded/ps1/archive/ with this pattern, a widget's saved answers (.json) with the notebook. An archive named
+# otherwise (a learning platform's) needs its own --FileNameCollectorPlugin.named_regexp.
+c.FileNameCollectorPlugin.named_regexp = HANDIN_PATTERN
+c.FileNameCollectorPlugin.valid_ext = list(HANDIN_KINDS)
 # Submissions are rebuilt on their release before nbgrader's checks (the intake's notes on top); the judge, not
 # the kernel, scores every test cell, so nothing a notebook prints (stderr included) decides a grade.
 c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, IntakeNotes, DeduplicateIds, OverwriteKernelspec,
                                       OverwriteCells, CheckCellMetadata]
 # The widget exam's answers are read from the submission before the notebook runs, and judged in place of its
 # test cells' output (grader/exam.py).
-c.Autograde.autograde_preprocessors = [ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
-                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, AssignLatePenalties,
-                                       CheckCellMetadata]
+# Grading again leaves a finished manual grade finished where the answers it was given for did not change
+# (grader/regrade.py).
+c.Autograde.autograde_preprocessors = [RememberManualGrades, ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, KeepManualGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
+# Due dates are set when releasing (the formgrader's due date, or `nbgrader db assignment add ps1 --duedate=…`);
+# a submission after it loses this share of its score per day or part of a day late (grader/late.py), and a timed
+# exam (ppedu.grading.assignments.TIMED) all of it, by the student's clock (docs/instructor.md).
+c.AssignLatePenalties.plugin_class = LateByDay
+c.LateByDay.percent_per_day = 10
+# `nbgrader export` writes the assignments students were given (released, or with submissions) and names the rest.
+c.ExportApp.plugin_class = ReleasedGrades

@@ -33,6 +33,7 @@ import tarfile
 import uuid
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -369,11 +370,55 @@ class IntakeNotes(NbGraderPreprocessor):
 
 class Collect(ExchangeCollect):
     """nbgrader's collect, copying each submission from the exchange with :func:`copy_in`: as the instructor,
-    it must never follow what a student put in their inbound folder."""
+    it must never follow what a student put in their inbound folder.
+
+    On a machine where each student is a Unix user (a JupyterHub with system users), an inbound folder is the work
+    of the user who owns it: nbgrader only warns when a folder's name claims another student, and collects it as
+    theirs (a classmate's newer "submission" would replace their work). Here such a folder, and one whose name holds
+    no time, is refused: never newer than anything, never copied (a folder of root's or of the collecting user's own
+    was put there by hand, and is taken). ``c.ExchangeCollect.check_owner = False`` where one account writes every
+    student's folders (containers on Kubernetes)."""
+
+    _refused: dict[str, str] = {}
+
+    def _path_to_record(self, path: str) -> dict[str, Any]:
+        name = os.path.basename(path)
+        parts = name.rsplit("+", 3)
+        why = None
+        try:
+            record = super()._path_to_record(path)
+        except (ValueError, OverflowError):
+            record, why = {"username": parts[0], "filename": name}, "its name holds no time"
+        if why is None and self.check_owner and (owner := _owner(path)) not in (None, record["username"]):
+            why = f"it is {owner}'s, not {record['username']}'s"
+        if why:
+            self.log.warning("%s: not collected: %s", name, why)
+            record["timestamp"] = datetime.min  # older than any real submission (nbgrader's times are naive UTC)
+            self._refused = {**self._refused, name: why}
+        return record
 
     def do_copy(self, src: str, dest: str, log: Any = None) -> None:
+        if Path(src).name in self._refused:  # the named student has nothing else in the exchange
+            return
         for line in copy_in(Path(src), Path(dest)):
             self.log.warning("%s: left out %s", Path(src).name, line)
+
+
+def _owner(path: str) -> str | None:
+    """The login name of the user owning ``path`` (not following a link); ``None`` where that cannot be said, or where
+    it is root or the user collecting, who put it there by hand."""
+    try:
+        import pwd
+
+        uid = os.lstat(path).st_uid
+    except (ImportError, OSError):  # Windows, or gone
+        return None
+    if uid in (0, os.geteuid()):
+        return None
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"user id {uid}"
 
 
 class Extractor(ExtractorPlugin):

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ppedu import mnist
 from ppedu.cluster import GPUS, MODELS
 from ppedu.cluster import cli as plan_cli
 from ppedu.costs import Costs, PerChunk, _is_matrix
@@ -28,9 +31,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return args.run(args)
+        status = args.run(args)
+        sys.stdout.flush()  # inside the try: a reader that has gone shows here, not at exit
+        return status
     except ValueError as error:
         parser.exit(2, f"ppedu: error: {error}\n")
+    except BrokenPipeError:  # `ppedu simulate … | head`: the reader has gone, as it may
+        # Python flushes stdout once more at exit; point it at /dev/null so that flush cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE  # what a shell reports for a command a closed pipe stopped
+    except ModuleNotFoundError as error:  # a light install has no torch: say so in one line
+        if error.name != "torch":
+            raise
+        parser.exit(2, f"ppedu: error: {mnist.NO_TORCH}\n")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -120,9 +133,11 @@ def _search(args: argparse.Namespace) -> int:
         bar.set_postfix(best=f"{best:g}", refresh=False)
 
     costs = _costs(args)
+    # PyTorch's CSV names a chunk by its index alone: an order to write as one must have one direction.
+    one_direction = args.one_direction or bool(args.csv)
     try:
         found = search(args.p, args.m, costs, args.memory, activation_bytes=args.activation_bytes,
-                       one_direction=args.one_direction, cut=args.cut, seconds=args.seconds, seed=args.seed, progress=progress)
+                       one_direction=one_direction, cut=args.cut, seconds=args.seconds, seed=args.seed, progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -272,7 +287,8 @@ def _parser() -> argparse.ArgumentParser:
     find.add_argument("--activation-bytes", type=float, default=None,
                       help="bytes of one stage's activations for one micro-batch (--memory is then in bytes)")
     find.add_argument("--one-direction", action="store_true",
-                      help="leave out DualPipe and Chimera (two parameter copies; PyTorch's runtime cannot run them)")
+                      help="leave out DualPipe and Chimera (two parameter copies; PyTorch's runtime cannot run them); "
+                      "--csv implies it")
     find.add_argument("--cut", type=int, default=None, metavar="V",
                       help="keep to V chunks per GPU, chunk c on GPU c mod p (default: try several cuts)")
     find.add_argument("--seconds", type=float, default=2.0, help="time for the local search (default 2)")

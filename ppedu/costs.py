@@ -196,3 +196,10 @@ def _at(value: PerStage, stage: int, chunk: int | None) -> float:
             raise ValueError("a per-chunk cost needs the chunk, not only the stage")
         return value[chunk]
     return value[stage] if isinstance(value, tuple) else value
+
+
+#: The course's one shared cost model, per whole stage: a forward, an input-gradient and a
+#: weight-gradient pass take one unit each (a full backward two), hand-overs are free, and an
+#: overlapped DualPipe pair takes its forward plus its full backward (booked as one unit, as
+#: DeepSeek's table books it). A schedule that cuts a stage into ``v`` chunks pays ``1/v`` per chunk.
+EQUAL = Costs(f=1, b=1, w=1, fb=3)

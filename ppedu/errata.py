@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from ppedu.cluster.hardware import MODELS
 from ppedu.costs import Costs
 from ppedu.formulas import bubble_over_ideal, bubble_ratio, to_idle_total
 from ppedu.grid import grid
@@ -59,6 +60,9 @@ def textbook_claims(*sections: str) -> Table[Claim]:
     plain_links = links_of(o8.schedule)
     per_link = {link: n / plain_links[link] for link, n in links_of(i8.schedule).items() if link in plain_links}
     busy_at_start = {e.stage for e in d.events if e.start == 0}
+    summed = summed_gradient_scale(4)
+    handed, computed = hand_over_scale(2)
+    nodes = DEEPSEEK_V3_GPUS // DEEPSEEK_V3_NODE
     rows = (
         Claim("4.6.1", "p = 4, m = 4 takes this many time steps", "11",
               f"{g.makespan:g} (GPipe), {o.makespan:g} (1F1B)", g.makespan == o.makespan == 11),
@@ -87,8 +91,92 @@ def textbook_claims(*sections: str) -> Table[Claim]:
               f"{parameter_copies(o8.schedule):g}", parameter_copies(i8.schedule) > parameter_copies(o8.schedule)),
         Claim("4.5.1", "DualPipe keeps GPU 0 and GPU p-1 busy from t1 (p = 4)", "both",
               "GPUs " + ", ".join(str(s) for s in sorted(busy_at_start)), busy_at_start == {0, 3}),
+        Claim("4.2.2", "the update subtracts η times the sum of the m micro-batch gradients (m = 4)",
+              "the mini-batch's step", f"{summed:g} × the mini-batch's gradient (each L_k a mean loss): a step "
+              f"{summed:g} times too long; weight each by its share B_k/B", summed == 1),
+        Claim("4.4.2", "each hand-over takes 1/v of the original time step (v = 2)", "×0.5",
+              f"×{handed:g}: a hand-over still carries a whole activation (tokens × hidden), "
+              f"{MODELS['7b'].hand_over_bytes / 1e6:.1f} MB for Llama 2 7B at any v; a chunk's compute is what "
+              f"shrinks, ×{computed:g}", handed == 0.5),
+        Claim("4.7.1", "DeepSeek-V3's DualPipe saturates thousands of nodes", "thousands",
+              f"{DEEPSEEK_V3_GPUS:,} H800 GPUs in nodes of {DEEPSEEK_V3_NODE}: {nodes} nodes (DeepSeek-V3 report)",
+              nodes >= 1000),
     )
     return Table(tuple(c for c in rows if not sections or any(c.section.startswith(x) for x in sections)))
+
+
+#: DeepSeek-V3's training cluster, from its technical report (2024): 2,048 H800 GPUs, eight per node.
+DEEPSEEK_V3_GPUS, DEEPSEEK_V3_NODE = 2048, 8
+
+
+def summed_gradient_scale(m: int) -> float:
+    """How many times the mini-batch's gradient the textbook's update (4.2.2) applies: the plain sum
+    of ``m`` micro-batches' gradients, each of a mean loss, on a toy least-squares model
+    ``(w·x − y)²`` over ``2m`` samples (two per micro-batch). The weighted sum, each micro-batch by its
+    share of the samples, is the mini-batch's gradient (1).
+
+    >>> summed_gradient_scale(4)
+    4.0
+    """
+    xs = [1.0 + i / 3 for i in range(2 * m)]
+    ys = [2.0 * x + (-1) ** i for i, x in enumerate(xs)]
+    w = 0.5
+
+    def gradient(pairs: list[tuple[float, float]]) -> float:  # d/dw of the mean of (w·x − y)²
+        return sum(2 * (w * x - y) * x for x, y in pairs) / len(pairs)
+
+    samples = list(zip(xs, ys))
+    summed = sum(gradient(samples[2 * k: 2 * k + 2]) for k in range(m))
+    return round(summed / gradient(samples), 12)
+
+
+def hand_over_scale(v: int) -> tuple[float, float]:
+    """Llama 2 7B on four H100s over NVLink: how a hand-over's time and a chunk's forward time change
+    when each GPU holds ``v`` chunks instead of one (the textbook's 4.4.2 says both shrink to 1/v).
+
+    >>> hand_over_scale(2)
+    (1.0, 0.5)
+    """
+    from ppedu.cluster import GPUS, LINKS, Cluster, costs_for
+
+    gpus = Cluster(GPUS["h100-80gb"], 4, LINKS["nvlink"])
+    plain, _ = costs_for(MODELS["7b"], gpus, one_f_one_b(4, 8))
+    inter, _ = costs_for(MODELS["7b"], gpus, interleaved_1f1b(4, 8, v))
+    compute = sum(inter.forward(0, c) for c in range(4 * v)) / v / sum(plain.forward(0, c) for c in range(4))
+    return round(inter.hand_over(0, 1, 0) / plain.hand_over(0, 1, 0), 9), round(compute, 9)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A statement of a source text about who did what, when: it is checked against the published
+    record, not computed."""
+
+    section: str
+    statement: str
+    record: str
+
+
+def textbook_record() -> Table[Record]:
+    """The textbook's statements of history and attribution that the published record contradicts.
+
+    >>> [r.section for r in textbook_record()]
+    ['4.2.5', '4.4.5, 4.7.2', '4.7.2', '4.5.5']
+    """
+    return Table((
+        Record("4.2.5", "GPipe provided the earliest formalization of pipeline parallelism",
+               "PipeDream (Harlap, Narayanan et al., arXiv 1806.03377, June 2018) was public five months before "
+               "GPipe (Huang et al., arXiv 1811.06965, November 2018); both appeared at 2019 conferences (SOSP, NeurIPS)."),
+        Record("4.4.5, 4.7.2", "GPT-3 175B was trained with Megatron-LM",
+               "OpenAI's GPT-3 paper (Brown et al., 2020) names no framework: model parallelism within each matrix "
+               "multiply and across layers, on a Microsoft V100 cluster. Megatron-LM's 2021 paper (Narayanan et al.) "
+               "measured a GPT-3-sized 175B configuration; it did not train GPT-3."),
+        Record("4.7.2", "LLaMA variants were pre-trained with Megatron-LM",
+               "The LLaMA paper (Touvron et al., 2023) describes Meta's own training code: xformers attention, a "
+               "hand-written backward, model and sequence parallelism as Korthikanti et al. (2022) describe them."),
+        Record("4.5.5", "DualPipe is the pioneering (bidirectional) pipeline algorithm",
+               "Chimera (Li and Hoefler, SC 2021) ran two pipelines in opposite directions three years earlier; "
+               "DualPipe's own steps are the overlapped forward-backward pairs and zero bubble's W split."),
+    ))
 
 
 def forward_wave(timeline: Timeline) -> tuple[int, int]:
@@ -202,20 +290,27 @@ class TableRow:
 
 def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
     """DeepSeek-V3's table of per-rank bubble time (F, B a full backward, W, F&B an overlapped
-    pair), set beside the simulated worst idle time of any rank under the same ``costs``.
+    pair), set beside the simulated worst idle time of any rank under the same ``costs`` (no
+    hand-over latency). Where each row agrees with the simulation (``tests/test_errata.py`` scans
+    a grid of costs):
 
-    The 1F1B and ZB1P rows agree with the simulation for any costs. The table books each of
-    DualPipe's overlapped pairs as one F&B unit; the simulator does the same when ``costs.fb``
-    is set, and then, with a forward as long as an input-gradient B (f = b), DualPipe's row
-    agrees exactly when F + W ≤ F&B ≤ F + B + W and W ≤ B: a pair at least as long as F and W
-    together, no longer than its parts one after the other. A shorter pair (more overlap) or
-    a longer W leaves more idle time than the formula books. Left unset, a pair's F may run
-    ahead of its B, and the idle time is smaller.
+    - 1F1B's ``(p-1)(F+B)``: for any costs.
+    - ZB1P's ``(p-1)(F+B-2W)``: exactly when ``W ≤ F`` and ``W ≤ B-W`` (no longer than the forward
+      or the input-gradient part). A longer W no longer fits the gap it is meant to fill, and the
+      simulation idles more than the formula books.
+    - DualPipe's ``(p/2-1)(F&B+B-3W)``: only when the pairs are booked as units (``costs.fb`` set)
+      and ``F&B ≥ F + W``. With a forward as long as an input-gradient pass (f = b) and p ≥ 6,
+      exactly when ``F + W ≤ F&B ≤ F + B`` (B full, so at most the pair's parts one after the
+      other) and ``W ≤ B-W``; at p = 4 longer pairs agree too. Shorter pairs (more overlap), a W
+      longer than B-W, or f ≠ b, and the schedule leaves more or less idle time than the formula
+      books. Left unset, a pair's F may run ahead of its B: the idle time differs, mostly smaller.
 
     >>> [(r.formula_bubble, r.simulated_bubble) for r in deepseek_table(8, 20, Costs(1, 1, 1, fb=2)).rows]
     [(21.0, 21.0), (7.0, 7.0), (3.0, 3.0)]
     >>> deepseek_table(4, 8, Costs(1, 1, 1, fb=1.5))[2].simulated_bubble  # F&B < F + W: the formula books 0.5
     1.5
+    >>> deepseek_table(4, 8, Costs(1, 1, 2))[1].simulated_bubble  # W > F: ZB1P's formula books 0
+    3.0
     """
     if isinstance(costs.fb, tuple):
         raise ValueError("deepseek_table takes one F&B time for all stages (the table's formula has one)")
@@ -235,7 +330,7 @@ def deepseek_table(p: int, m: int, costs: Costs) -> Table[TableRow]:
 
 
 def _steps_of(timeline: Timeline, kind: str) -> tuple[int, int]:
-    running = (grid(timeline).kinds() == kind).any(axis=0)
+    running = [any(cell == kind for cell in column) for column in zip(*grid(timeline).kinds())]
     steps = [t + 1 for t, yes in enumerate(running) if yes]
     return steps[0], steps[-1]
 

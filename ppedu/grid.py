@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import gcd, lcm
 
-import numpy as np
+from functools import cached_property
+from typing import Any
 
+from ppedu.arrays import as_list, table
 from ppedu.ops import Op
 from ppedu.simulate import Timeline
 
@@ -19,6 +21,7 @@ _MAX_CELLS = 2_000_000
 class Grid:
     """``cells[s, t]`` is the index (into ``timeline.events``) of what GPU ``s`` runs in time step
     ``t``, or ``IDLE``; each step lasts ``dt`` time units. Row 0 is GPU 0 (drawn at the bottom).
+    ``cells`` and the tables below are numpy arrays (a :class:`~ppedu.arrays.Table` where numpy is not installed).
 
     >>> from ppedu import schedules, simulate
     >>> g = grid(simulate(schedules.gpipe(4, 4)))
@@ -27,20 +30,26 @@ class Grid:
     """
 
     timeline: Timeline
-    cells: np.ndarray
+    cells: Any
     dt: float
+
+    @cached_property
+    def rows(self) -> list[list[int]]:
+        """``cells`` as plain lists, row by row."""
+        return as_list(self.cells)
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.cells.shape
+        return len(self.rows), len(self.rows[0]) if self.rows else 0
 
     @property
     def total_slots(self) -> int:
-        return int(self.cells.size)
+        p, steps = self.shape
+        return p * steps
 
     @property
     def idle_slots(self) -> int:
-        return int((self.cells == IDLE).sum())
+        return sum(row.count(IDLE) for row in self.rows)
 
     @property
     def busy_slots(self) -> int:
@@ -51,25 +60,25 @@ class Grid:
         return self.idle_slots / self.total_slots if self.total_slots else 0.0
 
     @property
-    def idle_mask(self) -> np.ndarray:
-        return self.cells == IDLE
+    def idle_mask(self) -> Any:
+        return table([[c == IDLE for c in row] for row in self.rows], bool)
 
-    def kinds(self) -> np.ndarray:
+    def kinds(self) -> Any:
         """Per cell ``"F"``, ``"B"``, ``"W"`` or ``""`` (idle)."""
-        table = np.array([e.op.kind for e in self.timeline.events] + [""], dtype=object)
-        return table[self.cells]
+        return self._per_cell([e.op.kind for e in self.timeline.events])
 
-    def labels(self) -> np.ndarray:
+    def labels(self) -> Any:
         """Per cell the op's short label (``F3``; ``F3c5`` when a GPU holds several chunks;
         a trailing ``'`` for DualPipe's second direction), or ``""`` for an idle cell."""
-        table = np.array([label(e.op, self.timeline) for e in self.timeline.events] + [""], dtype=object)
-        return table[self.cells]
+        return self._per_cell([label(e.op, self.timeline) for e in self.timeline.events])
 
-    def starts(self) -> np.ndarray:
+    def starts(self) -> Any:
         """True where a cell is the first step of its operation (not a continuation)."""
-        first = np.ones(self.cells.shape, dtype=bool)
-        first[:, 1:] = self.cells[:, 1:] != self.cells[:, :-1]
-        return first & (self.cells != IDLE)
+        return table([[c != IDLE and (t == 0 or c != row[t - 1]) for t, c in enumerate(row)] for row in self.rows], bool)
+
+    def _per_cell(self, per_event: list[str]) -> Any:
+        per_event.append("")  # IDLE (-1) reads the last entry
+        return table([[per_event[c] for c in row] for row in self.rows], str)
 
 
 def grid(timeline: Timeline, dt: float | None = None) -> Grid:
@@ -80,10 +89,11 @@ def grid(timeline: Timeline, dt: float | None = None) -> Grid:
     steps = round(timeline.makespan / dt)
     if timeline.p * steps > _MAX_CELLS:
         raise ValueError(f"a grid of {timeline.p}×{steps} cells is too large to draw; pass a larger dt")
-    cells = np.full((timeline.p, steps), IDLE, dtype=np.int64)
+    cells = [[IDLE] * steps for _ in range(timeline.p)]
     for i, e in enumerate(timeline.events):
-        cells[e.stage, round(e.start / dt) : round(e.end / dt)] = i
-    return Grid(timeline, cells, dt)
+        a, b = round(e.start / dt), round(e.end / dt)
+        cells[e.stage][a:b] = [i] * (b - a)
+    return Grid(timeline, table(cells, int), dt)
 
 
 def label(op: Op, timeline: Timeline) -> str:

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ppedu.arrays import as_list
+
 if TYPE_CHECKING:
     from ppedu.simulate import Timeline
 
@@ -114,9 +116,9 @@ class IdleCauses:
 def idle_causes(timeline: Timeline) -> IdleCauses:
     """Tag every idle interval of ``timeline`` with its cause (see the module's notes)."""
     c = timeline.schedule.columns
-    start, end, waited = timeline.start.tolist(), timeline.end.tolist(), timeline.waited.tolist()
-    stage, kind, needs = c.stage.tolist(), c.kind.tolist(), c.needs.tolist()
-    bounds = c.start.tolist()
+    start, end, waited = as_list(timeline.start), as_list(timeline.end), as_list(timeline.waited)
+    stage, kind, needs = as_list(c.stage), as_list(c.kind), as_list(c.needs)
+    bounds = as_list(c.start)
     busy = timeline.busy_per_stage
     head = bytearray(len(start))  # the first op on each GPU
     for a, b in zip(bounds, bounds[1:]):
@@ -135,7 +137,7 @@ def idle_causes(timeline: Timeline) -> IdleCauses:
             origin[y] = root
         return root
 
-    final = int(timeline.end.argmax()) if len(end) else 0  # the op that ends the step
+    final = end.index(max(end)) if end else 0  # the op that ends the step
     intervals: list[Idle] = []
     for s in range(timeline.p):
         a, b = bounds[s], bounds[s + 1]

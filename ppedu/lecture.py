@@ -10,7 +10,8 @@ derived from the chapter itself:
 - a code cell shares its slide with no other code cell: a second one starts a slide, together with the
   paragraphs that lead up to it (what the lecturer says before running it); after more than
   :data:`LONG_TEXT` characters of text, which would leave its output no room, it starts a slide of its own;
-- a cell tagged ``aside`` (a digression for readers) is skipped;
+- a cell tagged ``aside`` (a digression for readers) is skipped; one tagged ``new-slide`` starts a slide (an output
+  that needs the whole slide, such as a tall table, or the long commentary after it);
 - every other cell is a fragment of the slide above it: each press of → (or a presenter's clicker) shows
   the next one — the code, then its output's commentary — so the room predicts before it sees.
 
@@ -54,6 +55,7 @@ FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 #: Where each chapter's speaker notes live, relative to the course's root.
 NOTES_FOLDER = Path("docs") / "speaker-notes"
 ASIDE = "aside"
+NEW_SLIDE = "new-slide"
 #: The most text (characters of Markdown, about six lines across a slide) a slide shows above a code cell.
 LONG_TEXT = 600
 _HEADING = re.compile(r"\s*#{1,6}\s")
@@ -68,21 +70,24 @@ def slide_types(cells: Sequence[Any]) -> list[str]:
     ...              text("Then:"), code("b"), text("### Detail"), code("c"), text("Far off.", metadata={"tags": ["aside"]}),
     ...              text("## Long " + "words " * 100), code("d")])
     ['slide', 'fragment', 'slide', 'fragment', 'fragment', 'slide', 'fragment', 'slide', 'fragment', 'skip', 'slide', 'slide']
+    >>> tall = {"tags": ["new-slide"]}
+    >>> slide_types([text("## A table"), code("table", metadata=tall), text("Read it by columns.", metadata=tall)])
+    ['slide', 'slide', 'slide']
     """
     types: list[str] = []
     code_shown, lead, text = False, None, 0  # a code cell on this slide yet; where the paragraphs before the next
     for i, cell in enumerate(cells):        # begin; the characters of text on the slide so far
-        kind = "fragment"
-        if i == 0 or (cell.cell_type == "markdown" and _HEADING.match(cell.source)):
+        kind, tags = "fragment", cell.metadata.get("tags", ())
+        if i == 0 or (cell.cell_type == "markdown" and (_HEADING.match(cell.source) or NEW_SLIDE in tags)):
             kind, code_shown, lead, text = "slide", False, None, len(cell.source)
-        elif ASIDE in cell.metadata.get("tags", ()):
+        elif ASIDE in tags:
             kind = "skip"
         elif cell.cell_type == "code":
             if code_shown and lead is not None:  # the paragraphs since the last code cell open its slide
                 types[lead], text = "slide", sum(len(c.source) for c in cells[lead:i])
             elif code_shown:
                 kind = "slide"
-            if text > LONG_TEXT:  # and if they are long, the code has a slide of its own
+            if text > LONG_TEXT or NEW_SLIDE in tags:  # and if they are long, the code has a slide of its own
                 kind = "slide"
             code_shown, lead, text = True, None, 0
         else:

@@ -13,9 +13,9 @@ simulator and the MNIST executor alike: ``kept_for_w`` is the fraction W holds u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from itertools import accumulate
 
 
 @dataclass(frozen=True)
@@ -51,19 +51,22 @@ def zero_bubble_split(kept_for_w: float) -> MemoryModel:
     return MemoryModel(kept_for_w)
 
 
-def profile(stage: np.ndarray, kind: np.ndarray, split: np.ndarray, owner: np.ndarray, start: np.ndarray,
-            end: np.ndarray, weight: np.ndarray, stages: int, model: MemoryModel) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """Per stage, ``(times, alive)``: the activations alive from ``times[i]`` on. Arrays are per op:
+def profile(stage: Sequence[int], kind: Sequence[int], split: Sequence[bool], owner: Sequence[int],
+            start: Sequence[float], end: Sequence[float], weight: Sequence[float], stages: int,
+            model: MemoryModel) -> tuple[tuple[list[float], list[float]], ...]:
+    """Per stage, ``(times, alive)``: the activations alive from ``times[i]`` on. Sequences are per op:
     its stage, kind code (0 F, 1 B, 2 W), whether its backward is split, the index of the F whose
     activations it frees (``owner``), its start and end, and ``weight`` per op of what its F
     allocates. At equal times a free comes first, as a framework frees before it allocates."""
-    rates = np.select([kind == 1, kind == 2], [np.where(split, 1.0 - model.kept_for_w, 1.0), np.where(split, model.kept_for_w, 0.0)], 0.0)
-    forward = kind == 0
-    freeing = ~forward & (rates > 0)
-    times = np.concatenate((start[forward], end[freeing]))
-    deltas = np.concatenate((weight[forward], -rates[freeing] * weight[owner[freeing]]))
-    where = np.concatenate((stage[forward], stage[freeing]))
-    order = np.lexsort((deltas, times, where))
-    times, deltas, where = times[order], deltas[order], where[order]
-    bounds = np.searchsorted(where, np.arange(stages + 1))
-    return tuple((times[a:b], np.cumsum(deltas[a:b])) for a, b in zip(bounds, bounds[1:]))
+    rates = {(k, s): model.released(name, bool(s)) for k, name in enumerate("FBW") for s in (0, 1)}
+    changes: list[list[tuple[float, float]]] = [[] for _ in range(stages)]
+    for i, (s, k) in enumerate(zip(stage, kind)):
+        if k == 0:
+            changes[s].append((start[i], weight[i]))
+        elif rate := rates[k, split[i]]:
+            changes[s].append((end[i], -rate * weight[owner[i]]))
+    out = []
+    for row in changes:
+        row.sort()
+        out.append(([t for t, _ in row], list(accumulate(d for _, d in row))))
+    return tuple(out)

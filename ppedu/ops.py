@@ -6,11 +6,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
+from itertools import accumulate, chain
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
-import numpy as np
+from ppedu.arrays import as_list, np
 
 Kind = Literal["F", "B", "W"]
 _LABEL = re.compile(r"^\s*([FBW])\s*(\d+)\s*(?:c\s*(\d+))?\s*('?)\s*$", re.IGNORECASE)
@@ -74,8 +74,7 @@ class Op(NamedTuple):
 
 #: The kinds in the order of their codes (0, 1, 2) in :func:`needed` and :class:`Columns`.
 KINDS: tuple[Kind, ...] = ("F", "B", "W")
-_CODES = np.full(256, 3, dtype=np.int64)  # an op's kind letter (a byte) → its code; 3: no kind
-_CODES[[ord(k) for k in KINDS]] = (0, 1, 2)
+_CODE = {k: code for code, k in enumerate(KINDS)}
 
 
 def needed(kind: Any, chunk: Any, chunks: int) -> tuple[Any, Any, Any]:
@@ -97,21 +96,21 @@ def needed(kind: Any, chunk: Any, chunks: int) -> tuple[Any, Any, Any]:
 
 @dataclass(frozen=True, eq=False)
 class Columns:
-    """A schedule's ops in one flat order (stage by stage, each in its order), as arrays: what
-    the simulator and the checks read in bulk. ``needs[i]`` is the index of the op that op ``i``
+    """A schedule's ops in one flat order (stage by stage, each in its order), as arrays (numpy's, or lists where
+    numpy is not installed): what the simulator and the checks read in bulk. ``needs[i]`` is the index of the op that op ``i``
     consumes (``-1``: none), ``forward[i]`` that of the F whose activations it works on, ``split[i]`` whether it is a B or W
     of a backward split in two, and ``start[s]`` where stage ``s``'s ops begin."""
 
     ops: tuple[Op, ...]
-    stage: np.ndarray
-    kind: np.ndarray
-    microbatch: np.ndarray
-    chunk: np.ndarray
-    direction: np.ndarray
-    needs: np.ndarray
-    forward: np.ndarray
-    split: np.ndarray
-    start: np.ndarray
+    stage: Any
+    kind: Any
+    microbatch: Any
+    chunk: Any
+    direction: Any
+    needs: Any
+    forward: Any
+    split: Any
+    start: Any
 
 
 @dataclass(frozen=True)
@@ -120,7 +119,8 @@ class Schedule:
 
     ``placement[d][c]`` is the stage that holds chunk ``c`` for direction ``d``; micro-batches
     of direction ``d`` pass through chunks ``0, 1, …`` in order, then back. ``overlapped`` holds
-    the backwards that run overlapped with the forward just before them on their stage.
+    the backwards that run overlapped with the forward just before them on their stage (never the
+    forward whose output the backward needs: the two of a pair are independent).
 
     >>> from ppedu.schedules import gpipe
     >>> gpipe(2, 2).stages[0]
@@ -154,21 +154,23 @@ class Schedule:
 
     @cached_property
     def columns(self) -> Columns:
-        """The ops as arrays, each op's input found by :func:`needed` in one vectorised pass.
-        Raises ``ValueError`` naming the first problem if the schedule is not well formed.
+        """The ops as arrays, each op's input found by :func:`needed`: in one vectorised pass where numpy is
+        installed, op by op where it is not. Raises ``ValueError`` naming the first problem if the schedule is not
+        well formed.
 
+        >>> from ppedu.arrays import as_list
         >>> from ppedu.schedules import one_f_one_b
-        >>> one_f_one_b(2, 1).columns.needs.tolist()  # F0c0 B0c0 | F0c1 B0c1
+        >>> as_list(one_f_one_b(2, 1).columns.needs)  # F0c0 B0c0 | F0c1 B0c1
         [-1, 3, 0, 2]
         """
-        columns = self._columns()
+        columns = self._columns() if np is not None else self._columns_one_by_one()
         if columns is None:
             self._explain()  # raises, naming the problem
             raise ValueError(f"schedule {self.name} is not well formed")
         return columns
 
     def _columns(self) -> Columns | None:
-        """:attr:`columns`, or ``None`` where some rule of :meth:`validate` is broken."""
+        """:attr:`columns` with numpy, or ``None`` where some rule of :meth:`validate` is broken."""
         ops = tuple(chain.from_iterable(self.stages))
         n, p, dirs_, chunks_ = len(ops), self.p, len(self.placement), self.chunks
         lengths = [len(stage) for stage in self.stages]
@@ -179,7 +181,9 @@ class Schedule:
             mbs, chunks, dirs = (np.fromiter(map(itemgetter(k), ops), np.int64, n) for k in (1, 2, 3))
         except (TypeError, ValueError, UnicodeEncodeError):
             return None
-        kind = _CODES[letters] if len(letters) == n else np.full(n, 3)
+        codes = np.full(256, 3, dtype=np.int64)  # an op's kind letter (a byte) → its code; 3: no kind
+        codes[[ord(k) for k in KINDS]] = (0, 1, 2)
+        kind = codes[letters] if len(letters) == n else np.full(n, 3)
         home = np.array(self.placement) if all(len(row) == chunks_ for row in self.placement) else None
         if home is None or (kind > 2).any() or (mbs < 0).any() or not ((0 <= dirs) & (dirs < dirs_)).all() \
                 or not ((0 <= chunks) & (chunks < chunks_)).all() or (home[dirs, chunks] != stage).any():
@@ -204,12 +208,50 @@ class Schedule:
         split = (index[2 * per_kind + row + chunks] >= 0) & (kind > 0)
         if (needs[kind == 2] < 0).any():
             return None  # a W without its B
-        if self.overlapped:
-            found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
-            if len(found) < len(self.overlapped) or any(
-                    op.kind != "B" or i == start[stage[i]] or kind[i - 1] != 0 for op, i in found.items()):
-                return None
+        if not self._overlaps_follow_forwards(ops, start, stage, kind, needs):
+            return None
         return Columns(ops, stage, kind, mbs, chunks, dirs, needs, forward, split, start)
+
+    def _columns_one_by_one(self) -> Columns | None:
+        """:attr:`columns` in plain Python (no numpy: the browser edition), or ``None`` where some rule of
+        :meth:`validate` is broken: the same rules as :meth:`_columns`, each op's input found by a dictionary."""
+        ops = tuple(chain.from_iterable(self.stages))
+        n, dirs_, chunks_ = len(ops), len(self.placement), self.chunks
+        index: dict[tuple[Any, ...], int] = dict(zip(ops, range(n)))
+        if not n or len(index) < n or any(len(row) != chunks_ for row in self.placement):
+            return None
+        start = list(accumulate(map(len, self.stages), initial=0))
+        stage = [s for s, row in enumerate(self.stages) for _ in row]
+        # Per kind letter and chunk: the kind letter and chunk of the op it needs (None: nothing), by the one rule.
+        source = {k: [(KINDS[kind], chunk) if exists else None for kind, chunk, exists in
+                      (needed(code, c, chunks_) for c in range(chunks_))] for k, code in _CODE.items()}
+        try:
+            letters, mbs, chunks, dirs = zip(*ops)
+            kind = [_CODE[k] for k in letters]
+            home = {(d, c): s for d, row in enumerate(self.placement) for c, s in enumerate(row)}
+            if min(mbs) < 0 or list(map(home.get, zip(dirs, chunks))) != stage:  # None: no such chunk
+                return None
+            # A KeyError here is an input missing: a W without its B, or an op of a micro-batch.
+            needs = [-1 if (at := source[k][c]) is None else index[at[0], mb, at[1], d] for k, mb, c, d in ops]
+            forward = [i if k == "F" else index["F", mb, c, d] for i, (k, mb, c, d) in enumerate(ops)]
+        except (KeyError, TypeError, ValueError):
+            return None
+        batches = len(set(zip(mbs, dirs)) if dirs_ > 1 else set(mbs))
+        if letters.count("F") != batches * chunks_ or letters.count("B") != batches * chunks_ \
+                or len(set(mbs)) != batches or batches != self.microbatches \
+                or not self._overlaps_follow_forwards(ops, start, stage, kind, needs):
+            return None  # a micro-batch counted wrong
+        split = [k != "F" and ("W", mb, c, d) in index for k, mb, c, d in ops] if "W" in letters else [False] * n
+        return Columns(ops, stage, kind, list(mbs), list(chunks), list(dirs), needs, forward, split, start)
+
+    def _overlaps_follow_forwards(self, ops: tuple[Op, ...], start: Any, stage: Any, kind: Any, needs: Any) -> bool:
+        """Whether each overlapped op is a B straight after an F on its stage, and not the F it needs."""
+        if not self.overlapped:
+            return True
+        found = {op: i for i, op in enumerate(ops) if op in self.overlapped}
+        return len(found) == len(self.overlapped) and all(
+            op.kind == "B" and i != start[stage[i]] and kind[i - 1] == 0 and needs[i] != i - 1
+            for op, i in found.items())
 
     def home(self, op: Op) -> int:
         """The stage that runs ``op``: the one holding its chunk for its direction."""
@@ -240,8 +282,8 @@ class Schedule:
         (48, 112)
         """
         c = self.columns
-        has = c.needs >= 0
-        return int((c.stage[c.needs[has]] != c.stage[has]).sum())
+        stage = as_list(c.stage)
+        return sum(need >= 0 and stage[need] != s for need, s in zip(as_list(c.needs), stage))
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced.
@@ -284,6 +326,9 @@ class Schedule:
             for before, op in zip((None, *stage), stage):
                 if op in self.overlapped and (op.kind != "B" or before is None or before.kind != "F"):
                     raise ValueError(f"operation {op!r} is marked overlapped but does not follow an F on stage {s}")
+                if op in self.overlapped and op.needs(self.chunks) == before:
+                    raise ValueError(f"operation {op!r} is marked overlapped with {before!r}, whose output it needs: "
+                                     "a pair overlaps two independent operations")
         for op in ops:
             if op.kind == "W" and Op("B", op.microbatch, op.chunk, op.direction) not in counts:
                 raise ValueError(f"operation {op!r} has no matching B")

@@ -11,12 +11,15 @@ worked answer shows the reasoning a student writes by hand.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ppedu import recomputation
-from ppedu.cluster import GPUS, LINKS, MODELS, Cluster
-from ppedu.costs import Costs
+from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, Parallel, interleaving_by_link, plan
+from ppedu.costs import EQUAL, Costs
+from ppedu.design import frontier
+from ppedu.errata import deepseek_table
+from ppedu.search import bound_arguments
 from ppedu.formulas import bubble_ratio
 from ppedu.layout import layout
 from ppedu.lesson import hand_overs, parameter_copies
@@ -163,12 +166,13 @@ def practice_set() -> tuple[Item, ...]:
 
 
 def self_check_answers() -> tuple[Item, ...]:
-    """Written answers to the self-check questions of chapters 1–9."""
+    """Written answers to the self-check questions of every chapter (the two labs' excepted where a question reads
+    a run of the lab: their answers are what the run printed, and the reasoning is given here)."""
     unit = Costs(f=1, b=1)
     g32, g44 = simulate(gpipe(3, 2), unit), simulate(gpipe(4, 4), unit)
     o44 = simulate(one_f_one_b(4, 4), unit)
     i22 = simulate(interleaved_1f1b(2, 2, 2), unit)
-    d48 = simulate(dualpipe(4, 8), Costs(f=1, b=1, w=1))
+    d48 = simulate(dualpipe(4, 8), EQUAL)
     zb = simulate(zero_bubble_h1(4, 8), Costs(f=1, b=1, w=1))
     full = simulate(one_f_one_b(4, 8), Costs(f=1, b=1, w=1))  # its backward runs b + w in one
     g416, o48, g48 = simulate(gpipe(4, 16)), simulate(one_f_one_b(4, 8)), simulate(gpipe(4, 8))
@@ -177,6 +181,17 @@ def self_check_answers() -> tuple[Item, ...]:
     row = layout(gpus=1024, t=8, p=8, global_batch=512)
     trade = recomputation.trade(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink"]), m=16)
     slowdown = next(r.slowdown for r in trade if (r.schedule, r.recompute) == ("1f1b", "full"))
+    zb_row = deepseek_table(8, 20, Costs(f=1, b=2, w=1))[1]
+    by_link = interleaving_by_link(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["pcie-gen4"]), m=8)
+    slow_link = next(link.name for link, one, inter in by_link if one < inter)
+    front = [x.schedule for x in frontier(4, 8)]
+    arguments = bound_arguments(4, 8, Costs(f=1, b=1, w=1, fb=1))
+    llama, base = MODELS["70b"], Parallel(t=4, d=4, sequence=True)
+    zero = {z: plan(llama, Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"]), [32], ["1f1b"], recompute="none",
+                    parallel=replace(base, zero=z))[0] for z in (0, 1, 2, 3)}
+    best_zero = min(zero, key=lambda z: (-round(zero[z].mfu, 6), z))
+    volumes = zero[0].traffic[1].gigabytes()
+    loudest = max(volumes, key=volumes.get)
     return (
         Item("Chapter 1, question 1", "Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle "
              "slots, bubble ratio.", (g32.total_slots, g32.idle_slots, _frac(g32.bubble_ratio)),
@@ -206,6 +221,14 @@ def self_check_answers() -> tuple[Item, ...]:
              "step.", i22.idle_slots,
              f"*T* = {i22.makespan:g} steps × 2 GPUs = {i22.total_slots:g} slots, {i22.busy_slots:g} busy (2 GPUs × 2 "
              f"chunks × 2 micro-batches × F and B): {i22.idle_slots:g} idle."),
+        Item("Chapter 4b, question 1", "At *p* = 2, *v* = 2, how many times 1F1B's hand-overs does interleaving make?",
+             hand_overs(interleaved_1f1b(2, 4, 2)) / hand_overs(one_f_one_b(2, 4)),
+             "A micro-batch crosses *pv* − 1 = 3 chunk boundaries each way, all between GPUs, against *p* − 1 = 1: "
+             "(*pv* − 1)/(*p* − 1) = *v* + (*v* − 1)/(*p* − 1) = 3 = 2*v* − 1 — far more than *v* on a short pipeline."),
+        Item("Chapter 4b, question 2", "The link preset on which 1F1B beats interleaving for Llama 2 7B on four "
+             "H100s at *m* = 8.", slow_link,
+             "A hand-over carries a whole activation at any *v*; only on a link slow enough that *v* times the "
+             "hand-overs cost more than the halved bubble saves does interleaving lose."),
         Item("Chapter 5, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
              zb.makespan - zb.busy_per_stage[0],
              f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: {zb.p - 1} × 1 = "
@@ -217,10 +240,19 @@ def self_check_answers() -> tuple[Item, ...]:
              (parameter_copies(dualpipe(4, 8)), parameter_copies(dualpipe_v(4, 8))),
              f"DualPipe: {parameter_copies(dualpipe(4, 8)):g} (stage *j* for one direction, *p* − 1 − *j* for the "
              f"other); DualPipeV: {parameter_copies(dualpipe_v(4, 8)):g} (two chunks of half a stage)."),
-        Item("Chapter 6, question 2", "Count DualPipe's grid at *p* = 4, *m* = 8 with *f* = *b* = *w* = 1.",
+        Item("Chapter 6, question 2", "Count DualPipe's grid at *p* = 4, *m* = 8 on the shared cost model.",
              (d48.total_slots, d48.idle_slots, _frac(d48.bubble_ratio)),
              f"*T* = {d48.makespan:g}, {d48.total_slots:g} slots, {d48.busy_slots:g} busy (each GPU runs 8 F, 8 B "
-             f"and its W's: a split backward still costs *b* + *w*), {d48.idle_slots:g} idle."),
+             f"and its W's: a split backward still costs *b* + *w*), {d48.idle_slots:g} idle — part of it pairs "
+             f"waiting, since a pair booked as one unit waits for both inputs."),
+        Item("Chapter 6b, question 1", "ZB1P's bubble at *p* = 8, *F* = 1, *B* = 3 (full), *W* = 1: the formula's "
+             "value, and whether the simulation agrees.", (zb_row.formula_bubble, zb_row.formula_bubble == zb_row.simulated_bubble),
+             f"(*p* − 1)(*F* + *B* − 2*W*) = 7 × 2 = {zb_row.formula_bubble:g}; *W* = 1 is no longer than *F* or "
+             f"*B* − *W* = 2, so the postponed W's fit the drain and the simulation agrees."),
+        Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 1, "
+             "*B* = 3, *W* = 1?", 1 + 3 * 1 - 3,
+             "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula drops below that when "
+             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1."),
         Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
              o_peaks.index(max(o_peaks)),
              f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
@@ -231,15 +263,39 @@ def self_check_answers() -> tuple[Item, ...]:
         Item("Chapter 8, question 1", "The least recomputation that lets GPipe fit (7B, 4 × A100 80 GB, *m* = 16).",
              recomputation.cheapest_fit(trade, "gpipe"),
              f"{str(recomputation.cheapest_fit(trade, 'gpipe')).capitalize()}: GPipe keeps all 16 micro-batches in flight; 1F1B, with "
-             f"at most 4, fits with {recomputation.cheapest_fit(trade, '1f1b')} recomputation."),
+             f"at most 4, fits with {recomputation.cheapest_fit(trade, '1f1b')} recomputation (FlashAttention keeps no "
+             f"s × s scores)."),
         Item("Chapter 8, question 2", "Full recomputation's slowdown of 1F1B there.", slowdown,
-             f"{_frac(slowdown, 10)}: *f* + *b* + *w* = 3 forwards' worth per micro-batch and stage becomes 4."),
+             f"{slowdown:g}: per block and micro-batch the step runs F, then B and W; full recomputation runs F once "
+             f"more inside B. Not 4/3: with FlashAttention a block's backward is a little more than twice its forward, "
+             f"and the output layer is not recomputed."),
         Item("Chapter 9, question 1", "*m* per pipeline: 1,024 GPUs, *t* = 8, *p* = 8, global batch 512.", row.m,
              f"*d* = 1024 / 64 = {row.d}, *m* = 512 / {row.d} = {row.m}."),
         Item("Chapter 9, question 2", "Staleness of GPU 0 under asynchronous 1F1B, *p* = 4, *m* = 8.",
              staleness(one_f_one_b(4, 8))[0], f"*p* − 1 = {staleness(one_f_one_b(4, 8))[0]} updates."),
         Item("Chapter 9, question 3", "The first bidirectional pipeline schedule.", "Chimera",
              "Chimera (Li and Hoefler, SC 2021), three years before DualPipe."),
+        Item("Chapter 10, question 1", "The frontier at *p* = 4, *m* = 8 on the shared model.", front,
+             "No other schedule is faster and lighter at once: "
+             + ", ".join(front) + " tie on makespan and peak with one weight copy."),
+        Item("Chapter 10, question 2", "From which *m* does ZB-H2 at *p* = 6 run every GPU without a gap?", 2 * 6 - 1,
+             "Stage 0 warms up with 2(*p* − 1) + 1 forwards, so from *m* = 2*p* − 1 on every GPU has work until its "
+             "first backward returns."),
+        Item("Chapter 10, question 3", "Which argument sets the lower bound at *p* = 4, *m* = 8, *F&B* = 1, "
+             "*f* = *b* = *w* = 1?", max(arguments, key=arguments.get),
+             f"Work *m*·min(*f* + *b* + *w*, *F&B*) = {arguments['work']:g}; front Σ*f* + *m*·min(*b* + *w*, *F&B*) = "
+             f"{arguments['front']:g}: no pair runs before the first forward pass is through."),
+        Item("Chapter 11, question 1", "In the crossed order, which GPU waits for a gradient?", 0,
+             "GPU 0 runs B0 right after F0 and waits for micro-batch 0's gradient from GPU 1; GPU 1 waits for "
+             "micro-batch 1's activation, which GPU 0 sends only after that gradient: a cycle."),
+        Item("Chapter 11, question 2", "Does 1F1B with blocking sends finish on two processes?", "no",
+             "No: in the steady state each GPU sends (an activation up, a gradient down) while the other sends too, "
+             "and gloo's send waits for the receiver to post its receive."),
+        Item("Chapter 12, question 1", "In the 70B setting, which ZeRO stage gives the highest MFU?", best_zero,
+             "Stages 0 and 1 reduce the gradients once per step and tie; 2 and 3 pay per micro-batch beside a "
+             "pipeline. The lowest of the tie is the answer."),
+        Item("Chapter 12, question 2", "Which parallelism sends the most bytes per GPU and step there?", loudest,
+             "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
     )
 
 

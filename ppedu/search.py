@@ -80,15 +80,65 @@ class Found:
 
 
 def lower_bound(p: int, m: int, costs: Costs) -> float:
-    """A makespan no order can beat, whatever its placement: the busiest GPU's total work
-    (``m`` × its F + B + W), and one micro-batch's path forward through every stage and back.
+    """A makespan no order can beat, whatever its placement and whether or not it overlaps pairs: the
+    largest of :func:`bound_arguments`.
 
     >>> lower_bound(4, 8, Costs(f=1, b=2))
     24.0
+    >>> lower_bound(4, 8, Costs(f=1, b=1, w=1)), lower_bound(4, 8, Costs(f=1, b=1, w=1, fb=1))
+    (24.0, 12.0)
     """
-    work = max(m * (costs.forward(s) + costs.backward(s, True)) for s in range(p))
-    path = sum(costs.forward(s) + costs.backward(s, False) for s in range(p))
-    return max(work, path)
+    return max(bound_arguments(p, m, costs).values())
+
+
+def bound_arguments(p: int, m: int, costs: Costs) -> dict[str, float]:
+    """Four makespans no order can beat, whatever its placement and whether or not it overlaps pairs.
+    Per GPU ``s`` a micro-batch brings ``f + b + w`` of work (``costs`` per stage; a cut pays its
+    share per chunk); an overlapped pair (``costs.fb``) does an F and a B in ``fb``. The bound is
+    the largest of four arguments:
+
+    - **work**: the busiest GPU's work, ``m · min(f + b + w, fb)``;
+    - **front**: no B starts before some micro-batch has gone forward through every stage, and
+      none of those forwards is in a pair (a pair needs a B that can already run, and a B never
+      pairs with the forward it needs): ``Σ f``; then every GPU still runs all its backwards,
+      ``m · min(b + w, fb)`` each;
+    - **back**: the micro-batch whose forward on the last chunk ends last has all its input-gradient
+      B's still to run, one after another and alone (every forward is done): ``Σ b``, after each GPU
+      has run its ``m`` forwards (a forward in a pair takes its share of ``fb``);
+    - **path**: one micro-batch there and back, ``Σ f`` alone and ``Σ b``, a B in a pair shortened
+      as its pair is.
+
+    Hand-overs (``comm``) only add to every argument, so they are left out.
+
+    >>> {k: round(x, 2) for k, x in bound_arguments(4, 8, Costs(f=1, b=1, w=1, fb=1)).items()}
+    {'work': 8.0, 'front': 12.0, 'back': 6.67, 'path': 5.33}
+    """
+    f = [costs.forward(s) for s in range(p)]
+    b = [costs.backward(s, False) for s in range(p)]
+    w = [costs.weight(s) for s in range(p)]
+    pair = [math.inf if costs.pair(s) is None else float(costs.pair(s)) for s in range(p)]  # type: ignore[arg-type]
+    full = [f[s] + b[s] + w[s] for s in range(p)]
+    # What a pair leaves of a B at least (it shares fb in proportion), and whether the B's of the back
+    # argument may be paired at all: only with a forward that takes no time.
+    shrink = [1.0 if pair[s] >= full[s] else pair[s] / full[s] for s in range(p)]
+    alone = [1.0 if f[s] > 0 and pair[s] > 0 else shrink[s] for s in range(p)]
+    work = max(m * min(full[s], pair[s]) for s in range(p))
+    front = sum(f) + max(m * min(b[s] + w[s], pair[s]) for s in range(p))
+    back = max(m * f[s] * shrink[s] for s in range(p)) + sum(b[s] * alone[s] for s in range(p))
+    path = sum(f) + sum(b[s] * shrink[s] for s in range(p))
+    return {"work": float(work), "front": float(front), "back": float(back), "path": float(path)}
+
+
+def one_chunk_bound(p: int, m: int, costs: Costs) -> float:
+    """A makespan no order with one chunk per GPU, one direction and no overlapped pairs can beat
+    (the zero-bubble paper's): GPU ``j`` can start only once the first micro-batch has gone forward
+    through GPUs ``0 … j-1``, and then has ``m · (f + b + w)`` of work.
+
+    >>> one_chunk_bound(4, 8, Costs(f=1, b=1, w=1))  # ZB-H1 and ZB-H2 reach it
+    27.0
+    """
+    f = [costs.forward(s) for s in range(p)]
+    return float(max(sum(f[:j]) + m * (f[j] + costs.backward(j, True)) for j in range(p)))
 
 
 def memory_use(timeline: Timeline) -> tuple[float, ...]:

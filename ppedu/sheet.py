@@ -2,7 +2,7 @@
 schedule of the course, each closed form beside the value the simulator measures, plus a
 glossary and each chapter's takeaways; printable as one HTML page (``make sheet``).
 
-Every closed form holds under the sheet's cost model, :data:`EQUAL`: forward, input-gradient
+Every closed form holds under the course's shared cost model, :data:`~ppedu.costs.EQUAL`: forward, input-gradient
 and weight-gradient passes of a whole stage take one unit each (a full backward takes two),
 hand-overs are free, and an overlapped DualPipe pair takes its forward plus its full backward.
 A schedule that cuts the model into ``v`` chunks per GPU pays ``1/v`` of that per chunk.
@@ -23,14 +23,12 @@ from html import escape
 from pathlib import Path
 from typing import NamedTuple
 
-from ppedu.costs import Costs
+from ppedu.costs import EQUAL
 from ppedu.lesson import Table, hand_overs, parameter_copies
 from ppedu.schedules import VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.validate import one_of, require_counts
 
-#: The sheet's cost model: f = b = w = 1 per whole stage, free hand-overs, a DualPipe pair F + full B.
-EQUAL = Costs(f=1, b=1, w=1, fb=3)
 
 
 class Formula(NamedTuple):
@@ -276,11 +274,13 @@ GLOSSARY: dict[str, str] = {
     "chunk (v)": "A slice of the model; interleaving gives each GPU v non-adjacent chunks of 1/v of a stage.",
     "F, B, W": "Forward; backward (the input gradient ∂L/∂a, which the previous stage waits for); weight "
                "gradient ∂L/∂W, which nobody waits for until the optimizer step.",
-    "slot": "One GPU for one time unit; a grid has p × T slots.",
+    "slot": "One GPU for one time unit: it holds one operation (or a time unit of a longer one) or nothing, and is "
+            "then idle; a grid has p × T slots.",
     "bubble (idle/total)": "Idle slots ÷ all slots, the textbook's definition.",
     "bubble (bubble/ideal)": "Idle time ÷ busy time, Megatron-LM's definition; r/(1+r) converts it to idle/total.",
     "makespan (T)": "Time from the first operation of a step to the last.",
-    "warm-up / steady state / cooldown": "The pipeline filling, running one F and one B per slot, and draining.",
+    "warm-up / steady state / cooldown": "The pipeline filling, each GPU then alternating one forward and one "
+                                         "backward, and the pipeline draining.",
     "flush": "Waiting for every micro-batch's backward before the optimizer step: synchronous training.",
     "activations in flight": "Micro-batches a stage has run forward but not yet backward; each keeps its "
                              "activations until then.",
@@ -290,8 +290,16 @@ GLOSSARY: dict[str, str] = {
     "weight stashing": "PipeDream's copy of the weights a micro-batch's forward used, kept for its backward.",
     "staleness": "How many optimizer updates lie between the weights a gradient was computed on and the "
                  "weights it is applied to.",
-    "overlapped pair (F&B)": "DualPipe's forward of one stream run together with a backward of the other, "
-                             "one's computation hiding the other's communication.",
+    "overlapped pair (F&B)": "DualPipe's forward chunk of one stream run together with a backward chunk of the other, "
+                             "each one's computation hiding the other's communication (in DeepSeek-V3 the experts' "
+                             "all-to-all and the pipeline's sends).",
+    "transient (recomputation)": "What recomputation rebuilds during a backward, alive only while that backward runs: "
+                                 "one block's activations, or a whole stage's under GPipe's re-materialisation.",
+    "ZeRO / FSDP": "Sharding over the data-parallel replicas the optimizer state (stage 1), the gradients too (2), the "
+                   "weights too (3, FSDP); beside a pipeline stages 2 and 3 pay their collectives per micro-batch.",
+    "MFU": "Model FLOPs utilization: the model's FLOPs in a step (three times its forward) ÷ the GPUs' peak over the step.",
+    "lower bound": "A makespan no order can beat (ppedu.search.lower_bound): the busiest GPU's work, the first forward "
+                   "pass before any backward, the last backward pass after every forward, one micro-batch's path.",
     "3D parallelism": "Tensor (t) × pipeline (p) × data (d) parallel: t·p·d GPUs.",
 }
 
@@ -310,8 +318,13 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "It is PipeDream's schedule made synchronous by a flush (PipeDream-Flush).",
     ),
     "4 · Interleaved 1F1B": (
-        "v chunks per GPU divide the bubble time by v; a micro-batch crosses GPUs 2(pv−1) times instead of "
-        "2(p−1): (pv−1)/(p−1) times the hand-overs, about v for large p.",
+        "v chunks per GPU divide the bubble time by v; GPU j warms up with 2(p−j−1) + (v−1)p chunk-forwards: the "
+        "loops, then the turn up the pipeline and back.",
+        "The idle/total ratio falls by less than the idle time: say which bubble a figure is.",
+    ),
+    "4b · What interleaving costs": (
+        "A micro-batch crosses GPUs 2(pv−1) times instead of 2(p−1): v + (v−1)/(p−1) times the hand-overs, "
+        "near v only for deep pipelines; each still carries a whole activation.",
         "Parameters per GPU are unchanged; warm-up activations grow; a slow link can eat the gain.",
     ),
     "5 · Zero bubble": (
@@ -322,18 +335,36 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "Two streams in opposite directions fill each other's triangles; two parameter copies, p+1 activations.",
         "Its real gain is overlapped pairs that hide communication; Chimera (2021) was bidirectional first.",
     ),
+    "6b · DeepSeek's formulas": (
+        "1F1B's (p−1)(F+B) and ZB1P's (p−1)(F+B−2W) follow from the last GPU's fill and drain; the second holds "
+        "only while W ≤ min(F, B−W).",
+        "DualPipe's formula cannot go below the middle rank's fill (p/2−1)F: it must fail for F&B < F + 3W − B.",
+    ),
     "7 · The MNIST lab": (
         "Every schedule computes the same gradients; only time and memory differ.",
         "Measured costs predict a real step once warm-up outliers are excluded.",
     ),
     "8 · Memory and recomputation": (
-        "Recomputation trades one extra forward for keeping only a layer's input; selective recomputation "
-        "keeps the cheap-to-store part.",
+        "Say what the baseline keeps: with FlashAttention no s × s scores, so selective recomputation is built in.",
+        "Recomputation trades a forward run again, and a transient during the backward, for keeping only inputs.",
     ),
     "9 · 3D parallelism and history": (
         "The global batch fixes m = B ÷ (d · micro-batch): more data parallelism means fewer micro-batches "
         "and a larger bubble.",
         "Synchronous flushes (GPipe, 1F1B) trade a bubble for exact gradients; PipeDream trades staleness for none.",
+    ),
+    "10 · The design space": (
+        "Compare schedules only on one model and one cost model; the frontier, not one winner, is the answer.",
+        "A lower bound says how far from optimal an order can be: with overlapped pairs, pairs count too.",
+    ),
+    "11 · The lab across processes": (
+        "A deadlock is a cycle of waits; a valid order deadlocks when sends block, and isend/irecv remove it.",
+        "The simulator models the schedule, not the transport: a measured step shows what it leaves out.",
+    ),
+    "12 · Parallelism at scale": (
+        "Tensor parallelism splits weights and activations but all-reduces every block; keep it on NVLink.",
+        "Beside a pipeline ZeRO-2/3 pay per micro-batch; MFU falls with the bubble, recomputation and exposed "
+        "communication.",
     ),
 }
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-import numpy as np
-
+from ppedu.arrays import as_list, gather, largest, spans, vector
 from ppedu.costs import Costs
 from ppedu.idle import IdleCauses, idle_causes
 from ppedu.memory import FREE_AT_W, MemoryModel, profile
@@ -47,7 +47,7 @@ class Timeline:
     """The result of :func:`simulate`: when each op ran, with the course's metrics as properties.
 
     ``start``, ``end`` and ``waited`` hold one entry per op in ``schedule.columns`` order (stage
-    by stage); ``waited[i]`` is the op whose arrival set op ``i``'s start, or ``-1`` if it started
+    by stage), as numpy arrays (lists where numpy is not installed); ``waited[i]`` is the op whose arrival set op ``i``'s start, or ``-1`` if it started
     as soon as its GPU was free. Slots are measured in time units: ``total_slots`` is GPUs ×
     makespan, so under unit costs they are the cells of the textbook's spacetime grid.
     ``memory`` says when activations are released (:mod:`ppedu.memory`).
@@ -55,9 +55,9 @@ class Timeline:
 
     schedule: Schedule
     costs: Costs
-    start: np.ndarray
-    end: np.ndarray
-    waited: np.ndarray
+    start: Any
+    end: Any
+    waited: Any
     memory: MemoryModel = FREE_AT_W
 
     @property
@@ -75,11 +75,11 @@ class Timeline:
     def events(self) -> tuple[Event, ...]:
         """Every op as it ran, stage by stage, each stage in its order."""
         c = self.schedule.columns
-        return tuple(map(Event, c.stage.tolist(), c.ops, self.start.tolist(), self.end.tolist()))
+        return tuple(map(Event, as_list(c.stage), c.ops, as_list(self.start), as_list(self.end)))
 
     @cached_property
     def makespan(self) -> float:
-        return float(self.end.max(initial=0.0))
+        return float(largest(self.end))
 
     @property
     def total_slots(self) -> float:
@@ -87,8 +87,7 @@ class Timeline:
 
     @cached_property
     def busy_per_stage(self) -> tuple[float, ...]:
-        busy = np.bincount(self.schedule.columns.stage, self.end - self.start, minlength=self.p)
-        return tuple(busy.tolist())
+        return tuple(spans(self.schedule.columns.stage, self.start, self.end, self.p))
 
     @property
     def busy_slots(self) -> float:
@@ -113,27 +112,27 @@ class Timeline:
         return 1.0 - self.bubble_ratio
 
     @cached_property
-    def _memory(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    def _memory(self) -> tuple[tuple[Any, Any], ...]:
         return self.memory_profile(None)
 
-    def memory_profile(self, weight: np.ndarray | None) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-        """Per stage, ``(times, alive)``: what the F of each op allocates is ``weight[i]`` (by op
+    def memory_profile(self, weight: Sequence[float] | None) -> tuple[tuple[Any, Any], ...]:
+        """Per stage, ``(times, alive)`` as arrays: what the F of each op allocates is ``weight[i]`` (by op
         index; ``None``: one chunk's activations each), released as ``memory`` says."""
         c = self.schedule.columns
-        w = np.ones(len(c.ops)) if weight is None else np.asarray(weight, dtype=float)
-        out = profile(c.stage, c.kind, c.split, c.forward, self.start, self.end, w, self.p, self.memory)
-        if weight is None and self.memory.kept_for_w in (0.0, 1.0):  # whole chunks: count them
-            out = tuple((t, np.rint(a).astype(int)) for t, a in out)
-        return out
+        w = [1.0] * len(c.ops) if weight is None else [float(x) for x in as_list(weight)]
+        out = profile(as_list(c.stage), as_list(c.kind), as_list(c.split), as_list(c.forward), as_list(self.start),
+                      as_list(self.end), w, self.p, self.memory)
+        whole = weight is None and self.memory.kept_for_w in (0.0, 1.0)  # whole chunks: count them
+        return tuple((vector(t), vector([round(x) for x in a], int) if whole else vector(a)) for t, a in out)
 
-    def activations(self, stage: int) -> tuple[np.ndarray, np.ndarray]:
+    def activations(self, stage: int) -> tuple[Any, Any]:
         """Chunk-activations alive on ``stage`` over time: ``counts[i]`` holds from ``times[i]`` on."""
         return self._memory[stage]
 
     @property
     def peak_activations(self) -> tuple[float, ...]:
         """Per stage, the most chunk-activations alive at once (one chunk's worth each)."""
-        return tuple(_whole(c.max(initial=0)) for _, c in self._memory)
+        return tuple(_whole(largest(c, 0)) for _, c in self._memory)
 
     @property
     def peak_stage_activations(self) -> tuple[float, ...]:
@@ -151,8 +150,8 @@ class Timeline:
         """
         if len(per_chunk) != self.schedule.chunks:
             raise ValueError(f"{len(per_chunk)} activation sizes for {self.schedule.chunks} chunks")
-        weight = np.asarray(per_chunk, dtype=float)[self.schedule.columns.chunk]
-        return tuple(float(v.max(initial=0)) for _, v in self.memory_profile(weight))
+        weight = [per_chunk[k] for k in as_list(self.schedule.columns.chunk)]
+        return tuple(float(largest(v, 0)) for _, v in self.memory_profile(weight))
 
     def idle_causes(self) -> IdleCauses:
         """Every idle interval tagged with its cause, rolled up per GPU and in total
@@ -186,12 +185,6 @@ class Timeline:
         }
 
 
-def _shared(table: np.ndarray) -> np.ndarray:
-    """``table`` as Python floats in an object array: indexing it per op makes lists whose equal
-    entries share one float object, so the replay's inputs cost no allocation per op."""
-    return table.astype(object)
-
-
 def _whole(x: float) -> float:
     return int(x) if float(x).is_integer() else float(x)
 
@@ -216,25 +209,25 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
     c = schedule.columns
     p, chunks, last = schedule.p, schedule.chunks, schedule.chunks - 1
     if durations is None:
-        # Per stage and chunk: F, full B, input-gradient B and W durations, looked up once.
-        table = np.zeros((4, p, chunks))
+        # Per kind (and, for B, whether W is split off), stage and chunk: the op's duration, looked up once.
+        table = [[[[0.0] * chunks for _ in range(p)] for _ in range(3)] for _ in range(2)]
         for row in schedule.placement:
             for k, s in enumerate(row):
-                table[:, s, k] = (costs.forward(s, k), costs.backward(s, True, k), costs.backward(s, False, k),
-                                  costs.weight(s, k))
-        code = c.kind + c.split  # F 0, full B 1, split B 2, W 3 (a W is always split)
-        length = _shared(table)[code, c.stage, c.chunk].tolist()
+                for split in (0, 1):
+                    table[split][0][s][k] = costs.forward(s, k)
+                    table[split][1][s][k] = costs.backward(s, not split, k)
+                    table[split][2][s][k] = costs.weight(s, k)
+        length = gather(table, c.split, c.kind, c.stage, c.chunk)
     else:
-        length = np.array([durations[op] for op in c.ops], dtype=float).tolist()
-    # Per direction, the hand-over into chunk k+1 (forward) and back into chunk k (backward);
-    # row 2 is for ops that take no hand-over.
-    delays = np.zeros((3, len(schedule.placement), chunks))
+        length = [float(durations[op]) for op in c.ops]
+    # Per kind and direction, the hand-over into chunk k+1 (an F's input) and back into chunk k (a B's); none into
+    # chunk 0's F (the data), the last chunk's B (its own F's loss) or a W (its own B's).
+    delays = [[[0.0] * chunks for _ in schedule.placement] for _ in range(3)]
     for d, row in enumerate(schedule.placement):
         for k in range(last):
-            delays[0, d, k + 1] = costs.hand_over(row[k], row[k + 1], k)
-            delays[1, d, k] = costs.hand_over(row[k + 1], row[k], k)
-    moved = (c.kind < 2) & ~((c.kind == 1) & (c.chunk == last))
-    delay = _shared(delays)[np.where(moved, c.kind, 2), c.direction, c.chunk].tolist()
+            delays[0][d][k + 1] = costs.hand_over(row[k], row[k + 1], k)
+            delays[1][d][k] = costs.hand_over(row[k + 1], row[k], k)
+    delay = gather(delays, c.kind, c.direction, c.chunk)
     glued = []
     if costs.fb is not None and schedule.overlapped:
         where = {op: i for i, op in enumerate(c.ops) if op in schedule.overlapped}
@@ -245,12 +238,9 @@ def simulate(schedule: Schedule, costs: Costs | None = None, memory: MemoryModel
             length[f], length[b] = length[f] * scale, length[b] * scale
             glued.append(b)
     try:
-        r = replay(c.start.tolist(), c.needs.tolist(), delay, length, glued)
+        r = replay(as_list(c.start), as_list(c.needs), delay, length, glued)
     except Deadlock as stuck:
         waits = "; ".join(f"GPU {q} waits at {c.ops[x]!r} for {c.ops[need]!r}"
                           for q, x, need in sorted(stuck.stuck, key=lambda s: c.ops[s[2]]))
         raise ValueError(f"deadlock: the schedule's order makes stages wait on each other ({waits})") from None
-    start = np.fromiter(r.start, float, len(c.ops))
-    # Each end is its start plus its length, the same float sum the loop made: cheaper in bulk.
-    end = start + np.fromiter(length, float, len(length))
-    return Timeline(schedule, costs, start, end, np.frombuffer(r.waited, np.int64), memory)
+    return Timeline(schedule, costs, vector(r.start), vector(r.end), vector(r.waited, int), memory)

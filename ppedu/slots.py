@@ -18,14 +18,16 @@ idle slots: you counted the busy slots, not the idle ones.
 from __future__ import annotations
 
 import math
+import numbers
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
+from ppedu.arrays import np
 
 from ppedu.feedback import Feedback
-from ppedu.grid import Grid, grid
+from ppedu.grid import IDLE, Grid, grid
 from ppedu.simulate import Timeline
 
 Answer = int | float | str | Fraction | None
@@ -44,13 +46,13 @@ _FRACTION = re.compile(r"^\s*([+-]?\d+)\s*/\s*(\d+)\s*$")
 
 def _parse(answer: Answer) -> _Number | str:
     """The number a student wrote, or a message saying why it is not one."""
-    if isinstance(answer, (bool, np.bool_)):
+    if isinstance(answer, bool) or (np is not None and isinstance(answer, np.bool_)):
         return "give a number, not True or False"
     if isinstance(answer, Fraction):
         return _Number(float(answer), False, 0.0)
-    if isinstance(answer, (int, np.integer)):
+    if isinstance(answer, numbers.Integral):
         return _Number(float(answer), False, 0.5)
-    if isinstance(answer, (float, np.floating)):
+    if isinstance(answer, numbers.Real):
         if not math.isfinite(answer):
             return f"{answer} is not a number you can count to; give a finite number"
         answer = repr(float(answer))  # read like typed text, so 0.43 is taken to two decimals
@@ -150,9 +152,11 @@ def _check_total(g: Grid, x: _Number) -> tuple[bool, str]:
 
 def _edges(g: Grid) -> tuple[int, int]:
     """Idle cells before each GPU's first op (the warm-up triangle) and after its last (cooldown)."""
-    idle = g.idle_mask
-    lead = sum(int(np.argmax(~row)) if (~row).any() else row.size for row in idle)
-    trail = sum(int(np.argmax(~row[::-1])) if (~row).any() else 0 for row in idle)
+    lead = trail = 0
+    for row in g.rows:
+        busy = [t for t, cell in enumerate(row) if cell != IDLE]
+        lead += busy[0] if busy else len(row)
+        trail += len(row) - 1 - busy[-1] if busy else 0
     return lead, trail
 
 
@@ -216,7 +220,7 @@ def _check_ratio(g: Grid, x: _Number, total: _Number | str | None, idle: _Number
 
 
 def check_marking(timeline_or_grid: Timeline | Grid, marked: set[tuple[int, int]] | frozenset[tuple[int, int]],
-                  hidden: np.ndarray | None = None) -> Feedback:
+                  hidden: Sequence[Sequence[bool]] | None = None) -> Feedback:
     """Check the cells ``(stage, step)`` a student marked as idle. A wrong mark on a cell the
     student can see is pointed out; under ``hidden`` cells only how many are wrong is said.
 
@@ -228,15 +232,15 @@ def check_marking(timeline_or_grid: Timeline | Grid, marked: set[tuple[int, int]
     """
     g = timeline_or_grid if isinstance(timeline_or_grid, Grid) else grid(timeline_or_grid)
     p, steps = g.shape
-    hidden = np.zeros(g.shape, dtype=bool) if hidden is None else hidden
+    hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
     outside = sorted(cell for cell in marked if not (0 <= cell[0] < p and 0 <= cell[1] < steps))
     if outside:
         return Feedback(False, tuple(f"GPU {s}, t{t + 1} is not a cell of this grid." for s, t in outside))
-    idle = {(int(s), int(t)) for s, t in zip(*np.nonzero(g.idle_mask))}
+    idle = {(s, t) for s, row in enumerate(g.rows) for t, cell in enumerate(row) if cell == IDLE}
     busy_marked = sorted(set(marked) - idle)
     unmarked = len(idle - set(marked))
-    messages = [f"GPU {s}, t{t + 1} runs an operation: it is not idle." for s, t in busy_marked if not hidden[s, t]]
-    if secret := sum(1 for s, t in busy_marked if hidden[s, t]):
+    messages = [f"GPU {s}, t{t + 1} runs an operation: it is not idle." for s, t in busy_marked if not hidden[s][t]]
+    if secret := sum(1 for s, t in busy_marked if hidden[s][t]):
         messages.append(f"{secret} of the hidden cells you marked {'is' if secret == 1 else 'are'} busy.")
     if unmarked:
         messages.append(f"{unmarked} idle cell{'s are' if unmarked > 1 else ' is'} not marked yet.")

@@ -16,10 +16,9 @@ scrolls sideways instead of shrinking its text.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from functools import lru_cache
 from html import escape
-
-import numpy as np
 
 from ppedu.grid import Grid, grid
 from ppedu.idle import CAUSE_STYLE
@@ -135,16 +134,17 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     return _svg(w, inner_h + _BOTTOM + y0 + 22, summary, patterns, body)
 
 
-def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked: set[tuple[int, int]] | None = None,
-                    width: float = 560.0) -> str:
-    """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells show a
-    ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
+def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None = None,
+                    marked: set[tuple[int, int]] | None = None, width: float = 560.0) -> str:
+    """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells (``hidden[s][t]``, rows
+    of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
     g = g if isinstance(g, Grid) else grid(g)
     p, steps = g.shape
     unit = max(14.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)))
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
     events = g.timeline.events
-    hidden = np.zeros(g.shape, dtype=bool) if hidden is None else hidden
+    hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
+    covered = sum(bool(x) for row in hidden for x in row)
     patterns = _Patterns()
     body = []
     for s in range(p):
@@ -152,11 +152,11 @@ def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked
         body.append(_text(_LEFT - 6, y + _ROW / 2 + 4, f"GPU {s}", "end"))
         for t in range(steps):
             x = _LEFT + t * unit
-            if hidden[s, t]:
+            if hidden[s][t]:
                 body.append(_rect(patterns, x, y, unit, _ROW, "#616161", "", "ppedu-hidden", stroke=BACKGROUND))
                 body.append(_label(x, y, unit, "?", "#616161"))
             elif kinds[s, t]:
-                op = events[g.cells[s, t]].op
+                op = events[g.rows[s][t]].op
                 colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
                 body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch, f"ppedu-op ppedu-{op.kind}", stroke=BACKGROUND,
                                   tip=labels[s, t]))
@@ -170,7 +170,7 @@ def render_grid_svg(g: Grid | Timeline, hidden: np.ndarray | None = None, marked
                             f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
     body.append(_axis(steps, unit, _TOP + p * _ROW, columns=True))
     summary = (f"Grid of {p} GPUs by {steps} time steps of {g.timeline.schedule.name}"
-               + (f", {int(hidden.sum())} cells hidden" if hidden.any() else "")
+               + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
     return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
 
@@ -256,8 +256,8 @@ def _labels(text: str) -> tuple[tuple[float, tuple[float, ...], str], ...]:
     out = []
     for label in dict.fromkeys((short, short.split("c")[0] + ("'" if text.endswith("'") else ""))):
         advances = [_ADVANCE.get(c, 0.6) * _FONT for c in label]
-        edges = np.cumsum([0.0, *advances]) - sum(advances) / 2
-        out.append((_CHAR * len(label) + 3, tuple(((edges[:-1] + edges[1:]) / 2).tolist()), label))
+        edges = [x - sum(advances) / 2 for x in itertools.accumulate(advances, initial=0.0)]
+        out.append((_CHAR * len(label) + 3, tuple((a + b) / 2 for a, b in zip(edges, edges[1:])), label))
     return tuple(out)
 
 

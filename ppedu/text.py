@@ -22,7 +22,7 @@ def render_grid(timeline: Timeline | Grid, dt: float | None = None) -> str:
     g = timeline if isinstance(timeline, Grid) else grid(timeline, dt)
     labels, starts = g.labels(), g.starts()
     steps = g.shape[1]
-    width = max([len(x) for x in labels.flat] + [len(f"t{steps}")])
+    width = max([len(x) for row in labels for x in row] + [len(f"t{steps}")])
     rows = []
     for s in reversed(range(g.shape[0])):
         cells = [labels[s, t] if starts[s, t] else ("·" if labels[s, t] else ".") for t in range(steps)]

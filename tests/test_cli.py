@@ -120,3 +120,25 @@ def test_compare_leaves_out_the_schedules_per_link_costs_do_not_fit():
     assert "interleaved" not in {r["schedule"] for r in rows} and "1f1b" in {r["schedule"] for r in rows}
     named = ppedu("compare", "interleaved", "-p", "4", "-m", "8", "-v", "2", "--comm", "1,1,1")
     assert named.returncode == 2 and "give a p × p matrix" in named.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly():
+    # `ppedu simulate … | head`: the pipe closes under ppedu; no BrokenPipeError traceback, the shell's 141
+    command = [sys.executable, "-m", "ppedu", "simulate", "gpipe", "-p", "8", "-m", "64", "--json"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as run:
+        run.stdout.read(10)
+        run.stdout.close()
+        err = run.stderr.read().decode()
+    assert run.returncode == 141 and "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_search_csv_keeps_to_one_direction_and_always_writes_its_file(tmp_path):
+    # DualPipe wins this search when both directions may run; a CSV can only name one direction's chunks.
+    both = json.loads(ppedu("search", "-p", "4", "-m", "8", "--w", "1", "--fb", "1", "--seconds", "0.1",
+                            "--json").stdout)
+    assert both["best_named"]["schedule"] == "dualpipe"
+    out = ppedu("search", "-p", "4", "-m", "8", "--w", "1", "--fb", "1", "--seconds", "0.1", "--csv",
+                str(tmp_path / "best.csv"))
+    assert out.returncode == 0, out.stderr
+    rows = (tmp_path / "best.csv").read_text().splitlines()
+    assert len(rows) == 4 and "schedule within the limit: dualpipe " not in out.stdout

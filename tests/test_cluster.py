@@ -17,8 +17,8 @@ from ppedu.schedules import SCHEDULES, dualpipe, gpipe, interleaved_1f1b, one_f_
 from test_cli import ppedu
 
 # The worked example, small enough to redo on paper: 2 blocks of width h = 8 (2 heads, MLP 4h, two
-# matrices), vocabulary V = 10, one sequence of s = 4 tokens, bf16; a GPU doing 1000 FLOP/s; a
-# link of 64 bytes/s with 1 s latency. Everything below is exact up to float rounding: rel 1e-9.
+# matrices), vocabulary V = 10, one sequence of s = 4 tokens, bf16, FlashAttention, no dropout; a GPU
+# doing 1000 FLOP/s; a link of 64 bytes/s with 1 s latency. Everything below is exact up to float rounding.
 TOY = Model("toy", layers=2, hidden=8, vocab=10, seq=4, heads=2)
 SLOW = Cluster(GPU("toy", tflops=1e-9, memory=16000, efficiency=1.0), 2, Link("toy", bandwidth=64, latency=1))
 EXACT = dict(rel=1e-9)
@@ -28,51 +28,59 @@ def test_toy_parameters_and_flops_by_hand():
     # Block: Q, K, V, O are 4·h² = 256, MLP 2·h·4h = 512, two norms 2h = 16 → 784 (= 12h² + 2h).
     # Embedding h·V = 80; output layer h·V + final norm h = 88; total 80 + 2·784 + 88 = 1736.
     assert TOY.layer_params() == (80, 784, 784, 88) and TOY.params == 1736
-    # Forward FLOPs = 2 · params · tokens: 2·784·4 = 6272 per block, 2·88·4 = 704 for the output layer.
-    assert TOY.layer_flops() == (0, 6272, 6272, 704)
+    # Forward: 2 · params · tokens = 2·784·4 = 6272 per block, plus the attention core 4·b·s²·h = 4·16·8 = 512;
+    # 2·88·4 = 704 for the output layer.
+    assert TOY.layer_flops() == (0, 6784, 6784, 704)
+    # Backward: each matrix as much again in B and in W (6272); attention's core all in B, 2.5 × 512 with
+    # FlashAttention (it recomputes QKᵀ); full recomputation adds the block's forward (6784) to B.
+    assert TOY.layer_backward_flops("none") == ((0, 7552, 7552, 704), (0, 6272, 6272, 704))
+    assert TOY.layer_backward_flops("full")[0] == (0, 14336, 14336, 704)
     # Hand-over: s·h activations of 2 bytes = 64 bytes; over the toy link 1 s + 64/64 s = 2 s.
     assert TOY.hand_over_bytes == 64 and SLOW.comm(TOY.hand_over_bytes) == 2
 
 
 def test_toy_activation_bytes_by_hand():
-    # Per block s·b·h·34 = 4·8·34 = 1088 bytes (selective), s·b·h·(34 + 5·a·s/h) = 32·39 = 1248 (none),
-    # s·b·h·2 = 64 (full). The output layer keeps its bf16 input (4·8·2 = 64) and fp32 logits (4·10·4 = 160).
-    assert TOY.layer_activation_bytes("selective") == (0, 1088, 1088, 224)
-    assert TOY.layer_activation_bytes("none") == (0, 1248, 1248, 224)
+    # Per block, in units of s·b·h = 32 bytes at 16 bits: norms 4, attention input 2, Q K V 6, projection input 2,
+    # MLP input 2, MLP hidden 2 · 2·4 = 16 → 32 · 32 = 1024, plus FlashAttention's fp32 statistic per head and
+    # token, 4·2·4 = 32: 1056. The output layer keeps its bf16 input (4·8·2 = 64) and fp32 logits (4·10·4 = 160).
+    assert TOY.layer_activation_bytes("none") == TOY.layer_activation_bytes("selective") == (0, 1056, 1056, 224)
     assert TOY.layer_activation_bytes("full") == (0, 64, 64, 224)
+    # Korthikanti et al.'s baseline (eager attention, dropout): s·b·h·(34 + 5·a·s/h) = 32·39 = 1248; selective 34·32.
+    eager = replace(TOY, flash_attention=False, dropout=True)
+    assert eager.layer_activation_bytes("none")[1] == 1248 and eager.layer_activation_bytes("selective")[1] == 1088
+    assert eager.recompute_transient_bytes("selective") == 1248 - 1088 and TOY.recompute_transient_bytes("none") == 0
 
 
 def test_toy_1f1b_step_time_by_hand():
-    # Cut on FLOPs: [embedding, block] = 6272 | [block, head] = 6976 (any other cut is worse).
-    # f = 6.272 s and 6.976 s; b = w = f. GPU 0: F0 0–6.272, F1 –12.544. GPU 1: F0 from 8.272 (hand-over
-    # 2 s) to 15.248, B0 (b + w) to 29.2, F1 to 36.176, B1 to 50.128. GPU 0: B0 from 31.2 to 43.744,
-    # B1 from 52.128 to 64.672.
+    # Cut on FLOPs: [embedding, block] = 6784 | [block, head] = 7488. f = 6.784 s and 7.488 s; a full backward
+    # 7.552 + 6.272 = 13.824 s and 8.256 + 6.976 = 15.232 s. GPU 0: F0 0–6.784, F1 –13.568. GPU 1: F0 from
+    # 8.784 (hand-over 2 s) to 16.272, B0 to 31.504, F1 to 38.992, B1 to 54.224. GPU 0: B0 from 33.504 to
+    # 47.328, B1 from 56.224 to 70.048.
     schedule = one_f_one_b(2, 2)
     costs, cut = costs_for(TOY, SLOW, schedule)
     assert cut.bounds == (0, 2, 4)
-    assert costs.forward(0, 0) == pytest.approx(6.272, **EXACT) and costs.backward(1, True, 1) == pytest.approx(13.952)
-    assert simulate(schedule, costs).makespan == pytest.approx(64.672, **EXACT)
+    assert costs.forward(0, 0) == pytest.approx(6.784, **EXACT) and costs.backward(1, True, 1) == pytest.approx(15.232)
+    assert simulate(schedule, costs).makespan == pytest.approx(70.048, **EXACT)
 
 
 def test_toy_memory_by_hand():
     # GPU 0 holds 80 + 784 = 864 parameters, GPU 1 784 + 88 = 872: weights and gradients 2 bytes each,
-    # Adam 12 → 13824 and 13952 bytes. 1F1B at p = 2, m = 2 keeps 2 micro-batches on GPU 0 (2 · 1088)
-    # and 1 on GPU 1 (1088 + 224): totals 16000 and 15264 bytes.
+    # Adam 12 → 13824 and 13952 bytes. 1F1B at p = 2, m = 2 keeps 2 micro-batches on GPU 0 (2 · 1056)
+    # and 1 on GPU 1 (1056 + 224): totals 15936 and 15232 bytes.
     schedule = one_f_one_b(2, 2)
     costs, cut = costs_for(TOY, SLOW, schedule)
     memory = memory_for(TOY, simulate(schedule, costs), cut)
     assert memory.weights == (1728, 1744) and memory.optimizer == (10368, 10464)
-    assert memory.activations == (2176, 1312)
-    assert memory.total == (16000, 15264)
-    rows = plan(TOY, SLOW, [2], schedules=["1f1b"])
-    assert rows[0].fits  # 16000 bytes is exactly the toy GPU's memory
-    assert not plan(TOY, replace(SLOW, gpu=replace(SLOW.gpu, memory=15999)), [2], schedules=["1f1b"])[0].fits
+    assert memory.activations == (2112, 1280)
+    assert memory.total == (15936, 15232)
+    assert plan(TOY, replace(SLOW, gpu=replace(SLOW.gpu, memory=15936)), [2], schedules=["1f1b"])[0].fits
+    assert not plan(TOY, replace(SLOW, gpu=replace(SLOW.gpu, memory=15935)), [2], schedules=["1f1b"])[0].fits
 
 
 def test_gpipe_keeps_every_micro_batch_and_dualpipe_holds_two_copies():
     c = replace(SLOW, gpus=2)
     g = memory_for(TOY, *_run(TOY, c, gpipe(2, 4)))
-    assert g.activations == (4 * 1088, 4 * 1312)
+    assert g.activations == (4 * 1056, 4 * 1280)
     d = memory_for(TOY, *_run(TOY, c, dualpipe(2, 4)))
     # GPU j holds stages j and p-1-j: here both GPUs hold the whole model, twice its bytes in all.
     assert d.weights == (1728 + 1744,) * 2 and sum(d.weights) == 2 * TOY.params * TOY.dtype_bytes
@@ -153,7 +161,7 @@ def test_plan_cli_table_json_and_png(tmp_path):
     assert "Llama 2 7B" in out.stdout and "best: " in out.stdout and "interleaving (v=2)" in out.stdout
     data = json.loads(ppedu("plan", "--model", "7b", "--gpus", "4", "-m", "8,16", "--json").stdout)
     assert {r["schedule"] for r in data["rows"]} >= {"1f1b", "dualpipe"} and data["best"] is not None
-    assert set(data["rows"][0]["memory"]) == {"weights", "grads", "optimizer", "activations", "total"}
+    assert set(data["rows"][0]["memory"]) == {"weights", "grads", "optimizer", "activations", "transient", "total"}
     png = tmp_path / "plan.png"
     assert ppedu("plan", "--model", "7b", "--gpus", "2", "-m", "4", "--png", str(png)).returncode == 0
     assert png.stat().st_size > 1000
@@ -164,7 +172,11 @@ def test_plan_cli_table_json_and_png(tmp_path):
     (["--model", "9b", "--gpus", "4"], "invalid choice: '9b'"),
     (["--model", "7b", "--gpus", "4", "--efficiency", "2"], "efficiency lies in (0, 1]"),
     (["--model", "7b", "--gpus", "4", "-m", "2.5"], "m (micro-batches) must be whole numbers"),
-    (["--model", "7b", "--gpus", "4", "--zero-dp", "0"], "zero-dp must be a whole number ≥ 1"),
+    (["--model", "7b", "--gpus", "4", "--dp", "0"], "d must be a whole number ≥ 1"),
+    (["--model", "7b", "--gpus", "4", "--zero", "1"], "--zero shards over data-parallel replicas"),
+    (["--model", "7b", "--gpus", "4", "--sp"], "sequence parallelism splits what tensor parallelism leaves whole"),
+    (["--model", "7b", "--gpus", "4", "--layouts"], "--layouts needs --global-batch"),
+    (["--model", "7b", "--gpus", "4", "--global-batch", "8"], "--global-batch goes with --layouts"),
 ])
 def test_plan_cli_bad_input_exits_2_with_one_line(args, words):
     out = ppedu("plan", *args)
@@ -207,8 +219,10 @@ def test_plan_cli_takes_one_gpu_preset_per_gpu():
 
 def test_sharding_adam_over_data_parallel_replicas_makes_70b_fit_on_8_gpus():
     args = ["plan", "--model", "70b", "--gpus", "8", "-m", "32", "--recompute", "full", "--json"]
-    alone, sharded = json.loads(ppedu(*args).stdout), json.loads(ppedu(*args, "--zero-dp", "8").stdout)
+    alone, sharded = json.loads(ppedu(*args).stdout), json.loads(ppedu(*args, "--dp", "8", "--zero", "1").stdout)
     assert alone["best"] is None and sharded["best"] is not None
-    one = next(r for r in alone["rows"] if r["schedule"] == "1f1b")["memory"]
-    eight = next(r for r in sharded["rows"] if r["schedule"] == "1f1b")["memory"]
-    assert eight["optimizer"] == pytest.approx([x / 8 for x in one["optimizer"]]) and eight["weights"] == one["weights"]
+    one = next(r for r in alone["rows"] if r["schedule"] == "1f1b")
+    eight = next(r for r in sharded["rows"] if r["schedule"] == "1f1b")
+    assert eight["memory"]["optimizer"] == pytest.approx([x / 8 for x in one["memory"]["optimizer"]])
+    assert eight["memory"]["weights"] == one["memory"]["weights"]
+    assert eight["data_seconds"] > 0 and eight["tokens_per_second"] > 7 * one["tokens_per_second"]

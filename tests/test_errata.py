@@ -100,6 +100,17 @@ def test_deepseeks_dualpipe_row_holds_exactly_when_a_pair_lasts_at_least_f_plus_
         assert dual.simulated_bubble > dual.formula_bubble  # the formula promises less idle time than runs
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([4, 6, 8]), st.integers(0, 4), st.sampled_from([0.5, 1.0, 2.0]), st.sampled_from([0.5, 1.0, 2.0]),
+       st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]))
+def test_deepseeks_zb1p_row_holds_exactly_when_w_is_no_longer_than_f_or_the_input_gradient(p, extra, f, b, w):
+    # the docstring used to say "for any costs": above W = min(F, B - W) the simulation idles more
+    one, zb, _ = deepseek_table(p, 2 * p + 2 * extra, Costs(f=f, b=b, w=w))
+    assert (zb.simulated_bubble == pytest.approx(zb.formula_bubble)) == (w <= min(f, b))
+    assert zb.simulated_bubble >= zb.formula_bubble - 1e-9
+    assert one.simulated_bubble == pytest.approx(one.formula_bubble)
+
+
 @pytest.mark.parametrize("p, m, fb, formula, simulated", [(4, 8, 1.5, 0.5, 1.5), (16, 64, 1.0, 0.0, 19.0)])
 def test_a_pair_shorter_than_f_plus_w_breaks_deepseeks_dualpipe_formula(p, m, fb, formula, simulated):
     *_, dual = deepseek_table(p, m, Costs(f=1, b=1, w=1, fb=fb))

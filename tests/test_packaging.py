@@ -15,7 +15,8 @@ def _split(spec: str) -> tuple[str, str]:
 
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = dict(_split(s) for s in project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = project["optional-dependencies"]
+    wanted = dict(_split(s) for s in project["dependencies"] + extras["torch"] + extras["test"])
     wanted = {CONDA_NAMES.get(k, k): v for k, v in wanted.items()}
     conda = {}
     text = (ROOT / "environment.yml").read_text()
@@ -27,10 +28,11 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
     assert conda == wanted
 
 
-def test_pyproject_admits_the_pinned_torch():
+def test_torch_is_optional_and_pyproject_admits_the_pinned_one():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    spec = dict(_split(s) for s in project["dependencies"])["torch"]
-    pinned = re.search(r"torch==([\d.]+)", (ROOT / "student" / "lab.mk").read_text()).group(1)  # the Makefile includes it
+    assert "torch" not in dict(_split(s) for s in project["dependencies"])  # install.py --light: no torch
+    spec = dict(_split(s) for s in project["optional-dependencies"]["torch"])["torch"]
+    pinned = re.search(r'TORCH = "torch==([\d.]+)"', (ROOT / "student" / "install.py").read_text()).group(1)
     from packaging.specifiers import SpecifierSet
 
     assert pinned in SpecifierSet(spec) and "<" in spec  # a closed range: no surprise CUDA build

@@ -27,8 +27,8 @@ def test_ch4_interleaving_loses_on_1_gbit_ethernet_and_wins_on_every_faster_link
     rows = cluster.interleaving_by_link(llama, gpus, m=8)
     assert [link.name for link, plain, inter in rows if plain < inter] == ["Ethernet 1 Gb/s"]
     eth = next((plain, inter) for link, plain, inter in rows if link.name == "Ethernet 1 Gb/s")
-    assert (round(eth[0], 2), round(eth[1], 2)) == (5.43, 7.20)
-    assert "every one of them" not in source("04-interleaved", "04-38")
+    assert (round(eth[0], 2), round(eth[1], 2)) == (5.64, 7.34)
+    assert "every one of them" not in source("04b-interleaving-costs", "04-38")
 
 
 def test_ch4_the_5_8_percent_with_m_a_multiple_of_p_needs_the_deepest_pipeline_listed():
@@ -60,7 +60,7 @@ def test_ch4_gpu_0_holds_37_5_percent_more_at_p4_m8_v2():
     plain = simulate(schedules.one_f_one_b(4, 8)).peak_stage_activations[0]
     inter = simulate(schedules.interleaved_1f1b(4, 8, 2), Costs(f=1, b=1).per_chunk(2)).peak_stage_activations[0]
     assert inter / plain - 1 == 0.375
-    assert "a little more activation memory" not in source("04-interleaved", "04-23").lower()
+    assert "a little more activation memory" not in source("04b-interleaving-costs", "04-23").lower()
 
 
 def test_ch6_an_unsplit_backward_takes_b_plus_w():
@@ -119,7 +119,7 @@ def test_ch4_interleaving_keeps_one_stage_of_parameters_and_1f1b_released_activa
     ones = simulate(plain).peak_stage_activations
     inters = simulate(inter, Costs(f=1, b=1).per_chunk(2)).peak_stage_activations
     assert max(ones) < max(inters) < max(gpipe)  # 1F1B, not interleaving, is what released activations early
-    assert "static memory per GPU is unchanged" in source("04-interleaved", "04-25c")
+    assert "static memory per GPU is unchanged" in source("04b-interleaving-costs", "04-25c")
 
 
 def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with_m():
@@ -128,3 +128,101 @@ def test_ch6_every_schedule_not_only_dualpipe_has_a_bubble_share_that_falls_with
     assert rows[1024] < rows[16] and ones[1024] < ones[16]  # the share falls for both
     assert ones[1024] < 0.01 and rows[1024] < ones[1024]  # DualPipe's is smaller, not alone in vanishing
     assert "true of every schedule" in source("06-dualpipe", "06-29a")
+
+
+# ---- the third edition's fixed statements (issue 23): each sentence beside the computation that decides it ----
+
+def test_ch4b_hand_overs_grow_far_beyond_v_on_a_short_pipeline():
+    ratio = {p: lesson.hand_overs(schedules.interleaved_1f1b(p, 2 * p, 2)) / lesson.hand_overs(schedules.one_f_one_b(p, 2 * p))
+             for p in (2, 4, 16)}
+    assert ratio[2] == 3 == 2 * 2 - 1 and ratio[4] > ratio[16] > 2  # 2v − 1 at p = 2, near v only when deep
+    text = source("04b-interleaving-costs", "04-23")
+    assert "a little more than *v* when *p* is small" not in text and "2*v* − 1 at *p* = 2" in text
+
+
+def test_ch4b_a_hand_over_still_carries_a_whole_activation_at_any_v():
+    from ppedu.errata import hand_over_scale, textbook_claims
+
+    assert hand_over_scale(2) == (1.0, 0.5) and not next(iter(textbook_claims("4.4.2"))).holds
+    assert "does not shrink with *v*" in source("04b-interleaving-costs", "04-24b")
+
+
+def test_ch8_with_flash_attention_1f1b_fits_with_nothing_recomputed():
+    from ppedu import recomputation
+    from ppedu.cluster import GPUS, LINKS, MODELS, Cluster
+
+    rows = recomputation.trade(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink"]), m=16)
+    assert recomputation.cheapest_fit(rows, "1f1b") == "none" and recomputation.cheapest_fit(rows, "gpipe") == "full"
+    assert "fits with nothing recomputed" in source("08-memory-and-recomputation", "08-19")
+    assert "Nothing fits without recomputation" not in json.dumps(json.loads(
+        (NOTEBOOKS / "08-memory-and-recomputation.ipynb").read_text()))
+
+
+def test_ch6_and_ch9_the_pairs_hide_the_experts_all_to_all_and_the_pipelines_sends():
+    for chapter, cell in (("06-dualpipe", "06-15"), ("06-dualpipe", "06-31"), ("09-3d-parallelism-and-history", "c135512d")):
+        text = source(chapter, cell)
+        assert "all-to-all" in text and "pipeline's own sends" in text, (chapter, cell)
+    shape = dict(layers=61, hidden=7168, vocab=129280, seq=4096, heads=128)
+    assert cluster.Model("many", **shape).hand_over_bytes == cluster.Model("one", kv_heads=1, **shape).hand_over_bytes
+
+
+def test_ch9_a_single_node_is_eight_gpus():
+    from ppedu.vendor import claims, node_readings
+
+    assert [r.gpus for r in node_readings(3.4, 0.942, (1,))] == [8]
+    assert not claims()[1].holds and "a node is 8 GPUs" in claims()[1].computed
+    assert "A node is eight GPUs" in source("09-3d-parallelism-and-history", "9aff6f7e")
+
+
+def test_the_glossary_says_a_slot_holds_one_operation_not_an_f_and_a_b():
+    from ppedu.sheet import GLOSSARY
+
+    assert "one operation" in GLOSSARY["slot"]
+    assert "one F and one B per slot" not in GLOSSARY["warm-up / steady state / cooldown"]
+
+
+def test_deepseek_tables_docstring_gives_each_rows_region():
+    from ppedu.errata import deepseek_table
+
+    doc = deepseek_table.__doc__
+    assert "for any costs" in doc.split("ZB1P")[0] and "W ≤ F" in doc and "F&B ≥ F + W" in doc
+    assert "The 1F1B and ZB1P rows agree with the simulation for any costs" not in doc
+
+
+def test_zb_h2s_docstring_says_from_which_m_no_gap_holds():
+    assert "m ≥ 2p-1" in schedules.zero_bubble_h2.__doc__
+
+
+def test_ps4s_model_answer_says_what_zb_h2_holds_and_why():
+    from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, plan
+
+    row = next(r for r in plan(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["nvlink"]), [16]) if r.schedule == "zb-h2")
+    assert max(row.timeline.peak_activations) == 16  # every W postponed: all m alive under the plan's memory model
+    assert simulate(schedules.zero_bubble_h2(4, 16), Costs(f=1, b=1, w=1), FREE_AT_B).peak_activations[0] == 2 * 4 - 1
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps4" / "ps4.ipynb").read_text())["cells"]
+    answer = "".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q4b_answer")["source"])
+    assert "postpones every W" in answer and "`2p − 1` on GPU 0" in answer
+
+
+def test_ch2_flags_the_summed_update_and_computes_its_factor():
+    from ppedu.errata import summed_gradient_scale
+
+    assert summed_gradient_scale(4) == 4 and summed_gradient_scale(8) == 8
+    assert "summed, unweighted" in source("02-gpipe", "02-12d")
+
+
+def test_the_remaining_source_errors_are_flagged_with_their_computed_values():
+    from ppedu.errata import textbook_claims, textbook_record
+
+    claims = {c.section: c for c in textbook_claims("4.2.2", "4.4.2", "4.7.1")}
+    assert set(claims) == {"4.2.2", "4.4.2", "4.7.1"} and not any(c.holds for c in claims.values())
+    assert "256 nodes" in claims["4.7.1"].computed
+    record = {r.section: r.record for r in textbook_record()}
+    assert "June 2018" in record["4.2.5"] and "did not train GPT-3" in record["4.4.5, 4.7.2"]
+    assert "Meta's own training code" in record["4.7.2"]
+    from ppedu.vendor import claims as vendor
+
+    words = {c.statement: c for c in vendor()}
+    assert not words["asynchronous steady-state scheduling (interleaved 1F1B)"].holds
+    assert not words["zero-bubble micro-batching (interleaved 1F1B)"].holds
+    assert words["sub-10 ms inter-stage latency"].holds and not words["streaming activations in sub-3.2 ms"].holds

@@ -1,9 +1,15 @@
 """Cross-check against PyTorch's own schedule orders (torch.distributed.pipelining)."""
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from ppedu import Op, simulate
-from ppedu.reference import TORCH_NAMES, differences, torch_orders, torch_overlapped
+from ppedu.reference import (RECORDED, RECORDED_CASES, TORCH_NAMES, differences, pytorch_actions, torch_orders,
+                             torch_overlapped)
 from ppedu.schedules import VIRTUAL, build, dualpipe_v, interleaved_1f1b, one_f_one_b
 
 CASES = [(2, 4), (4, 8), (3, 9), (4, 12), (8, 32)]
@@ -101,3 +107,29 @@ def test_pytorchs_1f1b_loop_runs_f0_on_its_last_rank_although_its_listed_order_s
     finally:
         dist.destroy_process_group()
     assert ran == [0, 1, 2, 3]
+
+
+def test_the_recorded_orders_are_pytorchs_own():
+    """A light install (no torch) reads chapter 5's orders from the recording: it must be what torch lists."""
+    recorded = json.loads(RECORDED.read_text())
+    assert set(recorded) == {f"{n} {p} {m} {v}" for n, p, m, v in RECORDED_CASES}
+    for name, p, m, v in RECORDED_CASES:
+        assert recorded[f"{name} {p} {m} {v}"] == pytorch_actions(name, p, m, v)
+
+
+def test_without_torch_the_recorded_orders_answer_and_others_say_what_is_missing(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\nclass NoTorch:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'torch':\n            raise ModuleNotFoundError(name, name=name)\n"
+        "sys.meta_path.insert(0, NoTorch())\n")
+    script = ("from ppedu import schedules\nfrom ppedu.reference import differences, torch_orders\n"
+              "print(differences(schedules.interleaved_1f1b(4, 8, 2).stages, torch_orders('interleaved', 4, 8, 2)))\n"
+              "print(differences(schedules.one_f_one_b(4, 8).stages, torch_orders('1f1b', 4, 8)))\n"
+              "import sys; assert 'torch' not in sys.modules\n"
+              "try:\n    torch_orders('gpipe', 4, 4)\nexcept ModuleNotFoundError as error:\n    print(error)\n")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert done.returncode == 0 and lines[0] == "[]", done.stdout + done.stderr
+    assert lines[1] == "['GPU 3, position 0: ours F0c3, reference F1c3']"  # torch 2.13's listing error, recorded too
+    assert "needs torch, which is not installed here" in lines[2]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, Op, schedules, simulate
 from ppedu.memory import FREE_AT_B, FREE_AT_W
-from ppedu.schedules import (build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
+from ppedu.schedules import (SCHEDULES, VIRTUAL, build, chimera, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, interleaved_zero_bubble,
                              looped_bfs, one_f_one_b, zero_bubble_h1, zero_bubble_h2, zero_bubble_v)
 
 
@@ -236,3 +236,66 @@ def test_every_megatron_group_size_gives_a_valid_order(p, m, v, data):
         s = build(name, p, m, v, group)
         s.validate()
         simulate(s)  # no deadlock
+
+
+def test_each_schedules_stated_rule_is_its_builders_rule():
+    from ppedu.schedules import NAMES, RULES
+
+    assert set(RULES) == set(SCHEDULES) == set(NAMES)
+    for name in SCHEDULES:
+        for p in range(1, 9):
+            for m in range(1, 20):
+                try:
+                    build(name, p, m, 2 if name in VIRTUAL else 1)
+                    runs = True
+                except ValueError:
+                    runs = False
+                assert runs == RULES[name].accepts(p, m), (name, p, m)
+
+
+def test_zb_h2_runs_every_gpu_without_a_gap_exactly_from_m_2p_minus_1():
+    # its docstring said "no gap at F = B = W" for every m; with fewer micro-batches the early GPUs wait
+    for p in range(2, 6):
+        for m in range(1, 3 * p):
+            t = simulate(zero_bubble_h2(p, m), Costs(f=1, b=1, w=1))
+            gaps = sum(b.start - a.end for j in range(p) for a, b in zip(t.on_stage(j), t.on_stage(j)[1:]))
+            assert (gaps == 0) == (m >= 2 * p - 1), (p, m)
+
+
+def _damaged(schedule, change, where):
+    """``schedule`` with one op dropped, doubled, moved to another GPU, renumbered or re-kinded."""
+    stages = [list(s) for s in schedule.stages]
+    s = where % len(stages)
+    i = where % len(stages[s])
+    op = stages[s][i]
+    if change == "drop":
+        del stages[s][i]
+    elif change == "double":
+        stages[s].insert(i, op)
+    elif change == "move":
+        stages[(s + 1) % len(stages)].append(stages[s].pop(i))
+    elif change == "renumber":
+        stages[s][i] = op._replace(microbatch=op.microbatch + schedule.microbatches)
+    elif change == "negative":
+        stages[s][i] = op._replace(microbatch=-1)
+    else:
+        stages[s][i] = op._replace(kind={"F": "B", "B": "W", "W": "F"}[op.kind])
+    return type(schedule)(tuple(map(tuple, stages)), schedule.name, schedule.placement, schedule.microbatches,
+                          schedule.virtual)
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(schedules.SCHEDULES)), p=st.sampled_from([2, 4]), k=st.integers(1, 3),
+       change=st.sampled_from([None, "drop", "double", "move", "renumber", "negative", "rekind"]),
+       where=st.integers(0, 10_000))
+def test_the_vectorised_and_the_op_by_op_checks_agree(name, p, k, change, where):
+    """Schedule.columns checks a schedule in one numpy pass, and op by op where numpy is missing (the browser
+    edition): on every schedule, right or damaged, both passes say the same, and give the same columns."""
+    schedule = build(name, p, 2 * p * k, v=2 if name in schedules.VIRTUAL else 1)
+    if change is not None:
+        schedule = _damaged(schedule, change, where)
+    vectorised, one_by_one = schedule._columns(), schedule._columns_one_by_one()
+    assert (vectorised is None) == (one_by_one is None), (name, change)
+    if vectorised is not None:
+        assert [list(map(int, column)) for column in (vectorised.needs, vectorised.forward, vectorised.split)] == \
+               [list(map(int, column)) for column in (one_by_one.needs, one_by_one.forward, one_by_one.split)]

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ppedu import Costs, schedules, simulate
 from ppedu.formulas import bubble_over_ideal, bubble_ratio
-from ppedu.sheet import EQUAL, LAWS, agreement, closed, formula_sheet, law, main, measure, render_html
+from ppedu.costs import EQUAL
+from ppedu.sheet import LAWS, agreement, closed, formula_sheet, law, main, measure, render_html
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,9 +1,10 @@
-"""The vendor brief's 45 % and 3.4× figures: which pipelines could show them, by simulation."""
+"""The vendor brief's remaining figures: which pipelines, clusters and models could show them."""
 
 import pytest
 
+from ppedu.cluster import GPUS, LINKS, MODELS
 from ppedu.formulas import bubble_ratio
-from ppedu.vendor import both_at_once, claims, idle_matches, naive_idle, speedup_matches
+from ppedu.vendor import NODE, claims, hand_over_ms, idle_matches, model_state_nodes, naive_idle, node_readings
 
 
 def test_a_naive_pipeline_idles_at_least_half_the_time():
@@ -16,14 +17,28 @@ def test_45_percent_needs_micro_batching_with_m_about_1_2_p():
     assert all(round(bubble_ratio(r.p, r.m), 3) == 0.45 for r in rows)
 
 
-def test_3_4x_matches_are_simulated_and_none_at_94_2_percent_utilization():
-    rows = speedup_matches(3.4, range(2, 9), (1, 2))
-    assert rows and all(round(r.speedup, 1) == 3.4 for r in rows)
-    assert (4, 8, 2) in [(r.p, r.m, r.v) for r in rows]
-    assert not float(both_at_once()).is_integer() and not any(r.utilization == 0.942 for r in rows)
+def test_a_single_node_is_eight_gpus_and_3_4x_at_94_2_percent_needs_a_slower_node():
+    # the old reading compared p GPUs with one GPU; a node is 8, and the brief never names its node count
+    rows = node_readings(3.4, 0.942, range(1, 6))
+    assert NODE == 8 and [r.gpus for r in rows] == [8, 16, 24, 32, 40]
+    assert [r.nodes for r in rows if r.possible] == [1, 2, 3]  # 4 nodes would need the one node above 100 %
+    assert all(float(r.baseline_utilization.split()[0]) < 94.2 for r in rows if r.possible)
+
+
+def test_the_brief_s_models_do_not_fit_on_one_node_at_all():
+    h100 = GPUS["h100-80gb"]
+    assert 1 < model_state_nodes(MODELS["70b"], h100) < 2 and model_state_nodes(MODELS["405b"], h100) > 10
+
+
+def test_hand_overs_are_milliseconds_and_405b_is_over_3_2():
+    ib = LINKS["ib-400"]
+    assert hand_over_ms(MODELS["70b"], ib) < 3.2 < hand_over_ms(MODELS["405b"], ib) < 10
 
 
 def test_the_claims_table_gives_each_figure_a_computed_verdict():
-    naive, both = claims()
+    naive, speedup, one_node, latency, streaming, asynchronous, zero = claims()
     assert not naive.holds and "50%" in naive.computed
-    assert not both.holds and f"{both_at_once():.2f}" in both.computed
+    assert not speedup.holds and "27.71 %" in speedup.computed and "a node is 8 GPUs" in speedup.computed
+    assert not one_node.holds and latency.holds and not streaming.holds
+    assert not asynchronous.holds and "staleness 0" in asynchronous.computed
+    assert not zero.holds and "15.79%" in zero.computed

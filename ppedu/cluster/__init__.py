@@ -35,8 +35,11 @@ True
 from ppedu.cluster.break_even import break_even_bandwidth, interleaving_break_even, interleaving_by_link
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, GPU, GPUS, LINKS, MODELS, RECOMPUTE, Cluster, Link, Model
+from ppedu.cluster.layouts import Layout, layouts
+from ppedu.cluster.parallel import Parallel, States, Traffic, data_parallel, ring, ring_seconds, states, traffic
 from ppedu.cluster.planning import PlanRow, best, plan, render_plan
 
-__all__ = ["ADAM_BYTES", "GB", "GPU", "GPUS", "LINKS", "MODELS", "RECOMPUTE", "Cluster", "Link", "Memory", "Model",
-           "PlanRow", "best", "break_even_bandwidth", "costs_for", "interleaving_break_even", "interleaving_by_link",
-           "memory_for", "plan", "render_plan"]
+__all__ = ["ADAM_BYTES", "GB", "GPU", "GPUS", "LINKS", "MODELS", "RECOMPUTE", "Cluster", "Layout", "Link", "Memory",
+           "Model", "Parallel", "PlanRow", "States", "Traffic", "best", "break_even_bandwidth", "costs_for", "data_parallel",
+           "interleaving_break_even", "interleaving_by_link", "layouts", "memory_for", "plan", "render_plan", "ring",
+           "ring_seconds", "states", "traffic"]

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from ppedu.cluster.break_even import break_even_bandwidth, interleaving_by_link
-from ppedu.cluster.hardware import ADAM_BYTES, GB, GPUS, LINKS, MODELS, RECOMPUTE, Cluster
+from ppedu.cluster.hardware import GB, GPU, GPUS, LINKS, MODELS, RECOMPUTE, Cluster, Model
+from ppedu.cluster.layouts import layouts
+from ppedu.cluster.parallel import Parallel
 from ppedu.cluster.planning import best, gpu_names, plan, render_plan
 from ppedu.text import columns
 from ppedu.validate import numbers, one_of, whole
@@ -18,12 +20,14 @@ from ppedu.validate import numbers, one_of, whole
 def add_parser(commands: argparse._SubParsersAction) -> None:
     """Register ``ppedu plan`` on the CLI's sub-command table."""
     cmd = commands.add_parser(
-        "plan", help="which schedule for my cluster: step time, bubble and memory of each schedule for a real model",
-        description="Per-layer times from FLOPs (2·params·tokens forward, twice that backward), hand-overs from "
-        "link bandwidth and latency, memory from parameters (16 bytes each with Adam in mixed precision) plus the "
-        "simulated peak activations.")
+        "plan", help="which schedule for my cluster: step time, MFU, bubble and memory of each schedule for a real model",
+        description="Per-layer times from FLOPs (2·params·tokens per matrix forward, the same again for each of B and "
+        "W, and attention's s² core), hand-overs from link bandwidth and latency, memory from parameters (16 bytes "
+        "each with Adam in mixed precision, split by tensor parallelism, sharded by ZeRO) plus the simulated peak "
+        "activations. --layouts searches t, p, d, the schedule, m, recomputation and ZeRO for --gpus GPUs in all.")
     cmd.add_argument("--model", choices=list(MODELS), required=True, help="model preset: " + ", ".join(MODELS))
-    cmd.add_argument("--gpus", type=int, required=True, help="GPUs in the pipeline (stages)")
+    cmd.add_argument("--gpus", type=int, required=True,
+                     help="GPUs in the pipeline (stages); with --layouts, GPUs in all")
     cmd.add_argument("--gpu", default="h100-80gb",
                      help="GPU preset, or one per GPU comma-separated for a mixed cluster: " + ", ".join(GPUS))
     cmd.add_argument("--link", choices=list(LINKS), default="nvlink", help="link preset: " + ", ".join(LINKS))
@@ -35,10 +39,21 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
     cmd.add_argument("--microbatch", type=int, default=None, help="sequences per micro-batch (default 1)")
     cmd.add_argument("--recompute", choices=RECOMPUTE, default="selective", help="activation recomputation")
-    cmd.add_argument("--efficiency", type=float, default=None, help="achieved fraction of peak FLOP/s (default 0.4)")
-    cmd.add_argument("--zero-dp", type=int, default=1, metavar="N",
-                     help="shard Adam's state over N data-parallel replicas (ZeRO stage 1; their all-reduce is not "
-                     "timed)")
+    cmd.add_argument("--eager-attention", action="store_true",
+                     help="attention without FlashAttention: its s × s scores are kept (or recomputed, --recompute)")
+    cmd.add_argument("--efficiency", type=float, default=None,
+                     help="fraction of peak FLOP/s the kernels reach (default 0.4)")
+    cmd.add_argument("--tp", type=int, default=1, help="tensor-parallel GPUs per stage, on --link (default 1)")
+    cmd.add_argument("--sp", action="store_true", help="sequence parallelism with --tp")
+    cmd.add_argument("--dp", type=int, default=1, help="data-parallel replicas of the pipeline (default 1)")
+    cmd.add_argument("--zero", type=int, default=0, choices=(0, 1, 2, 3),
+                     help="ZeRO stage over the --dp replicas: 1 shards Adam's state, 2 also the gradients, 3 also "
+                     "the weights (FSDP)")
+    cmd.add_argument("--dp-link", choices=list(LINKS), default="ib-400", help="link of the data-parallel collectives")
+    cmd.add_argument("--layouts", action="store_true",
+                     help="search t, p, d, schedule, m, recomputation and ZeRO for --gpus GPUs and --global-batch")
+    cmd.add_argument("--global-batch", type=int, default=None, help="sequences per step in all (with --layouts)")
+    cmd.add_argument("--top", type=int, default=10, help="layouts to print (with --layouts; default 10)")
     out = cmd.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON object")
     out.add_argument("--png", metavar="FILE", help="also draw the best schedule's spacetime diagram into FILE")
@@ -47,19 +62,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     model = MODELS[args.model]
-    model = replace(model, seq=args.seq or model.seq, microbatch=args.microbatch or model.microbatch)
+    model = replace(model, seq=args.seq or model.seq, microbatch=args.microbatch or model.microbatch,
+                    flash_attention=not args.eager_attention)
     names = [one_of("GPU preset", n, GPUS) for n in args.gpu.split(",")]
     if args.efficiency is not None and not 0 < args.efficiency <= 1:
         raise ValueError(f"efficiency lies in (0, 1] (got {args.efficiency})")
     kinds = tuple(replace(GPUS[n], efficiency=args.efficiency or GPUS[n].efficiency) for n in names)
+    if args.layouts:
+        return _layouts(args, model, kinds)
+    if args.global_batch is not None:
+        raise ValueError("--global-batch goes with --layouts (plan takes -m, the micro-batches per pipeline)")
     between = LINKS[args.between_nodes] if args.between_nodes else None
     cluster = Cluster(kinds[0] if len(kinds) == 1 else kinds, args.gpus, LINKS[args.link], args.node_size, between)
+    parallel = Parallel(t=args.tp, d=args.dp, sequence=args.sp, zero=args.zero, tp_link=LINKS[args.link],
+                        dp_link=LINKS[args.dp_link])
+    if args.zero and args.dp == 1:
+        raise ValueError("--zero shards over data-parallel replicas: give their number with --dp")
     p = cluster.gpus
     if any(x != int(x) or x < 1 for x in (args.m or ())):
         raise ValueError(f"m (micro-batches) must be whole numbers ≥ 1 (got {args.m})")
     ms = [int(x) for x in args.m] if args.m else [2 * p, 4 * p, 8 * p]
-    whole("zero-dp", args.zero_dp)
-    rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute, optimizer_bytes=ADAM_BYTES / args.zero_dp)
+    rows = plan(model, cluster, ms, v=args.v, recompute=args.recompute, parallel=parallel)
     winner = best(rows)
     m_even = next((x for x in sorted(ms, reverse=True) if x % p == 0), None)
     links = interleaving_by_link(model, cluster, m_even, args.v, recompute=args.recompute) if m_even and p > 1 else []
@@ -67,7 +90,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "model": model.name, "params": model.params, "gpus": [cluster.device(s).name for s in range(p)],
             "link": cluster.link.name, "hand_over_bytes": model.hand_over_bytes, "recompute": args.recompute,
-            "zero_dp": args.zero_dp,
+            "flash_attention": model.flash_attention, "t": parallel.t, "d": parallel.d, "zero": parallel.zero,
+            "sequence_parallel": parallel.sequence,
             "memory_per_gpu": [cluster.device(s).memory for s in range(p)],
             "rows": [r.as_dict() for r in rows],
             "best": None if winner is None else {"schedule": winner.schedule, "v": winner.v, "m": winner.m},
@@ -94,4 +118,27 @@ def _run(args: argparse.Namespace) -> int:
         title = f"{shown.schedule} (m={shown.m}) — {model.name} on {gpu_names(cluster)}" + ("" if winner else " (does not fit)")
         plot_timeline(shown.timeline, title=title).savefig(args.png, dpi=150)
         print(f"wrote {args.png}")
+    return 0
+
+
+def _layouts(args: argparse.Namespace, model: Model, kinds: tuple[GPU, ...]) -> int:
+    """``ppedu plan --layouts``: every t, p, d, schedule, m, recomputation and ZeRO stage, fastest first."""
+    if len(kinds) > 1:
+        raise ValueError("--layouts takes one GPU preset (a mixed cluster is planned one pipeline at a time)")
+    if args.global_batch is None:
+        raise ValueError("--layouts needs --global-batch, the sequences per step in all")
+    whole("top", args.top)
+    node = args.node_size or 8
+    rows = layouts(model, kinds[0], args.gpus, args.global_batch, node, LINKS[args.link],
+                   LINKS[args.between_nodes or "ib-400"], v=args.v)
+    if not rows:
+        raise ValueError(f"no layout of {args.gpus} GPUs divides a global batch of {args.global_batch}")
+    shown = rows[:args.top]
+    if args.json:
+        print(json.dumps({"model": model.name, "gpus": args.gpus, "global_batch": args.global_batch,
+                          "layouts": [asdict(r) for r in shown]}))
+        return 0
+    print(f"{model.name} on {args.gpus} × {kinds[0].name} (nodes of {node}), {args.global_batch} sequences of "
+          f"{model.seq} tokens per step; fastest first, those that fit before those that do not:\n")
+    print(shown)
     return 0

@@ -9,7 +9,7 @@ from ppedu.costs import Comm
 from ppedu.validate import whole
 
 GB = 1e9
-#: How much of the forward pass a backward recomputes: nothing, the attention core, everything.
+#: How much of the forward pass a backward recomputes: nothing, the attention core, a whole block.
 RECOMPUTE = ("none", "selective", "full")
 #: Adam in mixed precision keeps fp32 master weights, momentum and variance: 3 × 4 bytes per parameter.
 ADAM_BYTES = 12.0
@@ -22,7 +22,11 @@ class Model:
     sequences of ``seq`` tokens in ``dtype_bytes``-byte precision (2: bf16).
 
     ``ffn`` is the MLP width (default ``4·hidden``); ``gated`` MLPs (SwiGLU) have three matrices
-    instead of two; ``kv_heads`` below ``heads`` is grouped-query attention.
+    instead of two; ``kv_heads`` below ``heads`` is grouped-query attention. ``flash_attention``
+    (the default, as every current framework trains) computes attention without keeping its
+    ``s × s`` scores; without it attention is "eager" and keeps them. ``dropout`` keeps a byte mask
+    per dropped element (GPT-3 used dropout; Llama's pre-training did not). ``experts`` and ``top_k``
+    describe a mixture-of-experts MLP, for its all-to-all traffic (:mod:`ppedu.cluster.parallel`).
 
     >>> toy = Model("toy", layers=2, hidden=8, vocab=10, seq=4, heads=2)
     >>> toy.block_params, toy.params  # 12·h² + 2·h per block; embedding and head h·V each, + a norm
@@ -40,6 +44,10 @@ class Model:
     ffn: int | None = None
     gated: bool = False
     dtype_bytes: int = 2
+    flash_attention: bool = True
+    dropout: bool = False
+    experts: int = 0
+    top_k: int = 0
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "vocab", "seq", "microbatch", "heads", "dtype_bytes"):
@@ -49,6 +57,9 @@ class Model:
                 whole(name, getattr(self, name))
         if self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+        if (self.experts > 0) != (self.top_k > 0) or self.top_k > self.experts:
+            raise ValueError(f"a mixture of experts needs 1 ≤ top_k ≤ experts (got experts={self.experts}, "
+                             f"top_k={self.top_k})")
 
     @property
     def tokens(self) -> int:
@@ -56,10 +67,18 @@ class Model:
         return self.seq * self.microbatch
 
     @property
+    def kv_share(self) -> float:
+        """The keys' and values' width as a share of ``hidden`` (1 without grouped-query attention)."""
+        return (self.kv_heads or self.heads) / self.heads
+
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn or 4 * self.hidden
+
+    @property
     def block_params(self) -> int:
         h, kv = self.hidden, (self.kv_heads or self.heads) * (self.hidden // self.heads)
-        ffn = self.ffn or 4 * h
-        return 2 * h * h + 2 * h * kv + (3 if self.gated else 2) * h * ffn + 2 * h  # + two norms
+        return 2 * h * h + 2 * h * kv + (3 if self.gated else 2) * h * self.ffn_width + 2 * h  # + two norms
 
     @property
     def params(self) -> int:
@@ -71,31 +90,121 @@ class Model:
         h = self.hidden
         return (self.vocab * h, *(self.block_params,) * self.layers, self.vocab * h + h)
 
+    @property
+    def attention_flops(self) -> float:
+        """Forward FLOPs of one block's attention core on one micro-batch: ``QKᵀ`` and scores × ``V``,
+        ``2·b·s²·h`` each (every query against every key: the convention of MFU figures, causal or not)."""
+        return 4.0 * self.microbatch * self.seq ** 2 * self.hidden
+
     def layer_flops(self) -> tuple[float, ...]:
-        """Forward FLOPs of one micro-batch through each unit: ``2 · params · tokens`` (the
-        embedding is a lookup)."""
-        return (0.0, *(2.0 * p * self.tokens for p in self.layer_params()[1:]))
+        """Forward FLOPs of one micro-batch through each unit: ``2 · params · tokens`` for the matrices
+        (the embedding is a lookup), plus a block's attention core."""
+        return (0.0, *(2.0 * p * self.tokens + (self.attention_flops if 0 < i <= self.layers else 0.0)
+                       for i, p in enumerate(self.layer_params()[1:], start=1)))
+
+    def layer_backward_flops(self, recompute: str = "none") -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Per unit, the FLOPs of its input-gradient pass ``b`` and its weight-gradient pass ``w`` on one
+        micro-batch. Every matrix costs as much again for each: ``2 · params · tokens`` in ``b`` and in
+        ``w``. The attention core has no weights: its backward is all ``b``, twice its forward eagerly
+        and two and a half times with FlashAttention (which recomputes the scores ``QKᵀ``). What a mode
+        recomputes runs inside ``b``: the attention core's forward (``selective``, without FlashAttention,
+        which recomputes it anyway) or the whole block's (``full``).
+
+        >>> toy = Model("toy", layers=1, hidden=8, vocab=10, seq=4, heads=2)
+        >>> toy.layer_backward_flops("none")[0][1], toy.layer_backward_flops("full")[0][1]
+        (7552.0, 14336.0)
+        """
+        _check(recompute)
+        a = self.attention_flops
+        b, w = [0.0], [0.0]
+        for i, params in enumerate(self.layer_params()[1:], start=1):
+            matrices = 2.0 * params * self.tokens
+            if i > self.layers:  # the output layer
+                b.append(matrices)
+                w.append(matrices)
+                continue
+            again = {"none": 0.0, "selective": 0.0 if self.flash_attention else a, "full": matrices + a}[recompute]
+            b.append(matrices + (2.5 if self.flash_attention else 2.0) * a + again)
+            w.append(matrices)
+        return tuple(b), tuple(w)
 
     @property
     def hand_over_bytes(self) -> int:
         """Bytes of activations (or gradients) one micro-batch carries between two stages."""
         return self.tokens * self.hidden * self.dtype_bytes
 
-    def layer_activation_bytes(self, recompute: str = "selective") -> tuple[float, ...]:
-        """Activation bytes each unit keeps for one micro-batch until its backward (see the module
-        docstring); the output layer keeps its input and the fp32 logits for the loss."""
-        if recompute not in RECOMPUTE:
-            raise ValueError(f"recompute is one of {', '.join(RECOMPUTE)} (got {recompute!r})")
-        s, b, h, a = self.seq, self.microbatch, self.hidden, self.heads
-        per_element = {"none": 34 + 5 * a * s / h, "selective": 34.0, "full": 2.0}[recompute]
-        block = s * b * h * per_element * self.dtype_bytes / 2  # the paper's figures are for 16 bits
-        return (0.0, *(block,) * self.layers, float(self.tokens * (h * self.dtype_bytes + 4 * self.vocab)))
+    def block_activations(self, recompute: str = "none", t: int = 1, sequence: bool = False) -> dict[str, float]:
+        """What one block keeps for its backward on one micro-batch, part by part, in bytes; with ``t``-way
+        tensor parallelism on one GPU's share, and with ``sequence`` parallelism too.
+
+        The inventory of Korthikanti et al. ("Reducing Activation Recomputation in Large Transformer
+        Models", 2022), for any width of keys, values and MLP: the two norms' inputs; attention's input,
+        its queries, keys and values, and its output projection's input; the MLP's input and its hidden
+        activations (two for a plain MLP, three gated); a byte per element for each dropout mask;
+        and, unless FlashAttention is on or the attention core is recomputed, the ``s × s`` softmax
+        output (and its dropout). FlashAttention keeps one fp32 statistic per query instead. Tensor
+        parallelism divides what lies inside its regions by ``t``; the norms', attention's and the MLP's
+        inputs and the dropout masks after them stay whole unless ``sequence`` parallelism divides
+        them too. ``full`` recomputation keeps only the block's input.
+
+        >>> toy = Model("toy", layers=1, hidden=8, vocab=10, seq=4, heads=2, dropout=True, flash_attention=False)
+        >>> sum(toy.block_activations("none").values()) == 4 * 8 * (34 + 5 * 2 * 4 / 8)  # s·b·h·(34 + 5as/h)
+        True
+        """
+        _check(recompute)
+        e = self.tokens * self.hidden * self.dtype_bytes / 2  # s·b·h: bytes per "sbh" at 16 bits, scaled
+        whole_, split = (t, t) if sequence else (1, t)
+        if recompute == "full":
+            return {"block input": 2 * e / whole_}
+        mask = 1.0 if self.dropout else 0.0
+        f_share, kv = self.ffn_width / self.hidden, self.kv_share
+        scores = self.microbatch * self.heads * self.seq ** 2 * self.dtype_bytes / 2  # a·s²·b at 16 bits
+        parts = {
+            "norm inputs": 4 * e / whole_,
+            "attention input": 2 * e / whole_,
+            "queries, keys, values": (2 + 4 * kv) * e / split,
+            "output projection input": 2 * e / split,
+            "MLP input": 2 * e / whole_,
+            "MLP hidden": (6 if self.gated else 4) * f_share * e / split,
+            "dropout masks": 2 * mask * e / whole_,
+        }
+        if self.flash_attention:
+            parts["softmax statistics"] = 4.0 * self.microbatch * self.heads * self.seq / split
+        elif recompute == "none":
+            parts["attention scores (s × s)"] = (2 + 3 * mask) * scores / split
+        return parts
+
+    def layer_activation_bytes(self, recompute: str = "none", t: int = 1, sequence: bool = False) -> tuple[float, ...]:
+        """Activation bytes each unit keeps for one micro-batch until its backward (see
+        :meth:`block_activations`); the output layer keeps its input and the fp32 logits for the loss
+        (a vocabulary-parallel output layer splits the logits ``t`` ways)."""
+        block = sum(self.block_activations(recompute, t, sequence).values())
+        head = self.tokens * (self.hidden * self.dtype_bytes / (t if sequence else 1) + 4 * self.vocab / t)
+        return (0.0, *(block,) * self.layers, float(head))
+
+    def recompute_transient_bytes(self, recompute: str, t: int = 1, sequence: bool = False) -> float:
+        """The most bytes recomputation rebuilds at once during a backward, on top of what is kept: one
+        block's activations again (``full``, one block at a time as Megatron-LM recomputes), or its
+        attention core's scores (``selective`` without FlashAttention); nothing otherwise."""
+        if recompute == "full":
+            return sum(self.block_activations("none", t, sequence).values())
+        if recompute == "selective" and not self.flash_attention:
+            none, kept = self.block_activations("none", t, sequence), self.block_activations("selective", t, sequence)
+            return sum(none.values()) - sum(kept.values())
+        return 0.0
+
+
+def _check(recompute: str) -> None:
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute is one of {', '.join(RECOMPUTE)} (got {recompute!r})")
 
 
 @dataclass(frozen=True)
 class GPU:
     """An accelerator: dense 16-bit peak ``tflops`` (TFLOP/s, without sparsity), ``memory`` in
-    bytes, and the fraction of peak a training run achieves (model-FLOPs utilisation)."""
+    bytes, and ``efficiency``, the fraction of peak its kernels reach while they compute. What a
+    whole step achieves (MFU) is lower still: the bubble, recomputation and communication come off
+    it (:attr:`ppedu.cluster.PlanRow.mfu`)."""
 
     name: str
     tflops: float
@@ -127,8 +236,9 @@ class Link:
 #: data sheet, 312 TFLOP/s; H100 SXM and PCIe: "NVIDIA H100 Tensor Core GPU" data sheet, 989 and
 #: 756 TFLOP/s, the sheet's 1,979/1,513 being with sparsity; H200 SXM: "NVIDIA H200" data sheet,
 #: 989 TFLOP/s, 141 GB; L4: "NVIDIA L4" data sheet, 121 TFLOP/s, 242 with sparsity). Memory in
-#: 10⁹ bytes. Efficiency 0.4: Meta reports 38–43 % BF16 MFU training Llama 3 405B on H100s
-#: ("The Llama 3 Herd of Models", 2024). Edit with ``dataclasses.replace``.
+#: 10⁹ bytes. Efficiency 0.4, an assumption: Meta reports 38–43 % BF16 MFU for a whole step of
+#: Llama 3 405B on H100s ("The Llama 3 Herd of Models", 2024), and a step's MFU, after the bubble
+#: and communication, is below what its kernels reach. Edit with ``dataclasses.replace``.
 GPUS: dict[str, GPU] = {
     "a100-40gb": GPU("A100 40GB SXM", 312, 40 * GB),
     "a100-80gb": GPU("A100 80GB SXM", 312, 80 * GB),

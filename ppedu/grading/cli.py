@@ -1,6 +1,7 @@
-"""``ppedu grade`` (autograde a class in parallel; instructors, in their course directory) and
+"""``ppedu grade`` (autograde a class in parallel; instructors, in their course directory),
 ``ppedu check`` (a student's verdict on one notebook, with an exit status, unlike ``nbgrader
-validate``, which exits 0 even when tests fail)."""
+validate``, which exits 0 even when tests fail) and ``ppedu handin`` (a student's zip to upload,
+where there is no exchange)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ def add_parser(commands: Any) -> None:
     check.add_argument("--timeout", type=int, metavar="SECONDS", help="per-cell time limit")
     check.set_defaults(run=_check)
 
+    handin = commands.add_parser(
+        "handin", help="write ASSIGNMENT+ID.zip to upload, where there is no nbgrader exchange (a laptop)",
+        description="Zips the assignment's notebook and the answers its exercises saved beside it into "
+        "ASSIGNMENT+ID.zip (ID: your course id) for you to upload where your instructor asked. It refuses, saying "
+        "why, a folder that would not earn its grade: saved answers missing, or a notebook run with another "
+        "student's values.")
+    handin.add_argument("assignment", metavar="ASSIGNMENT", help="e.g. ps1")
+    handin.add_argument("--folder", metavar="DIR", help="the assignment's folder (default: ASSIGNMENT/ or "
+                        "exercises/ASSIGNMENT/ here)")
+    handin.add_argument("--student", metavar="ID", help="your course id (default: PPEDU_STUDENT_ID, else your login)")
+    handin.add_argument("--out", metavar="DIR", default=".", help="where to write the zip (default: here)")
+    handin.set_defaults(run=_handin)
+
 
 def course_root(path: str | Path = ".") -> Path:
     """The instructor's course directory: ``path`` or the nearest folder above it with
@@ -73,3 +87,15 @@ def _check(args: argparse.Namespace) -> int:
                          if str(error) else f"{path.name} could not be checked: {type(error).__name__}") from None
     print(verdict.render())
     return 0 if verdict.passed else 1
+
+
+def _handin(args: argparse.Namespace) -> int:
+    from ppedu.grading.handin import find_folder, handin
+
+    folder = Path(args.folder) if args.folder else find_folder(args.assignment, Path.cwd())
+    if not (folder / f"{args.assignment}.ipynb").is_file():
+        raise ValueError(f"no {args.assignment}.ipynb in {folder}")
+    zipped, files = handin(args.assignment, folder, args.student, Path(args.out))
+    print(f"wrote {zipped} ({', '.join(files)}, {zipped.stat().st_size / 1024:.0f} kB): upload it where your "
+          "instructor asked")
+    return 0

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ppedu.mnist.executor import StepResult, max_grad_diff, reference_gradients, run_schedule
     from ppedu.mnist.measure import AGREEMENT, gap, measure_step
     from ppedu.mnist.models import NETWORKS, build_model, cnn, mlp, split_model
-    from ppedu.mnist.plot import plot_step
+    from ppedu.mnist.plot import plot_processes, plot_step
+    from ppedu.mnist.processes import ProcessRun, run_processes
     from ppedu.mnist.training import TrainResult, train
 
 _HOME = {
@@ -26,12 +27,22 @@ _HOME = {
     **dict.fromkeys(["AGREEMENT", "gap", "measure_step"], "measure"),
     **dict.fromkeys(["NETWORKS", "build_model", "cnn", "mlp", "split_model"], "models"),
     **dict.fromkeys(["TrainResult", "train"], "training"),
-    "plot_step": "plot",
+    **dict.fromkeys(["plot_processes", "plot_step"], "plot"),
+    **dict.fromkeys(["ProcessRun", "run_processes"], "processes"),
 }
 __all__ = sorted(_HOME)
+#: What a light install (no torch) says when the lab is asked for.
+NO_TORCH = ("the MNIST lab needs PyTorch, which this install of the course left out (a light install): install the "
+            "course again without --light (`python install.py`, or `make lab`)")
 
 
 def __getattr__(name: str) -> Any:
     if name not in _HOME:
         raise AttributeError(f"module 'ppedu.mnist' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"ppedu.mnist.{_HOME[name]}"), name)
+    try:
+        module = importlib.import_module(f"ppedu.mnist.{_HOME[name]}")
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        raise ModuleNotFoundError(NO_TORCH, name="torch") from None
+    return getattr(module, name)

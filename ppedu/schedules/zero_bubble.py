@@ -31,8 +31,10 @@ def zero_bubble_h2(p: int, m: int) -> Schedule:
     every W held back, then B and W in turn, then the W's still owed.
 
     The extra warm-up forwards fill the bubble before the first B, and the held-back W's the one
-    after the last F; under equal F, B and W times each stage then runs without a gap from its
-    first operation to its last (the parallelogram the paper overlaps with the next step), for
+    after the last F; under equal F, B and W times and with ``m ≥ 2p-1`` (enough micro-batches for
+    stage 0's warm-up) each stage then runs without a gap from its first operation to its last
+    (the parallelogram the paper overlaps with the next step); with fewer, the early stages still
+    wait for their first B. It holds
     about twice 1F1B's activations (2p-1 micro-batches on stage 0 against p) when B frees them,
     as the paper counts (``memory=FREE_AT_B``); if W holds them all until it ends
     (``FREE_AT_W``), the held-back W's keep all ``m`` alive. The zero-bubble authors' generator

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from html import escape
+from itertools import product
 from pathlib import Path
 from typing import Literal
 
 import ipywidgets as widgets
-import numpy as np
 
 from ppedu import answer_file as saved
+from ppedu.arrays import table
 from ppedu.feedback import Wrong
 from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
@@ -62,8 +63,8 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         if mode == "mark" and steps > _MARK_STEPS:
             raise ValueError(f"mark mode clicks cell by cell, so it takes at most {_MARK_STEPS} time steps (this grid has "
                              f"{steps}); use mode='count', or costs on a coarser grid")
-        self.hidden = np.zeros(self.grid.shape, dtype=bool)
-        self.hidden[:, steps - round(hide * steps):] = True
+        covered = steps - round(hide * steps)  # the first hidden step
+        self.hidden = table([[t >= covered for t in range(steps)] for _ in range(self.grid.shape[0])], bool)
         self.marked: set[tuple[int, int]] = set()
         if answers is not None and Path(answers).name != answers:
             raise ValueError(f"answers is a file name in the notebook's folder, without a folder (got {answers!r})")
@@ -193,15 +194,15 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         assert isinstance(self.picture, CellGrid)
         labels, starts, kinds = self.grid.labels(), self.grid.starts(), self.grid.kinds()
         events = self.timeline.events
-        cells = [tuple(only)] if only else list(np.ndindex(*self.grid.shape))
+        cells = [tuple(only)] if only else list(product(*map(range, self.grid.shape)))
         for s, t in cells:
             marked = (s, t) in self.marked
             flag, mark = ("ppedu-marked", ", marked idle") if marked else (None, "")
-            if self.hidden[s, t]:
+            if self.hidden[s][t]:
                 self.picture.show(s, t, "✗?" if marked else "?", "#616161", flag, "hidden" + mark)
             elif kinds[s, t]:
                 # A marked busy cell keeps its label: the student sees what they marked.
-                op = events[self.grid.cells[s, t]].op
+                op = events[self.grid.rows[s][t]].op
                 text = labels[s, t] if starts[s, t] else "·"
                 what = labels[s, t] if starts[s, t] else f"{labels[s, t]} continues"
                 self.picture.show(s, t, f"✗{text}" if marked else text, op_colour(op, self.timeline.schedule), flag,

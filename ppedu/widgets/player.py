@@ -63,7 +63,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         """What each GPU runs in the current step (GPU 0 first; ``""`` where idle)."""
         if self.step == 0:
             return ("",) * self.timeline.p
-        return tuple(str(x) for x in self._labels[:, self.step - 1])
+        return tuple(str(row[self.step - 1]) for row in self._labels)
 
     def _static_html(self) -> str:
         return render_svg(self.timeline)

@@ -148,16 +148,22 @@ def server(chromium: Path, course: Path, tmp_path_factory: pytest.TempPathFactor
         _stop(process)
 
 
+# One Playwright for the package: a second sync_playwright() while the first lives finds the first's loop running.
 @pytest.fixture(scope="package")
-def browser(chromium: Path) -> Iterator[object]:
+def playwright(chromium: Path) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+        yield playwright
+
+
+@pytest.fixture(scope="package")
+def browser(playwright, chromium: Path) -> Iterator[object]:
+    browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=CHROMIUM_ARGS)
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -25,7 +25,7 @@ from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercis
 from .conftest import ROOT, SCREENSHOTS
 from .test_slides import deck
 
-CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 ROOT_CLASS = {
     "ScheduleExplorer": "ppedu-explorer", "SlotCountingExercise": "ppedu-slot-exercise",
     "ScheduleBuilder": "ppedu-builder", "TimelinePlayer": "ppedu-player",

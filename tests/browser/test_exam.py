@@ -15,7 +15,7 @@ from ppedu.grading.assignments import counting
 from ppedu.grading.students import student_id
 from ppedu.grid import grid
 
-from .test_assignment import validate
+from .test_assignment import type_into, validate
 
 BIN = str(Path(sys.executable).parent)
 
@@ -66,6 +66,12 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("mark", {}).get("marked", []))) == idle)
     assert "Saved in counting.json" in count.locator(".ppedu-feedback").inner_text()
 
+    # The last question is answered in words, graded by hand: Validate wants it written too.
+    markdown = panel.locator(".jp-MarkdownCell")
+    written = [i for i in range(markdown.count()) if "YOUR ANSWER HERE" in markdown.nth(i).inner_text()]
+    assert len(written) == 1
+    type_into(lab, markdown.nth(written[0]), "The first p - 1 steps fill the pipeline and the last p - 1 drain it; each GPU "
+                                  "idles 2(p - 1) steps, so p(p - 1) pairs of slots, the same with twice the m.")
     verdict = validate(lab, panel)
     assert "The following cell failed" not in verdict and re.search(r"passes|Success", verdict), verdict
     # Validate ran the notebook again: the answers are still there.
@@ -77,4 +83,5 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     graded = subprocess.run([str(Path(BIN) / "ppedu"), "grade", "counting", "--student", me, "--jobs", "1"], cwd=course,
                             env={**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]},
                             capture_output=True, text=True, timeout=600)
-    assert graded.returncode == 0 and f"{me}: 5/5" in graded.stdout, graded.stdout + graded.stderr
+    # 5 points from the widgets; the 2 of the written answer wait for the instructor
+    assert graded.returncode == 0 and f"{me}: 5/7" in graded.stdout, graded.stdout + graded.stderr

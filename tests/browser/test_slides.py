@@ -22,7 +22,7 @@ TEXT_SIZES_JS = """
   .filter(e => e.getBoundingClientRect().height > 0 && e.textContent.trim())
   .map(e => parseFloat(getComputedStyle(e).fontSize) * (e.currentCSSZoom ?? 1))
 """
-CHAPTERS = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 CHAPTER = next(iter(CHAPTERS), None)
 SIZES = ((1920, 1080), (1280, 720))
 

@@ -1,4 +1,4 @@
-"""The hostile corpus: submissions of ps1–ps5 made from the solutions (or the release) by small
+"""The hostile corpus: submissions of ps1–ps6 and the final exam made from the solutions (or the release) by small
 scripted edits — careless, wrong, and hostile — each with the score it must get.
 
 A case names the cells it replaces or appends to (by grade_id), an optional edit of the notebook's
@@ -571,4 +571,55 @@ PS5: dict[str, Case] = {
             "    print('running', file=sys.stderr)\n    order = "))),
 }
 
-CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5}
+PS6_ALL = {"zb_idle": 1, "zb_region": 1, "warmup": 1, "middle_fill": 1, "floor": 1, "scan": 1}  # 1c, 2b, 3d by hand
+PS6: dict[str, Case] = {
+    "solved": Case("ps6"),
+    "blank": Case("ps6", release=True, lost=PS6_ALL),
+    # careless: DeepSeek's formula with B read as the input-gradient pass; W fitting only beside the forward
+    "deepseek_copied": Case("ps6", replace={"q1a_answer": "def zb_h1_idle(p, f, b, w):\n    return (p - 1) * (f + b - 2 * w)"},
+                            lost={"zb_idle": 1}),
+    "region_forward_only": Case("ps6", replace={"q1b_answer": "def zb_h1_largest_w(f, b):\n    return f"},
+                                lost={"zb_region": 1}),
+    # the warm-up without the turn: right on the last GPU only, which is nobody's own (values are drawn so)
+    "warmup_without_turn": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return (v - 1) * p + (p - j - 1)"},
+                                lost={"warmup": 1}),
+    "warmup_of_1f1b": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return p - j - 1"}, lost={"warmup": 1}),
+    # the floor read as where the formula holds; the scan's value typed from the floor
+    "floor_for_the_scan": Case("ps6", replace={"q3c_answer": "smallest_fb = values.F"}, lost={"scan": 1}),
+    "floor_inverted": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return B - 3 * W + F"},
+                           lost={"floor": 1}),
+    # the simulator behind a closed form: not installed where the cell runs on its own
+    "simulates_inside": Case("ps6", replace={"q3a_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                           "def middle_fill(p, f):\n"
+                                                           "    t = simulate(schedules.dualpipe(p, 2 * p + 2), Costs(f=f, b=f, w=f / 2))\n"
+                                                           "    return min(e.start for e in t.on_stage(p // 2 - 1))"},
+                             lost={"middle_fill": 1}),
+    "table_inside": Case("ps6", replace={"q1b_answer": "from ppedu.errata import deepseek_table\nfrom ppedu import Costs\n\n\n"
+                                                       "def zb_h1_largest_w(f, b):\n"
+                                                       "    ok = [k / 8 for k in range(33) if (r := deepseek_table(4, 8, "
+                                                       "Costs(f=f, b=b, w=k / 8))[1]).formula_bubble == r.simulated_bubble]\n"
+                                                       "    return max(ok)"},
+                         lost={"zb_region": 1}),
+    # right only on the inputs the notebook shows
+    "examples_only": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return 2.0"}, lost={"floor": 1}),
+    # the written derivations are the formgrader's: none of them changes the autograded score
+    "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
+}
+
+FINAL_ALL = {"grid_T": 2, "grid_idle": 2, "makespan": 3}  # questions 3-6 by hand
+FINAL: dict[str, Case] = {
+    "solved": Case("final"),
+    "blank": Case("final", release=True, lost=FINAL_ALL),
+    "counted_busy": Case("final", append={"q1b_answer": "idle_slots = busy\nbubble = idle_slots / (values.grid_p * T)"},
+                         lost={"grid_idle": 2}),
+    "makespan_of_1f1b": Case("final", replace={"q2_answer": "def zb_h1_makespan(p, m, f, b, w):\n"
+                                                            "    return (m + p - 1) * (f + b + w)"}, lost={"makespan": 3}),
+    "makespan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                              "def zb_h1_makespan(p, m, f, b, w):\n"
+                                                              "    return simulate(schedules.zero_bubble_h1(p, m), "
+                                                              "Costs(f=f, b=b, w=w)).makespan"}, lost={"makespan": 3}),
+    "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
+}
+
+CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6,
+                                      "final": FINAL}

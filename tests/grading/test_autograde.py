@@ -158,7 +158,7 @@ CASES = [(a, s) for a, cases in CORPUS.items() for s in cases]
 
 
 def test_the_corpus_is_big_enough_and_covers_every_assignment():
-    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5"}
+    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "final"}
     assert sum(map(len, HOSTILE.values())) >= 40
 
 
@@ -271,7 +271,7 @@ def test_time_outs_and_dead_kernels_say_what_happened(course, graded):
     assert "raised NameError" in _text(_test_outputs(course, "ps1", "name_from_another_cell")["conversion"])
 
 
-@pytest.mark.parametrize("assignment", ["ps3", "ps4", "ps5"])
+@pytest.mark.parametrize("assignment", ["ps3", "ps4", "ps5", "ps6"])
 def test_library_implementations_are_not_answers(course, graded, assignment):
     _graded_only(assignment)
     allowed = "only what the question allows is installed"
@@ -281,6 +281,9 @@ def test_library_implementations_are_not_answers(course, graded, assignment):
     elif assignment == "ps4":  # the closed form is the student's: neither the simulator nor the pictured builder is there
         for student in ("simulates_inside", "copied_simulator"):
             assert allowed in _text(_test_outputs(course, "ps4", student)["waves"])
+    elif assignment == "ps6":  # a derivation is a closed form: neither the simulator nor DeepSeek's table is there
+        assert allowed in _text(_test_outputs(course, "ps6", "simulates_inside")["middle_fill"])
+        assert allowed in _text(_test_outputs(course, "ps6", "table_inside")["zb_region"])
     else:
         assert allowed in _text(_test_outputs(course, "ps5", "library_caller")["gpipe"])
 

@@ -5,6 +5,7 @@ and nothing of the instructors' — no solution, no hidden test, no answer key, 
 import ast
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,9 +20,11 @@ import pytest
 
 from conftest import ROOT, assignments, cells
 
+from ppedu.grading.assignments import TIMED
+
 VENV = Path(sys.executable).parent.parent
-INSTRUCTORS_ONLY = {"solutions", "grader", "tests", "benchmarks", "submitted", "autograded", "feedback", ".git",
-                    "nbgrader_config.py", "gradebook.db", "student"}
+INSTRUCTORS_ONLY = {"solutions", "grader", "tests", "benchmarks", "submitted", "autograded", "feedback",
+                    "nbgrader_config.py", "gradebook.db", "student", "hub"}
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "AUTOGRADED ANSWER")
 
 
@@ -33,8 +36,12 @@ def release(tmp_path_factory):
     return out
 
 
+def untimed():
+    return [a for a in assignments() if a not in TIMED]
+
+
 def _files(root):
-    return [p for p in root.rglob("*") if p.is_file()]
+    return [p for p in root.rglob("*") if p.is_file() and ".git" not in p.relative_to(root).parts]
 
 
 def _text(path):
@@ -77,21 +84,26 @@ def _lines(path, text):
 
 
 def test_the_release_has_what_students_need(release):
-    for name in ("README.md", "Makefile", "lab.mk", "pyproject.toml", "environment.yml", "ppedu/__init__.py",
+    for name in ("README.md", "Makefile", "lab.mk", "install.py", "pyproject.toml", "environment.yml", "ppedu/__init__.py",
                  "ppedu/grading/__init__.py", "ppedu/widgets/exercise.py"):
         assert (release / name).is_file(), name
     chapters = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert chapters and sorted(p.name for p in (release / "notebooks").glob("*.ipynb")) == chapters
-    for name in assignments():
+    for name in untimed():
         assert (release / "exercises" / name / f"{name}.ipynb").read_bytes() == \
             (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
+    for name in TIMED:  # released through the exchange when the exam starts
+        assert (ROOT / "exercises" / name).is_dir() and not (release / "exercises" / name).exists()
     assert "students' copy" in (release / "README.md").read_text()
 
 
 def test_the_release_has_nothing_of_the_instructors(release):
-    found = [str(p.relative_to(release)) for p in release.rglob("*")
-             if INSTRUCTORS_ONLY & set(p.relative_to(release).parts) or p.suffix in (".db", ".json")]
+    found = [str(p.relative_to(release)) for p in _files(release)
+             if INSTRUCTORS_ONLY & set(p.relative_to(release).parts) or p.suffix == ".db"
+             or p.suffix == ".json" and p.relative_to(release).parts[0] != "ppedu"]
     assert not found
+    tracked = subprocess.run(["git", "-C", str(release), "ls-files"], capture_output=True, text=True, check=True)
+    assert sorted(tracked.stdout.split()) == sorted(p.relative_to(release).as_posix() for p in _files(release))
 
 
 def test_no_solution_or_hidden_test_in_any_file(release):
@@ -193,7 +205,7 @@ def test_make_lab_starts_jupyterlab_on_the_release(release, tmp_path):
         status, _ = _get(f"{base}/lab/tree/notebooks/01-bubble-problem.ipynb?token={token}", deadline)
         assert status == 200
         status, listing = _get(f"{base}/api/contents/exercises?token={token}", deadline)
-        assert status == 200 and all(f'"{name}"' in listing for name in assignments())
+        assert status == 200 and all(f'"{name}"' in listing for name in untimed())
     finally:
         os.killpg(lab.pid, signal.SIGTERM)
         lab.wait(timeout=30)
@@ -216,8 +228,50 @@ for path in sys.argv[2:]:
             exec(compile(cell.source, path, "exec"), namespace)
 print("ok")
 """
-    notebooks = [str(release / "exercises" / a / f"{a}.ipynb") for a in assignments()]
+    notebooks = [str(release / "exercises" / a / f"{a}.ipynb") for a in untimed()]
     done = subprocess.run([sys.executable, "-c", script, str(release), *notebooks], cwd=release.parent,
                           env={**os.environ, "PYTHONPATH": str(release), "MPLBACKEND": "Agg"},
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_each_release_is_one_more_commit_that_students_pull(tmp_path):
+    """`make student-release` updates the release's git repository in place: a commit per release that changed
+    something, none for one that did not, and a student's clone (their own work committed) takes it with `git pull`."""
+    course = tmp_path / "course"
+    for name in ("student", "ppedu", "notebooks", "exercises"):
+        shutil.copytree(ROOT / name, course / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "environment.yml", "Makefile"):
+        shutil.copy(ROOT / name, course / name)
+    out, clone, remote = course / "build" / "student", tmp_path / "alice", tmp_path / "ppedu-student.git"
+    guide = (ROOT / "docs" / "instructor.md").read_text()
+
+    def release():
+        return subprocess.run(["make", "-s", "student-release", f"PYTHON={sys.executable}"],
+                              cwd=course, capture_output=True, text=True, check=True).stdout
+
+    def git(folder, *args):
+        return subprocess.run(["git", "-C", str(folder), "-c", "user.name=A", "-c", "user.email=a@example.org", *args],
+                              capture_output=True, text=True, check=True).stdout
+
+    def publish(command):  # the guide's, to a repository of this test's own
+        assert command in guide, command
+        subprocess.run(command.replace("git@example.org:course/ppedu-student.git", str(remote)).split(), cwd=course,
+                       check=True, capture_output=True)
+
+    assert "commit" in release()
+    git(tmp_path, "init", "--quiet", "--bare", "--initial-branch=main", str(remote))
+    publish("git -C build/student remote add origin git@example.org:course/ppedu-student.git")
+    publish("git -C build/student push -u origin main")
+    git(tmp_path, "clone", "--quiet", str(remote), str(clone))
+    mine = clone / "notebooks" / "01-bubble-problem.ipynb"
+    mine.write_text(mine.read_text().replace("Learning goals", "Learning goals (my notes)", 1))
+    git(clone, "commit", "--quiet", "-am", "my notes")
+    assert "nothing changed" in release()
+    changed = course / "notebooks" / "02-gpipe.ipynb"
+    changed.write_text(changed.read_text().replace("Learning goals", "Learning goals, revised", 1))
+    release()
+    assert len(git(out, "log", "--format=%h").split()) == 2
+    publish("git -C build/student push")
+    git(clone, "pull", "--quiet", "--no-rebase", "--no-edit")
+    assert "(my notes)" in mine.read_text() and "revised" in (clone / "notebooks" / "02-gpipe.ipynb").read_text()

@@ -13,8 +13,9 @@ from nbclient import NotebookClient
 from ppedu.rounding import UNROUNDED
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "05-zero-bubble", "06-dualpipe", "07-mnist-lab",
-            "08-memory-and-recomputation", "09-3d-parallelism-and-history"]
+CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "04b-interleaving-costs", "05-zero-bubble",
+            "06-dualpipe", "06b-dualpipe-bubble", "07-mnist-lab", "08-memory-and-recomputation",
+            "09-3d-parallelism-and-history", "10-design-space", "11-lab-across-processes", "12-parallelism-at-scale"]
 # The revision kit: notebooks beside the chapters, held to the same rules except a chapter's shape.
 KIT = ["formula-sheet", "practice"]
 MAX_CODE_LINES = 12
@@ -25,7 +26,7 @@ def load(name: str) -> nbformat.NotebookNode:
 
 
 def test_the_course_has_exactly_its_chapters_and_kit():
-    assert sorted(p.stem for p in NOTEBOOKS.glob("0*.ipynb")) == CHAPTERS
+    assert sorted(p.stem for p in NOTEBOOKS.glob("[0-9]*.ipynb")) == CHAPTERS
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb") if not p.stem[0].isdigit()) == KIT
 
 
@@ -100,6 +101,9 @@ _Canvas.print_figure = _read(_Canvas.print_figure)
 # Where a figure is read: a notebook column about 880 px wide (JupyterLab at 1280 px, the file browser open) shows a
 # wider figure shrunk to fit; a 1080p slide shows outputs half as large again, on 1800 px.
 NOTEBOOK_PX, SLIDE_PX, SLIDE_ZOOM = 880, 1800, 1.5
+# Chapters whose figures may leave blocks unlabelled, and why (their texts are still checked).
+UNLABELLABLE = {"11-lab-across-processes": "a run across processes measures hundreds of sub-millisecond ops, most "
+                                           "far narrower than a digit on a 12-inch axis"}
 
 
 @pytest.mark.parametrize("name", CHAPTERS + KIT)
@@ -127,6 +131,8 @@ def test_runs_top_to_bottom_headless_and_its_figures_read_from_the_back_row(name
         if (tmp_path / "figures.jsonl").exists() else []
     assert len(figures) >= sum("image/png" in o.get("data", {}) for o in outputs)  # an animation draws frames too
     for i, figure in enumerate(figures, 1):
+        if name in UNLABELLABLE:
+            figure.pop("unlabelled")
         assert legibility(figure) == [], f"{name}, figure {i}"
 
 
@@ -184,16 +190,28 @@ def test_prose_types_no_computed_percentages(name):
 ERRATA = [
     ("01-bubble-problem", "errata.textbook_claims()"),
     ("02-gpipe", "errata.backward_wave"),
-    ("02-gpipe", "a.grad"),  # what travels backward is ∂L/∂a (4.2.2)
+    ("02-gpipe", "dL_dy @ W"),  # what travels backward is ∂L/∂a (4.2.2)
     ("03-1f1b", 'errata.textbook_claims("4.3")'),
     ("04-interleaved", "errata.vendor_claims()"),
-    ("04-interleaved", "lesson.limits("),  # activations released early, parameters per GPU (4.2.5, 4.4.5)
-    ("06-dualpipe", "errata.deepseek_table"),
+    ("04b-interleaving-costs", "lesson.limits("),  # activations released early, parameters per GPU (4.2.5, 4.4.5)
+    ("04b-interleaving-costs", 'errata.textbook_claims("4.4.2")'),  # a hand-over does not shrink with v
+    ("06b-dualpipe-bubble", "errata.deepseek_table"),
     ("06-dualpipe", "sheet.as_m_grows("),  # bubble → 0 as m → ∞ is no DualPipe speciality (4.6.1)
-    ("09-3d-parallelism-and-history", "vendor.speedup_matches("),
+    ("09-3d-parallelism-and-history", "vendor.node_readings("),  # a node is 8 GPUs, not one
+    ("09-3d-parallelism-and-history", "errata.textbook_record()"),  # who did what first (4.2.5, 4.4.5, 4.7.2, 4.5.5)
+    ("02-gpipe", 'errata.textbook_claims("4.2.2")'),  # summed micro-batch gradients: m times the step
+    ("06-dualpipe", 'errata.textbook_claims("4.7")'),  # "thousands of nodes": 256
 ]
 
 
 @pytest.mark.parametrize("name, call", ERRATA)
 def test_each_erratum_is_shown_where_its_topic_is_taught(name, call):
     assert any(c.cell_type == "code" and call in c.source for c in load(name).cells)
+
+
+def test_every_schedule_ppedu_builds_runs_in_some_chapter_by_name():
+    from ppedu.schedules import SCHEDULES
+
+    code = "\n".join(c.source for name in CHAPTERS for c in load(name).cells if c.cell_type == "code")
+    for name, build in SCHEDULES.items():
+        assert f"{build.__name__}(" in code or f'"{name}"' in code, f"no chapter runs {name}"

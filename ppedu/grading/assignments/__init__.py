@@ -20,7 +20,9 @@ from typing import Any
 
 from ppedu.grading.students import student_id
 
-ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5")
+ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "final")
+#: Timed exams: released through the exchange when they start, never in the student release; late scores zero.
+TIMED = ("final",)
 
 
 @dataclass(frozen=True, repr=False)

@@ -1,0 +1,118 @@
+"""The course's JupyterHub: one course on one Linux machine, its users the machine's own (PAM), each student's server
+started as that student, all of them importing from one shared environment (the course installed once).
+
+``hub/deploy.py`` (``make hub``) sets the machine up and writes the settings this file reads (a JSON file named by
+``PPEDU_HUB_SETTINGS``, by default /srv/ppedu/hub/ppedu-hub.json); the hub runs as root with this file copied
+beside them. Who is who comes from two Unix groups: the instructors' (hub group ``formgrade-<course>``, which reaches
+the formgrader service) and the students' (``nbgrader-<course>``, which nbgrader's JupyterHubAuthPlugin reads as
+enrolment); membership is read at every log-in, so ``usermod -aG <group> <user>`` takes effect at the next one.
+
+The formgrader runs as a hub service named after the course (nbgrader's convention: /services/<course>/), as the
+grader account that owns the course folder; only the instructors' group may reach it. Students' servers run without
+nbgrader's instructor extensions (Formgrader, Create Assignment, Courses), and with the exchange, the course id and
+the JupyterHub course list set for every user (config/ beside this file, copied to the data folder).
+"""
+
+import grp
+import json
+import os
+import pwd
+from pathlib import Path
+
+settings = json.loads(Path(os.environ.get("PPEDU_HUB_SETTINGS", "/srv/ppedu/hub/ppedu-hub.json")).read_text())
+prefix, data, course = Path(settings["prefix"]), Path(settings["data"]), settings["course_id"]
+config = data / "config"
+INSTRUCTORS, STUDENTS = f"formgrade-{course}", f"nbgrader-{course}"  # nbgrader's names for the two hub groups
+
+
+def unix_members(group: str) -> set[str]:
+    """Who is in a Unix group: its listed members and the users whose own group it is."""
+    try:
+        entry = grp.getgrnam(group)
+    except KeyError:
+        return set()
+    return set(entry.gr_mem) | {user.pw_name for user in pwd.getpwall() if user.pw_gid == entry.gr_gid}
+
+
+def groups_from_unix(authenticator, handler, authentication):
+    """At every log-in, the user's hub groups are their Unix groups' (instructors, students)."""
+    name = authentication["name"]
+    authentication["groups"] = [hub for unix, hub in ((settings["instructors"], INSTRUCTORS),
+                                                      (settings["students"], STUDENTS)) if name in unix_members(unix)]
+    return authentication
+
+
+def role(spawner) -> str:
+    names = {group.name for group in spawner.user.groups}
+    return "instructors" if INSTRUCTORS in names else "students"
+
+
+def environment(role: str) -> dict[str, str]:
+    """What every server of one role runs with: the shared environment's programs first (kernels, terminals and
+    nbgrader's own subprocesses find them), the role's Jupyter settings, the exchange, and git trusting the
+    release's repository (owned by the grader account) for nbgitpuller."""
+    return {"PATH": f"{prefix / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+            "JUPYTER_CONFIG_PATH": os.pathsep.join([str(config / role), str(config / "common")]),
+            "PPEDU_EXCHANGE": settings["exchange"], "GIT_CONFIG_SYSTEM": str(config / "gitconfig")}
+
+
+def before_spawn(spawner) -> None:
+    spawner.environment = {**spawner.environment, **environment(role(spawner))}
+
+
+def token_scopes(spawner) -> list[str]:
+    """The server's own token: nbgrader asks the hub which courses its user is in (and, for an instructor, where
+    the formgrader is)."""
+    scopes = ["users:activity!user", "access:servers!server", "read:users:name!user", "read:users:groups!user"]
+    return scopes + (["list:services", "read:services"] if role(spawner) == "instructors" else [])
+
+
+c = get_config()  # noqa: F821 (JupyterHub provides it)
+
+c.JupyterHub.bind_url = settings["bind_url"]
+c.JupyterHub.hub_bind_url = settings["hub_bind_url"]
+c.ConfigurableHTTPProxy.api_url = settings["proxy_api_url"]
+c.ConfigurableHTTPProxy.command = [str(prefix / "bin" / "configurable-http-proxy")]
+c.JupyterHub.db_url = f"sqlite:///{data / 'hub' / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(data / "hub" / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(data / "hub" / "jupyterhub.pid")
+
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {settings["instructors"], settings["students"]}
+c.PAMAuthenticator.open_sessions = False
+c.Authenticator.manage_groups = True
+c.Authenticator.post_auth_hook = groups_from_unix
+
+c.JupyterHub.spawner_class = settings.get("spawner", "localprocess")  # "systemd": per-user memory and CPU limits
+c.Spawner.cmd = [str(prefix / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.pre_spawn_hook = before_spawn
+c.Spawner.server_token_scopes = token_scopes
+c.Spawner.mem_limit = settings.get("mem_limit", "2G")  # enforced by the systemd spawner, a hint for the others
+c.Spawner.start_timeout = c.Spawner.http_timeout = 300  # a whole class logging in at the start of a lab
+c.JupyterHub.concurrent_spawn_limit = settings.get("concurrent_spawns", 50)
+
+c.JupyterHub.load_roles = [
+    {"name": f"{course}-instructors", "groups": [INSTRUCTORS],
+     "scopes": [f"access:services!service={course}", "list:services", "read:services"]},
+    {"name": "idle-culler", "services": ["idle-culler"],
+     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]},
+]
+grader = pwd.getpwnam(settings["grader"])
+c.JupyterHub.services = [
+    {
+        "name": course,  # the formgrader: https://<hub>/services/<course>/formgrader
+        "url": f"http://127.0.0.1:{settings['formgrader_port']}",
+        "command": [str(prefix / "bin" / "jupyterhub-singleuser"), "--ServerApp.default_url=/formgrader"],
+        "user": settings["grader"],
+        "cwd": settings["course"],
+        "environment": {**environment("formgrader"), "HOME": grader.pw_dir},
+        "oauth_no_confirm": True,
+    },
+    {
+        "name": "idle-culler",  # stops servers an hour idle: 200 idle servers would hold the machine's memory
+        "command": [str(prefix / "bin" / "python"), "-m", "jupyterhub_idle_culler",
+                    f"--timeout={settings.get('idle_timeout', 3600)}"],
+    },
+]

@@ -1,0 +1,303 @@
+"""A class on a deployed hub, driven from a script, over loopback only: real Unix users (made and removed here, as
+root), logged in through the hub's log-in form, each working in their own server through its REST API the way
+JupyterLab's Assignments panel and Validate button do, and instructors through the formgrader service's API.
+
+tests/grading/test_hub.py runs a class of four with it; benchmarks/bench_hub.py a class of thirty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.cookiejar
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+COURSE = "ppedu"
+
+
+def _check_loopback(url: str) -> None:
+    if not url.startswith("http://127.0.0.1:"):
+        raise ValueError(f"{url}: a trial talks to loopback only")
+
+
+@dataclass
+class Accounts:
+    """Unix users made for a trial, each with a password, removed (with their homes) at the end."""
+
+    home: Path
+    made: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, group: str) -> str:
+        password = secrets.token_urlsafe(12)
+        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash", name],
+                       check=True, capture_output=True)
+        subprocess.run(["usermod", "-aG", group, name], check=True, capture_output=True)  # as the guide says
+        self.made[name] = password
+        subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
+        return password
+
+    def remove(self) -> None:
+        for name in self.made:
+            for pid in subprocess.run(["ps", "-o", "pid=", "-u", name], capture_output=True, text=True).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)  # a server the hub did not stop: this trial's own user's
+                except ProcessLookupError:
+                    pass
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        self.made.clear()
+
+
+@dataclass
+class Deployment:
+    """A hub deployed by ``make hub`` into a temporary folder for a trial: its own groups, grader account and
+    loopback ports (so that trials never meet), and its people."""
+
+    tag: str
+    base: Path
+    settings: dict
+    accounts: Accounts
+    output: str
+
+    def add(self, who: str, role: str) -> tuple[str, str]:
+        """A person of the trial (role: "instructors" or "students"); their login name and password."""
+        name = f"{self.tag}-{who}"
+        return name, self.accounts.add(name, self.settings[role])
+
+    @property
+    def settings_file(self) -> Path:
+        return self.base / "data" / "hub" / "ppedu-hub.json"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def deployed(root: Path, light: bool = True) -> Iterator[Deployment]:
+    """``make hub`` run in the repository ``root`` into a fresh folder under /tmp, on loopback ports; everything it
+    and the trial made (users, groups, folders) removed at the end."""
+    tag = f"p{secrets.token_hex(2)}"
+    base = Path(tempfile.mkdtemp(prefix="ppedu-hub-", dir="/tmp"))
+    base.chmod(0o755)  # the users' servers run the shared environment under it
+    groups = {"instructors": f"{tag}-instructors", "students": f"{tag}-students"}
+    grader = f"{tag}-grader"
+    ports = [free_port() for _ in range(4)]
+    flags = (f"{'--light ' if light else ''}--instructors {groups['instructors']} --students {groups['students']} "
+             f"--grader {grader} --bind-url http://127.0.0.1:{ports[0]} --hub-port {ports[1]} "
+             f"--proxy-api-port {ports[2]} --formgrader-port {ports[3]} --no-service")
+    accounts = Accounts(base / "home")
+    try:
+        made = subprocess.run(["make", "--no-print-directory", "hub", f"HUB_PREFIX={base / 'env'}",
+                               f"HUB_DATA={base / 'data'}", f"HUB_FLAGS={flags}"], cwd=root, capture_output=True,
+                              text=True, timeout=1800)
+        if made.returncode:
+            raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
+        settings = json.loads((base / "data" / "hub" / "ppedu-hub.json").read_text())
+        yield Deployment(tag, base, settings, accounts, made.stdout)
+    finally:
+        accounts.remove()
+        subprocess.run(["userdel", "--remove", grader], capture_output=True)
+        for group in groups.values():
+            subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@contextmanager
+def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
+    """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
+    every server and service it started) at the end."""
+    config = json.loads(settings.read_text())
+    state = Path(config["data"]) / "hub"
+    url = config["bind_url"].rstrip("/")
+    _check_loopback(url)
+    with log.open("ab") as out:
+        hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
+                               cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        try:
+            wait_for(f"{url}/hub/api/", seconds=seconds, alive=lambda: hub.poll() is None)
+        except TimeoutError:
+            raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
+        yield url
+    finally:
+        hub.send_signal(signal.SIGTERM)
+        try:
+            hub.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(hub.pid, signal.SIGKILL)
+            hub.wait()
+
+
+def wait_for(url: str, token: str | None = None, seconds: float = 90, alive: Callable[[], bool] = lambda: True) -> None:
+    """Poll ``url`` until it answers 200 (while ``alive()`` holds)."""
+    _check_loopback(url)
+    deadline = time.monotonic() + seconds
+    headers = {"Authorization": f"token {token}"} if token else {}
+    while True:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=10):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            if not alive() or time.monotonic() > deadline:
+                raise TimeoutError(f"{url} did not answer in {seconds} s") from None
+            time.sleep(0.5)
+
+
+class HTTPError(Exception):
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"{status}: {body[:500]}")
+        self.status = status
+
+
+class User:
+    """One person at the hub: logged in through the form (PAM checks the password), then working with an API token
+    of their own, as JupyterLab does."""
+
+    def __init__(self, hub: str, name: str, password: str) -> None:
+        _check_loopback(hub)
+        self.hub, self.name = hub, name
+        jar = http.cookiejar.CookieJar()
+        self._browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = self._browser.open(f"{hub}/hub/login", timeout=60).read().decode()
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page)[1]
+        form = urllib.parse.urlencode({"username": name, "password": password, "_xsrf": xsrf}).encode()
+        # to the hub's home page, not the default spawn page: servers start when the trial says so
+        try:
+            self._browser.open(urllib.request.Request(f"{hub}/hub/login?next=%2Fhub%2Fhome", data=form), timeout=120)
+        except urllib.error.HTTPError as error:  # a wrong password: the form again, with 403
+            raise HTTPError(error.code, f"{name} could not log in") from None
+        xsrf = next(c.value for c in jar if c.name == "_xsrf")  # the logged-in session's own
+        made = self._browser.open(urllib.request.Request(
+            f"{hub}/hub/api/users/{name}/tokens", data=json.dumps({"note": "trial"}).encode(), method="POST",
+            headers={"X-XSRFToken": xsrf, "Content-Type": "application/json"}), timeout=60)
+        self.token = json.loads(made.read())["token"]
+
+    def call(self, method: str, path: str, body: Any = None, form: dict | None = None, timeout: float = 600) -> Any:
+        """A request to the hub's origin with this user's token; the JSON answer (or text)."""
+        data = json.dumps(body).encode() if body is not None else urllib.parse.urlencode(form).encode() if form else None
+        kind = "application/json" if body is not None else "application/x-www-form-urlencoded"
+        request = urllib.request.Request(f"{self.hub}{path}", data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}", "Content-Type": kind})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                text = response.read().decode()
+        except urllib.error.HTTPError as error:
+            raise HTTPError(error.code, error.read().decode(errors="replace")) from None
+        try:
+            return json.loads(text) if text else None
+        except ValueError:
+            return text
+
+    # ---- their own server -------------------------------------------------------------------------------------
+
+    def start(self, seconds: float = 300) -> float:
+        """Start this user's server and wait until it answers; the seconds it took."""
+        began = time.monotonic()
+        try:
+            self.call("POST", f"/hub/api/users/{self.name}/server")
+        except HTTPError as error:
+            if error.status != 400:  # 400: already running
+                raise
+        while not (self.call("GET", f"/hub/api/users/{self.name}").get("servers", {}).get("", {}).get("ready")):
+            if time.monotonic() - began > seconds:
+                raise TimeoutError(f"{self.name}'s server did not start in {seconds} s")
+            time.sleep(0.5)
+        return time.monotonic() - began
+
+    def server(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.call(method, f"/user/{self.name}/{path.lstrip('/')}", **kwargs)
+
+    def pull(self, link: str, seconds: float = 300) -> str:
+        """What following nbgitpuller's ``link`` (``…/git-pull?repo=…``) does: clone the repository the first time,
+        merge it in later; its log."""
+        query = link.split("git-pull?", 1)[1]
+        stream = self.server("GET", f"git-pull/api?{query}", timeout=seconds)
+        if '"phase": "error"' in stream or '"phase":"error"' in stream:
+            raise RuntimeError(f"nbgitpuller failed for {self.name}: {stream[-2000:]}")
+        return stream
+
+    def assignments(self) -> list[dict]:
+        answer = self.server("GET", f"assignments?course_id={COURSE}")
+        if not answer.get("success"):
+            raise RuntimeError(f"{self.name}'s assignment list: {answer.get('value')}")
+        return answer["value"]
+
+    def act(self, action: str, assignment: str) -> Any:
+        """Fetch, submit or fetch the feedback of an assignment, as the Assignments panel's buttons do."""
+        answer = self.server("POST", f"assignments/{action}", form={"course_id": COURSE, "assignment_id": assignment})
+        if isinstance(answer, dict) and answer.get("success") is False:
+            raise RuntimeError(f"{self.name}: {action} {assignment}: {answer.get('value')}")
+        return answer
+
+    def validate(self, path: str) -> dict:
+        return self.server("POST", "assignments/validate", form={"path": path})
+
+    def save(self, path: str, notebook: dict) -> None:
+        self.server("PUT", f"api/contents/{urllib.parse.quote(path)}",
+                    body={"type": "notebook", "format": "json", "content": notebook})
+
+    def read(self, path: str) -> Any:
+        return self.server("GET", f"api/contents/{urllib.parse.quote(path)}")["content"]
+
+    # ---- the formgrader service ---------------------------------------------------------------------------------
+
+    def formgrader(self, method: str, path: str, body: Any = None, timeout: float = 900) -> Any:
+        return self.call(method, f"/services/{COURSE}/formgrader/api/{path}", body=body, timeout=timeout)
+
+
+# ---- terminals ---------------------------------------------------------------------------------------------
+
+def terminal(base: str, token: str, command: str, seconds: float = 60) -> str:
+    """What ``command`` prints in a new terminal of the Jupyter server at ``base`` (``http://127.0.0.1:PORT/prefix``),
+    typed as a student types it."""
+    _check_loopback(base)
+    headers = {"Authorization": f"token {token}"}
+    request = urllib.request.Request(f"{base}/api/terminals", data=b"", method="POST", headers=headers)
+    with urllib.request.urlopen(request, timeout=60) as response:
+        name = json.loads(response.read())["name"]
+    try:
+        return asyncio.run(_type(f"{base.replace('http://', 'ws://')}/terminals/websocket/{name}", token, command,
+                                 seconds))
+    finally:
+        urllib.request.urlopen(urllib.request.Request(f"{base}/api/terminals/{name}", method="DELETE",
+                                                      headers=headers), timeout=60).close()
+
+
+async def _type(url: str, token: str, command: str, seconds: float) -> str:
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    socket_ = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    marker = "ppedu-done"
+    # the marker is printed in two pieces joined by the shell, so the echo of the typed line does not match it
+    await socket_.write_message(json.dumps(["stdin", f"{command}; echo ppedu-''done\r"]))
+    seen, deadline = "", time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        message = await asyncio.wait_for(socket_.read_message(), timeout=max(deadline - time.monotonic(), 0.1))
+        if message is None:
+            break
+        kind, *rest = json.loads(message)
+        if kind == "stdout":
+            seen += rest[0]
+            if f"\n{marker}" in seen.replace("\r", ""):
+                break
+    socket_.close()
+    return seen.replace("\r", "")

@@ -1,0 +1,273 @@
+"""A class on the course's JupyterHub, as docs/instructor.md's section "Running a class on JupyterHub" sets it up: the
+hub deployed with `make hub` (into temporary folders, on loopback ports), real Unix users made for the test (an
+instructor and three students) who log in through the hub's form (PAM), students who get the release by nbgitpuller
+and work in their own servers through the Assignments extension's API (fetch, save, Validate, submit), and an
+instructor who works through the formgrader service: generate, release with a due date, collect, autograde
+(sandboxed, as the grader account), grade a written answer by hand, grade again, release feedback, export.
+
+The students: alice answers everything right; bob's answer to the conversion question reads the instructor's
+solution where the grader's own rights would reach it (only a sandbox keeps it out); carol answers right but after
+the due date, and forges a blank "submission" in bob's name in the exchange. Each grade is counted from the points
+of what the student did right. Needs root (CI runs as root) and Node.js; everything is removed afterwards.
+"""
+
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.parse
+from datetime import datetime, timedelta, timezone
+
+import nbformat
+import pytest
+
+from conftest import ROOT, autograded_cells, cells
+from guide import section
+
+sys.path.insert(0, str(ROOT / "hub"))
+from trial import HTTPError, User, deployed, running_hub, terminal  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("npm") or not shutil.which("bwrap"),
+    reason="a hub with real users needs root on Linux, Node.js (the proxy) and bubblewrap (`make test` installs them)")
+
+GUIDE = section("Running a class on JupyterHub")
+SOLVED = ROOT / "solutions" / "ps1" / "ps1.ipynb"
+RELEASED = ROOT / "exercises" / "ps1" / "ps1.ipynb"
+CONVERSION = next(c for c in cells(SOLVED) if "def idle_share" in c.source)
+POINTS = dict(autograded_cells(SOLVED))
+
+
+def in_guide(command, *placeholders):
+    """``command`` as the guide writes it, its placeholders (the guide's folders, names) put back."""
+    written = command
+    for guide, here in placeholders:
+        written = written.replace(here, guide)
+    assert written in GUIDE, f"`{written}` is not in the guide's hub section"
+    return command
+
+
+def _cheat(course):
+    """bob's answer: the instructor's own solution, read from the course folder; without it, a wrong one."""
+    return ("def idle_share(r):\n"
+            "    try:  # the instructor's solution, where the grader's rights reach it\n"
+            f"        cells = __import__('json').load(open('{course}/solutions/ps1/ps1.ipynb'))['cells']\n"
+            "        code = next(''.join(c['source']) for c in cells if 'def idle_share' in ''.join(c['source']))\n"
+            "        found = {}\n"
+            "        exec(code, found)\n"
+            "        return found['idle_share'](r)\n"
+            "    except OSError:\n"
+            "        return r\n")
+
+
+def _answered(course, student):
+    nb = nbformat.read(SOLVED, as_version=4)
+    if student == "bob":
+        next(c for c in nb.cells if "def idle_share" in c.source).source = _cheat(course)
+    return nb
+
+
+def _due(moment):
+    return {"duedate_notimezone": moment.strftime("%Y-%m-%dT%H:%M:%S"), "duedate_timezone": "+0000"}
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    """The whole class, once; what each step showed, for the tests below."""
+    in_guide("sudo make hub")
+    in_guide("sudo usermod -aG ppedu-instructors ines")
+    in_guide("sudo usermod -aG ppedu-students alice")  # what Deployment.add does
+    with deployed(ROOT) as hub:
+        people = {who: hub.add(who, "instructors" if who == "ines" else "students")
+                  for who in ("ines", "alice", "bob", "carol")}
+        with running_hub(hub.settings_file, hub.base / "hub.log") as url:
+            seen = _class(url, people, hub.settings, hub.output)
+        seen.update(deployed=hub.output, settings=hub.settings, hub_log=(hub.base / "hub.log").read_text())
+    return seen
+
+
+def _class(hub, people, settings, deployed_said):
+    seen = {"spawn": {}, "submit": {}, "grade": {}}
+    names = {who: name for who, (name, _) in people.items()}
+    users = {who: User(hub, name, password) for who, (name, password) in people.items()}
+    try:
+        User(hub, names["alice"], "not her password")
+    except HTTPError as error:
+        seen["wrong_password"] = error.status
+    ines = users["ines"]
+    seen["assign"] = ines.formgrader("POST", "assignment/ps1/assign")
+    ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc) + timedelta(days=7)))
+    seen["release"] = ines.formgrader("POST", "assignment/ps1/release")
+    link = re.search(r"/hub/user-redirect/git-pull\?\S+", deployed_said)[0]  # the link make hub printed
+    in_guide(link.split("?")[1], (urllib.parse.quote("/srv/ppedu/release", safe=""),
+                                  urllib.parse.quote(settings["release"], safe="")))
+    for who in ("alice", "bob", "carol"):
+        student = users[who]
+        seen["spawn"][who] = student.start()
+        student.pull(link)
+        seen.setdefault("listed", {})[who] = {a["assignment_id"]: a["status"] for a in student.assignments()}
+        if who == "carol":  # the due date passed while she worked
+            ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc)))
+            time.sleep(1)
+        if who == "carol":  # in a terminal, as the guide says; the others with the Assignments panel's button
+            seen["fetch_command"] = terminal(f"{hub}/user/{names[who]}", student.token,
+                                             in_guide("nbgrader fetch_assignment ps1"))
+        else:
+            student.act("fetch", "ps1")
+        if who == "alice":
+            seen["validate_blank"] = student.validate("ps1/ps1.ipynb")
+        student.save("ps1/ps1.ipynb", _answered(settings["course"], who))
+        seen.setdefault("validate", {})[who] = student.validate("ps1/ps1.ipynb")
+        began = time.monotonic()
+        student.act("submit", "ps1")
+        seen["submit"][who] = time.monotonic() - began
+    carol, alice = users["carol"], users["alice"]
+    forged = f"{settings['exchange']}/ppedu/inbound/{names['bob']}+ps1+2099-01-01 00:00:00.000000 UTC+forged"
+    timeless = f"{settings['exchange']}/ppedu/inbound/{names['carol']}+ps1+whenever+x"  # once stopped collect
+    seen["forge"] = terminal(f"{hub}/user/{names['carol']}", carol.token,
+                             f"mkdir '{forged}' '{timeless}' && cp ~/ps1/ps1.ipynb '{forged}/' && echo forged")
+    # What students have and have not.
+    seen["alice_terminal"] = terminal(f"{hub}/user/{names['alice']}", alice.token,
+                                      f"command -v nbgrader ppedu; ls {settings['course']}; "
+                                      "python3 ~/ppedu-course/install.py --lab")
+    seen["alice_formgrader"] = _status(lambda: alice.formgrader("GET", "assignments"))
+    seen["alice_own_formgrader"] = _status(lambda: alice.server("GET", "formgrader"))
+    page = alice.server("GET", "lab")
+    config = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S)[1]
+    seen["alice_disabled"] = json.loads(config).get("disabledExtensions", [])
+    # The instructor grades.
+    seen["collect"] = ines.formgrader("POST", "assignment/ps1/collect")
+    for who in ("alice", "bob", "carol"):
+        began = time.monotonic()
+        seen.setdefault("autograde", {})[who] = ines.formgrader("POST", f"submission/ps1/{names[who]}/autograde")
+        seen["grade"][who] = time.monotonic() - began
+    submitted = ines.formgrader("GET", "submitted_notebooks/ps1/ps1")
+    mine = next(s for s in submitted if s["student"] == names["alice"])
+    written = [g for g in ines.formgrader("GET", f"grades?submission_id={mine['id']}") if g["auto_score"] is None]
+    for grade in written:
+        ines.formgrader("PUT", f"grade/{grade['id']}", body={"manual_score": grade["max_score"]})
+    service = f"{hub}/services/ppedu"
+    seen["regrade"] = terminal(service, ines.token, in_guide("ppedu grade ps1 --jobs 4"), seconds=300)  # a fixed key
+    seen["written_after_regrade"] = [g for g in ines.formgrader("GET", f"grades?submission_id={mine['id']}")
+                                     if g["auto_score"] is None]
+    seen["feedback"] = [ines.formgrader("POST", f"assignment/ps1/{step}") for step in ("generate_feedback",
+                                                                                      "release_feedback")]
+    for who in ("alice", "bob"):
+        users[who].act("fetch_feedback", "ps1")
+        folder = next(f for f in users[who].read("ps1/feedback") if f["type"] == "directory")
+        seen.setdefault("feedback_page", {})[who] = users[who].read(f"{folder['path']}/ps1.html")
+    in_guide("nbgrader export")
+    seen["export_log"] = terminal(service, ines.token, "nbgrader export")
+    seen["grades"] = list(csv.DictReader(io.StringIO(ines.call("GET", "/services/ppedu/api/contents/grades.csv")
+                                                     ["content"])))
+    seen["submissions"] = {who: ines.formgrader("GET", f"submission/ps1/{names[who]}") for who in names if who != "ines"}
+    # A new release, and a student with edits of her own pulling it.
+    mine_path = "ppedu-course/notebooks/01-bubble-problem.ipynb"
+    notebook = alice.read(mine_path)
+    notebook["cells"][0]["source"] += "\n\nMy notes."
+    alice.save(mine_path, notebook)
+    release = in_guide(f"make student-release STUDENT_RELEASE={settings['release']}",
+                       ("/srv/ppedu/release", settings["release"]))
+    seen["rerelease"] = terminal(service, ines.token,
+                                 "sed -i 's/Learning goals/Learning goals (revised)/' notebooks/02-gpipe.ipynb && "
+                                 f"{release} && echo releases: $(git -C {settings['release']} log --oneline | wc -l)",
+                                 seconds=300)
+    alice.pull(link)
+    seen["pulled"] = [alice.read(mine_path)["cells"][0]["source"],
+                      alice.read("ppedu-course/notebooks/02-gpipe.ipynb")["cells"][0]["source"]]
+    seen["names"] = names
+    return seen
+
+
+def _status(request):
+    try:
+        request()
+    except HTTPError as error:
+        return error.status
+    return 200
+
+
+def _deserved(who):
+    total = sum(POINTS.values())
+    conversion = next(p for grade_id, p in POINTS.items()
+                      if any(grade_id == c.metadata.get("nbgrader", {}).get("grade_id") and "conversion" in c.source
+                             for c in cells(SOLVED)))
+    return {"alice": total, "bob": total - conversion, "carol": total}[who]
+
+
+def test_users_log_in_with_their_passwords_and_students_get_the_release(classroom):
+    assert classroom["wrong_password"] == 403
+    assert "nbgitpuller" in classroom["deployed"] and "git-pull?repo=" in classroom["deployed"]
+    for who, listed in classroom["listed"].items():
+        assert listed.get("ps1") == "released", (who, listed)
+
+
+def test_students_validate_and_submit_in_their_own_servers(classroom):
+    """Validate runs the visible tests, which check an answer's form: the released notebook fails them, an answered
+    one passes (a wrong value, bob's, shows only in the grade)."""
+    assert "Fetched as" in classroom["fetch_command"], classroom["fetch_command"]  # carol, in her terminal
+    blank = classroom["validate_blank"]
+    assert blank["success"] and len(blank["value"].get("failed", [])) >= 3
+    for who in ("alice", "bob", "carol"):
+        done = classroom["validate"][who]
+        assert done["success"] and not done["value"].get("failed"), (who, str(done)[:2000])
+        assert classroom["submit"][who] < 60
+
+
+def test_each_student_gets_what_they_deserved_graded_in_a_sandbox(classroom):
+    """bob's answer would be right if his code ran with the grader account's rights: the sandbox keeps the course
+    folder out of sight, so it is graded as the wrong answer it falls back to."""
+    names, subs = classroom["names"], classroom["submissions"]
+    for who in ("alice", "bob", "carol"):
+        assert classroom["autograde"][who]["success"], classroom["autograde"][who].get("error")
+    assert {who: subs[who]["code_score"] for who in subs} == {who: _deserved(who) for who in subs}
+    rows = {r["student_id"]: r for r in classroom["grades"]}
+    late = rows[names["carol"]]
+    assert float(late["late_submission_penalty"]) == pytest.approx(0.1 * _deserved("carol"))  # part of a day late
+    assert float(rows[names["bob"]]["late_submission_penalty"]) == 0
+
+
+def test_a_forged_submission_in_a_classmates_name_is_not_collected(classroom):
+    """Nor does a folder whose name holds no time stop the collection of the class."""
+    assert "forged" in classroom["forge"]
+    log = classroom["collect"]["log"]
+    assert classroom["collect"]["success"] and "holds no time" in log
+    assert "not collected" in log and f"{classroom['names']['carol']}'s, not {classroom['names']['bob']}'s" in log
+    assert classroom["submissions"]["bob"]["code_score"] == _deserved("bob")  # his own, not the blank forgery
+
+
+def test_a_finished_manual_grade_stays_finished_when_grading_again(classroom):
+    assert "done: 3 graded" in classroom["regrade"], classroom["regrade"][-2000:]
+    written = classroom["written_after_regrade"]
+    assert written and all(g["manual_score"] == g["max_score"] and not g["needs_manual_grade"] for g in written)
+    rows = {r["student_id"]: r for r in classroom["grades"]}
+    alice = rows[classroom["names"]["alice"]]
+    assert float(alice["score"]) == sum(POINTS.values()) + sum(g["max_score"] for g in written)
+
+
+def test_feedback_reaches_the_students(classroom):
+    assert all(step["success"] for step in classroom["feedback"])
+    assert "idle_share" in classroom["feedback_page"]["bob"]
+
+
+def test_the_formgrader_is_the_instructors_only_and_students_have_no_instructor_menus(classroom):
+    assert classroom["alice_formgrader"] == 403
+    assert classroom["alice_own_formgrader"] == 404
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+            "@jupyter/nbgrader:course-list"} <= set(classroom["alice_disabled"])
+
+
+def test_a_students_terminal_has_the_tools_but_not_the_course_folder_nor_a_second_lab(classroom):
+    said, prefix = classroom["alice_terminal"], classroom["settings"]["prefix"]
+    assert f"{prefix}/bin/nbgrader" in said and f"{prefix}/bin/ppedu" in said
+    assert "Permission denied" in said and "on the course's JupyterHub" in said
+
+
+def test_a_new_release_is_one_more_commit_merged_into_the_students_copy(classroom):
+    assert re.search(r"^releases: (\d+)$", classroom["rerelease"], re.M)[1] == "2"  # two releases, two commits
+    mine, theirs = classroom["pulled"]
+    assert mine.endswith("My notes.") and "Learning goals (revised)" in theirs
