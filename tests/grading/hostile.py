@@ -1440,7 +1440,7 @@ COUNTING: dict[str, Case] = {
     "h_counting_leftovers": Case("counting", folder=_then(
         _counting_answers, _write(".counting.json.k3j2h1", '{"count": {"total": "1"'),
         _write(".ipynb_checkpoints/counting-checkpoint.ipynb", "{}"), _write("scratch.txt", "idle = 7?"))),
-    "h_counting_notebook_link": Case("counting", folder=_then(
+    "h_counting_notebook_link": Case("counting", release=True, folder=_then(
         _counting_answers, _notebook_is_link("{course}/solutions/counting/counting.ipynb"))),
     "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2], folder=_counting_answers),
     "h_counting_folder_link": Case("counting", release=True, folder=_counting_stash, lost=COUNTING_ALL),

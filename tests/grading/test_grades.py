@@ -100,7 +100,8 @@ def test_grading_again_keeps_a_finished_manual_grade_until_the_answer_changes(gr
 
 def test_export_writes_the_assignments_students_were_given(graded):
     course, _ = graded
-    run("nbgrader db assignment add ps9", course)  # in the gradebook, never released: whatever else was graded here
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
+        gb.add_assignment("ps9")  # in the gradebook, never released: whatever else was graded in this course
     log = run("nbgrader export", course)
     rows = list(csv.DictReader((course / "grades.csv").open()))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
