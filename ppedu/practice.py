@@ -191,7 +191,7 @@ def self_check_answers() -> tuple[Item, ...]:
                     parallel=replace(base, zero=z))[0] for z in (0, 1, 2, 3)}
     best_zero = min(zero, key=lambda z: (-round(zero[z].mfu, 6), z))
     volumes = zero[0].traffic[1].gigabytes()
-    loudest = max(volumes, key=volumes.get)
+    loudest = max(volumes, key=lambda kind: volumes[kind])
     return (
         Item("Chapter 1, question 1", "Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle "
              "slots, bubble ratio.", (g32.total_slots, g32.idle_slots, _frac(g32.bubble_ratio)),
@@ -282,7 +282,7 @@ def self_check_answers() -> tuple[Item, ...]:
              "Stage 0 warms up with 2(*p* − 1) + 1 forwards, so from *m* = 2*p* − 1 on every GPU has work until its "
              "first backward returns."),
         Item("Chapter 10, question 3", "Which argument sets the lower bound at *p* = 4, *m* = 8, *F&B* = 1, "
-             "*f* = *b* = *w* = 1?", max(arguments, key=arguments.get),
+             "*f* = *b* = *w* = 1?", max(arguments, key=lambda name: arguments[name]),
              f"Work *m*·min(*f* + *b* + *w*, *F&B*) = {arguments['work']:g}; front Σ*f* + *m*·min(*b* + *w*, *F&B*) = "
              f"{arguments['front']:g}: no pair runs before the first forward pass is through."),
         Item("Chapter 11, question 1", "In the crossed order, which GPU waits for a gradient?", 0,

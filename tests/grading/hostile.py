@@ -1419,7 +1419,8 @@ def _counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.
 
 
 def _counting_stash(folder: Path, fill: dict[str, str]) -> None:
-    """The right answers and the notebook in a folder of the student's own, the hand-in a link to it."""
+    """The right answers and the notebook (as released: the case is about the answers) in a folder of the student's
+    own, the hand-in a link to it."""
     stash = folder.parent / "my-work"
     stash.mkdir()
     shutil.copy(_notebook(folder), stash / "counting.ipynb")
@@ -1439,10 +1440,10 @@ COUNTING: dict[str, Case] = {
     "h_counting_leftovers": Case("counting", folder=_then(
         _counting_answers, _write(".counting.json.k3j2h1", '{"count": {"total": "1"'),
         _write(".ipynb_checkpoints/counting-checkpoint.ipynb", "{}"), _write("scratch.txt", "idle = 7?"))),
-    "h_counting_notebook_link": Case("counting", folder=_then(
+    "h_counting_notebook_link": Case("counting", release=True, folder=_then(
         _counting_answers, _notebook_is_link("{course}/solutions/counting/counting.ipynb"))),
     "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2], folder=_counting_answers),
-    "h_counting_folder_link": Case("counting", folder=_counting_stash, lost=COUNTING_ALL),
+    "h_counting_folder_link": Case("counting", release=True, folder=_counting_stash, lost=COUNTING_ALL),
     "h_counting_json_link": Case("counting", folder=_counting_link, lost=COUNTING_ALL),
     "h_counting_json_fifo": Case("counting", folder=_fifo("counting.json"), lost=COUNTING_ALL),
     "h_counting_json_huge": Case("counting", folder=_sparse("counting.json", 100 * 2**20), lost=COUNTING_ALL),

@@ -100,12 +100,14 @@ def test_grading_again_keeps_a_finished_manual_grade_until_the_answer_changes(gr
 
 def test_export_writes_the_assignments_students_were_given(graded):
     course, _ = graded
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
+        gb.add_assignment("ps9")  # in the gradebook, never released: whatever else was graded in this course
     log = run("nbgrader export", course)
     rows = list(csv.DictReader((course / "grades.csv").open()))
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
         given = {a.name for a in gb.assignments if a.num_submissions}
         held = {a.name for a in gb.assignments} - given
-    assert {r["assignment"] for r in rows} == given and "ps1" in given and held
+    assert {r["assignment"] for r in rows} == given and "ps1" in given and "ps9" in held
     assert all(name in log for name in held) and "Not exported" in log
     late = next(r for r in rows if r["student_id"] == "latecomer")
     assert float(late["score"]) == pytest.approx(float(late["raw_score"]) - float(late["late_submission_penalty"]))

@@ -1,4 +1,4 @@
-"""The graded assignments ps1…ps5 as a student's notebook sees them: each module derives a student's
+"""The graded assignments (counting, ps1…ps6, the final) as a student's notebook sees them: each module derives a student's
 values from their id and holds its questions' forms (what each reads, the visible test), never a key.
 
 A notebook uses two calls: :func:`my_values` (shows the student's numbers) and :func:`check` (the
