@@ -50,11 +50,12 @@ class DisplayFigure(Figure):
 
 
 def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None = None,
-                  xlabel: str | None = None) -> Figure:
+                  xlabel: str | None = None, until: float | None = None) -> Figure:
     """Draw ``timeline`` as a spacetime diagram (GPU 0 at the bottom) and return its figure.
 
     ``xlabel`` defaults to "time (steps)" when every op starts and ends on a whole step (the ticks are then whole
     steps), else "time (cost units)". A new figure has its legend below the diagram; on an ``ax`` given, to its right.
+    The time axis ends at the makespan, or at ``until`` (diagrams that share one axis: their labels are fitted to it).
 
     >>> from ppedu import schedules, simulate
     >>> fig = plot_timeline(simulate(schedules.one_f_one_b(4, 8)))
@@ -70,7 +71,7 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
     for e in timeline.events:
         ax.add_patch(Rectangle((e.start, e.stage - 0.4), e.duration, 0.8, facecolor=op_colour(e.op, timeline.schedule),
                                hatch=STYLE[e.op.kind, e.op.direction][1], edgecolor="black", linewidth=0.6, zorder=1))
-    ax.set_xlim(0, end)
+    ax.set_xlim(0, until or end)
     ax.set_ylim(-0.6, p - 0.4)
     ax.set_yticks(range(p), [str(s) for s in range(p)])
     whole = _whole_steps(timeline)

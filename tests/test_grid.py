@@ -5,7 +5,7 @@ import pytest
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grid import IDLE, grid
-from ppedu.plot import IDLE_STYLE, STYLE, plot_memory, plot_timeline
+from ppedu.plot import IDLE_STYLE, STYLE, DisplayFigure, plot_memory, plot_timeline, texts
 from ppedu.text import render_grid, render_metrics
 
 
@@ -83,6 +83,24 @@ def test_plot_hatches_idle_time_and_distinguishes_kinds_without_colour():
     assert ax.get_xlabel() == "time (steps)" and ax.get_ylabel() == "GPU"
     assert ax.get_ylim()[0] < 0 < 3 < ax.get_ylim()[1]  # GPU 0 lowest
     assert len([p for p in ax.patches if p.get_hatch() != IDLE_STYLE[1]]) == len(t.events)
+
+
+def test_a_diagram_on_a_longer_shared_axis_fits_its_labels_to_that_axis():
+    """A prediction drawn above a slower measured run shares its time axis: labelled for its own makespan and then
+    squeezed, its labels would pile onto each other."""
+    t = simulate(schedules.zero_bubble_h1(4, 8), Costs(1, 1, 1))
+
+    def overlaps(figure):
+        boxes = [w.box for w in texts(figure) if w.text.strip()]
+        return sum(min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5
+                   for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+    squeezed = DisplayFigure(figsize=(12, 3))
+    plot_timeline(t, ax=squeezed.subplots()).axes[0].set_xlim(0, 6 * t.makespan)
+    fitted = DisplayFigure(figsize=(12, 3))
+    plot_timeline(t, ax=fitted.subplots(), until=6 * t.makespan)
+    assert fitted.axes[0].get_xlim() == (0, 6 * t.makespan)
+    assert overlaps(squeezed) > 0 and overlaps(fitted) == 0
 
 
 def test_plot_writes_a_png(tmp_path):

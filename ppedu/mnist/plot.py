@@ -62,11 +62,12 @@ def plot_processes(run: ProcessRun) -> Figure:
 def _pair(top: Axes, below: Axes, predicted: Timeline, measured: Timeline, how: str = "") -> None:
     """The prediction above the measured run, each with its own time scale in milliseconds (their axis shared)
     and no legend of its own: the figure has one, below."""
+    until = max(predicted.makespan, measured.makespan)
     for ax, timeline, what in ((top, predicted, "predicted"), (below, measured, "measured")):
-        plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}{how}, bubble {timeline.bubble_ratio:.1%}")
+        plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}{how}, bubble {timeline.bubble_ratio:.1%}",
+                      until=until)
         if (legend := ax.get_legend()) is not None:
             legend.remove()
         ax.tick_params(labelbottom=True)
         ax.set_xlabel("")
         ax.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
-    below.set_xlim(0, max(predicted.makespan, measured.makespan))
