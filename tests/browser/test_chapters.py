@@ -201,6 +201,20 @@ panel => {
   return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across, scrolls};
 }
 """
+# In the page: wait until the deck has moved on from the cell ``before`` (false if it has not within a second: the
+# deck's end) and two frames more, so the slide is laid out and painted.
+NEXT_JS = """
+(panel, before) => new Promise(done => {
+  const start = performance.now();
+  const active = () => [...panel.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'));
+  const check = () => {
+    if (active() !== before) requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+    else if (performance.now() - start > 1000) done(false);
+    else requestAnimationFrame(check);
+  };
+  check();
+})
+"""
 # In the page: how large the figures on the shown cells are on screen: each SVG text's size (px, zoom and scaling
 # included) and each picture's scale (on-screen width over its own).
 FIGURES_JS = """
@@ -240,8 +254,8 @@ def present(lab, panel, name: str) -> None:
         lab.page.set_viewport_size({"width": width, "height": height})
         cells.first.click()
         with deck(lab):
+            panel.evaluate(NEXT_JS, -1)
             for step in range(400):
-                lab.page.wait_for_timeout(150)
                 state = panel.evaluate(DECK_JS)
                 seen |= set(state["shown"])
                 where = f"{name} at {width}×{height}, slide of cell {state['on'][0] + 1}"
@@ -255,8 +269,7 @@ def present(lab, panel, name: str) -> None:
                 shoot(lab, panel, name, width, step, state, shot)
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()
                 lab.page.keyboard.press("Space")
-                lab.page.wait_for_timeout(100)
-                if panel.evaluate(DECK_JS)["active"] == state["active"]:
+                if not panel.evaluate(NEXT_JS, state["active"]):
                     break
     assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
     assert not problems, "\n".join(problems)
