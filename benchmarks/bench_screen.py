@@ -2,7 +2,8 @@
 that shows the redrawn diagram, measured in the page, at a small and at the largest setting side by side.
 
 Run: ``.venv/bin/python benchmarks/bench_screen.py`` (starts JupyterLab and Debian's Chromium, as the browser tests
-do). Target: the largest setting (interleaved, p = 8, m = 32, v = 4) under 150 ms (median).
+do). Target at the largest setting (interleaved, p = 8, m = 32, v = 4, the sliders' maxima): median at most 100 ms,
+worst at most 150 ms.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, COURSE_IGNORED, JupyterLab, _start, _stop  # noqa: E402
 
-TARGET_MS = 150.0
+MEDIAN_MS, WORST_MS = 100.0, 150.0
 MOVES = 12
 CASES = {
     "1f1b p=4 m=8": 'ScheduleExplorer(schedule="1f1b", p=4, m=8)',
-    "interleaved p=8 m=32 v=4": 'ScheduleExplorer(schedule="interleaved", p=8, m=32, v=4, f=0.25, b=0.25)',
+    "interleaved p=8 m=32 v=4": 'ScheduleExplorer(schedule="interleaved", p=8, m=32, v=4)',
 }
 # In the page: note when a key goes down, and when the frame after the diagram's next change is painted.
 WATCH_JS = """
@@ -70,19 +71,20 @@ def main() -> None:
                     blocks = root.evaluate(BLOCKS_JS)
                     handle = lab.slider(root, "comm")
                     times = []
-                    for move in range(MOVES):
-                        handle.press("ArrowRight" if move % 2 == 0 else "ArrowLeft")
+                    for _ in range(MOVES):  # each move a setting not drawn before
+                        handle.press("ArrowRight")
                         page.wait_for_function("() => window.__shown !== null", timeout=10_000)
                         times.append(page.evaluate("() => window.__shown - window.__down"))
-                    results[name] = statistics.median(times)
+                    results[name] = statistics.median(times), max(times)
                     print(f"{name:<26} {blocks:>6} {statistics.median(times):>28.0f} / {max(times):.0f}")
                 browser.close()
         finally:
             _stop(process)
-    small, big = results.values()
+    (small, _), (median, worst) = results.values()
     # Wall-clock times in the page: on a busy machine they measure the other work too, so say how busy it was.
-    print(f"largest / small: {big / small:.1f}×; target: largest under {TARGET_MS:.0f} ms —",
-          "met" if big < TARGET_MS else "NOT met",
+    met = median <= MEDIAN_MS and worst <= WORST_MS
+    print(f"largest / small (median): {median / small:.1f}×; target at the largest: median ≤ {MEDIAN_MS:.0f} ms and "
+          f"worst ≤ {WORST_MS:.0f} ms — {'met' if met else 'NOT met'} "
           f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
 
 

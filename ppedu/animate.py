@@ -16,7 +16,7 @@ from matplotlib.animation import FFMpegWriter, FuncAnimation, PillowWriter
 from matplotlib.patches import Rectangle
 
 from ppedu.grid import grid
-from ppedu.plot import plot_timeline
+from ppedu.plot import TEXT_PT, plot_timeline
 from ppedu.simulate import Timeline
 from ppedu.validate import whole
 
@@ -47,7 +47,7 @@ def frames(timeline: Timeline, dt: float | None = None) -> tuple[Frame, ...]:
     return tuple(out)
 
 
-def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int = 80) -> Path:
+def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int = 100) -> Path:
     """Write the diagram revealed step by step to ``path``: a ``.gif`` (Pillow, always available)
     or an ``.mp4`` (only where an ``ffmpeg`` is installed). Returns the path written."""
     path = Path(path)
@@ -65,15 +65,23 @@ def save_animation(timeline: Timeline, path: str | Path, fps: int = 2, dpi: int 
     cover = Rectangle((0, -0.6), end, timeline.p + 0.2, facecolor="white", edgecolor="none", alpha=0.92, zorder=3)
     ax.add_patch(cover)
     now = ax.axvline(0, color="#D55E00", linewidth=2, zorder=4)
-    caption = fig.text(0.01, 0.01, "", fontsize=9)
+    title = ax.get_title()
+
+    def caption(frame: Frame) -> str:
+        doing = ", ".join(f"GPU {s}: {x}" for s, x in enumerate(frame.running) if x)
+        return f"{title}\n" + (f"t{frame.step}  {doing}" if frame.step else "t0: nothing has run yet")
+
+    # The caption is the title's second line; the layout is fixed for its longest text, so frames do not jitter.
+    ax.set_title(max((caption(f) for f in steps), key=len), fontsize=TEXT_PT)
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
     def draw(frame: Frame) -> tuple:
         cover.set_x(frame.time)
         cover.set_width(max(end - frame.time, 0.0))
         now.set_xdata([frame.time, frame.time])
-        doing = ", ".join(f"GPU {s}: {x}" for s, x in enumerate(frame.running) if x)
-        caption.set_text(f"t{frame.step}  {doing}" if frame.step else "t0: nothing has run yet")
-        return cover, now, caption
+        ax.set_title(caption(frame), fontsize=TEXT_PT)
+        return cover, now
 
     writer = PillowWriter(fps=fps) if suffix == ".gif" else FFMpegWriter(fps=fps)
     FuncAnimation(fig, draw, frames=steps, blit=False, repeat=False).save(str(path), writer=writer, dpi=dpi)

@@ -25,4 +25,16 @@ class Feedback:
 
 
 class Wrong(AssertionError):
-    """A student's answer is missing, malformed or wrong; the message is for the student."""
+    """A student's answer is missing, malformed or wrong; the message is for the student.
+
+    In a notebook (and in nbgrader's Validate, which shows what the notebook shows) it reads as its
+    message alone, in red, without a traceback through the checking code: the sentence that helps is
+    the first thing the student sees.
+
+    >>> Wrong("`T` is not defined.")._render_traceback_()
+    ['\\x1b[0;31m✗ `T` is not defined.\\x1b[0m']
+    """
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines in place of the traceback
+        return [f"\x1b[0;31m✗ {line}\x1b[0m" if i == 0 else f"\x1b[0;31m  {line}\x1b[0m"
+                for i, line in enumerate(str(self).splitlines() or [""])]

@@ -39,11 +39,12 @@ IDLE = "var(--jp-layout-color2, #EEEEEE)"
 BORDER = "var(--jp-border-color1, #9E9E9E)"
 
 
-def _luminance(colour: str) -> float:
-    def linear(c: float) -> float:
-        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+def _linear(c: float) -> float:
+    return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
 
-    r, g, b = (linear(int(colour.lstrip("#")[i:i + 2], 16) / 255) for i in (0, 2, 4))
+
+def _luminance(colour: str) -> float:
+    r, g, b = (_linear(int(colour.lstrip("#")[i:i + 2], 16) / 255) for i in (0, 2, 4))
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -59,18 +60,32 @@ def ink(background: str) -> str:
     return max(("#000000", "#FFFFFF"), key=lambda text: contrast(text, background))
 
 
+#: The relative luminance of a GPU's last chunk (near black leaves hatching unseen); the others lie between.
+_DARKEST = 0.045
+
+
 @lru_cache(maxsize=256)
 def shade(colour: str, lap: int, laps: int) -> str:
-    """``colour`` for a GPU's ``lap``-th chunk of ``laps`` (0 first): the first as is, later ones
-    darker, so an interleaved or V-shaped schedule's passes through the GPUs can be told apart.
+    """``colour`` for a GPU's ``lap``-th chunk of ``laps`` (0 first): the first as is, each later one darker by the
+    same contrast ratio, the last at luminance 0.045, so every chunk of a GPU has a shade of its own (at v = 4 the
+    neighbours differ by at least 1.25:1) and an interleaved or V-shaped schedule's passes can be told apart.
 
     >>> shade("#0072B2", 0, 2), shade("#0072B2", 1, 2)
-    ('#0072B2', '#00507D')
+    ('#0072B2', '#003F65')
+    >>> min(contrast(shade(c, k, 4), shade(c, k + 1, 4)) for c in ("#0072B2", "#E69F00") for k in range(3)) > 1.25
+    True
     """
     if laps <= 1 or lap <= 0:
         return colour
-    keep = 1 - 0.6 * lap / laps
-    return "#" + "".join(f"{round(int(colour[i:i + 2], 16) * keep):02X}" for i in (1, 3, 5))
+    channels = [_linear(int(colour[i:i + 2], 16) / 255) for i in (1, 3, 5)]
+    base = _luminance(colour)
+    step = ((base + 0.05) / (_DARKEST + 0.05)) ** (1 / (laps - 1))
+    keep = max(((base + 0.05) / step ** lap - 0.05) / base, 0.0)  # luminance is linear in the linear channels
+    return "#" + "".join(f"{round(255 * _gamma(c * keep)):02X}" for c in channels)
+
+
+def _gamma(c: float) -> float:
+    return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
 
 
 def op_colour(op, schedule) -> str:

@@ -5,7 +5,7 @@ worked answer shows the reasoning a student writes by hand.
 >>> q = practice_set()[0]
 >>> q.label, q.answer
 ('P1', (18.0, 54.0, 18.0))
->>> print(key(self_check_answers()[:1]).splitlines()[0])
+>>> print(key(self_check_answers()[:1]).splitlines()[2])
 **Chapter 1, question 1.** Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle slots, bubble ratio.
 """
 
@@ -305,9 +305,15 @@ def questions(items: tuple[Item, ...]) -> Markdown:
 
 
 def key(items: tuple[Item, ...]) -> Markdown:
-    """Questions with their answers and worked answers, as Markdown."""
-    return Markdown("\n\n".join(f"**{x.label}.** {x.question}\n\n*Answer:* `{_show(x.answer)}`. {x.working}"
-                                for x in items))
+    """Questions with their answers and worked answers, as Markdown, folded away until the student opens it
+    (a student who meant to work the questions first does not read the answers by scrolling past them).
+
+    >>> key(practice_set()).startswith("<details><summary><strong>Show the answers</strong>")
+    True
+    """
+    body = "\n\n".join(f"**{x.label}.** {x.question}\n\n*Answer:* `{_show(x.answer)}`. {x.working}" for x in items)
+    return Markdown(f"<details><summary><strong>Show the answers</strong> ({len(items)}, worked): try each one "
+                    f"first</summary>\n\n{body}\n\n</details>")
 
 
 def _show(x: object) -> str:

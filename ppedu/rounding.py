@@ -1,5 +1,6 @@
-"""How the course shows a number: rounded to six significant digits, so float noise
-(0.1 + 0.2 = 0.30000000000000004) never reaches a student's screen.
+"""How the course shows a result: a number rounded to six significant digits, so float noise
+(0.1 + 0.2 = 0.30000000000000004) never reaches a student's screen; and a cell that ends in several
+values, each beside the expression it came from, so no output is a bare tuple of numbers.
 
 >>> rounded(0.1 + 0.2), rounded(2 / 3), rounded(33554432.0), rounded(2.5e-08 / 3)
 (0.3, 0.666667, 33554432.0, 8.33333e-09)
@@ -9,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from typing import Any
@@ -34,8 +36,56 @@ def rounded(x: Any) -> Any:
     return x
 
 
+class Named(tuple):
+    """A tuple that shows each value beside the expression it came from (a cell's last line ``a, b``); in every
+    other way the tuple of the values.
+
+    >>> from IPython.lib.pretty import pretty
+    >>> print(pretty(Named(("t.makespan", "2 * 7"), (14.0, 14))))
+    t.makespan  14.0
+    2 * 7       14
+    >>> Named(("a", "b"), (1, 2)) == (1, 2)
+    True
+    """
+
+    names: tuple[str, ...]
+
+    def __new__(cls, names: tuple[str, ...], values: tuple[Any, ...]) -> Named:
+        named = super().__new__(cls, values)
+        named.names = names
+        return named
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        from IPython.lib.pretty import pretty
+
+        width = max(map(len, self.names))
+        lines = []
+        for name, value in zip(self.names, self):
+            shown = pretty(rounded(value), max_width=max(40, 100 - width)).replace("\n", "\n" + " " * (width + 2))
+            lines.append(f"{name:<{width}}  {shown}")
+        p.text("\n".join(lines))
+
+
+class _NameTheValues(ast.NodeTransformer):
+    """A cell that ends in a tuple of expressions ends in :class:`Named` of them instead."""
+
+    def visit_Module(self, module: ast.Module) -> ast.Module:
+        last = module.body[-1] if module.body else None
+        if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Tuple) and len(last.value.elts) > 1
+                and not any(isinstance(e, ast.Starred) for e in last.value.elts)):
+            names = ast.Tuple([ast.Constant(ast.unparse(e)) for e in last.value.elts], ast.Load())
+            module_ = ast.Call(ast.Name("__import__", ast.Load()), [ast.Constant(__name__)],
+                               [ast.keyword("fromlist", ast.List([ast.Constant("Named")], ast.Load()))])
+            call = ast.Call(ast.Attribute(module_, "Named", ast.Load()), [names, last.value], [])
+            last.value = ast.fix_missing_locations(ast.copy_location(call, last.value))
+        return module
+
+
 def load_ipython_extension(shell: Any) -> None:
     """``%load_ext ppedu.rounding``: the kernel then prints every float as :func:`rounded` does, also
-    inside tuples, lists and dicts, so a cell that ends in ``t.bubble_ratio`` shows 0.428571. The chapters
-    opt in on their first line; importing ppedu alone changes nothing, and the values stay exact."""
+    inside tuples, lists and dicts, so a cell that ends in ``t.bubble_ratio`` shows 0.428571; and a cell that
+    ends in ``a, b`` shows each value beside its expression (:class:`Named`). The chapters opt in on their first
+    line; importing ppedu alone changes nothing, and the values stay exact."""
     shell.display_formatter.formatters["text/plain"].for_type(float, lambda x, p, _cycle: p.text(repr(rounded(x))))
+    if not any(isinstance(t, _NameTheValues) for t in shell.ast_transformers):
+        shell.ast_transformers.append(_NameTheValues())

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ppedu.costs import EQUAL
 from ppedu.lesson import Table, hand_overs, parameter_copies
-from ppedu.schedules import build
+from ppedu.schedules import VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.validate import one_of, require_counts
 
@@ -59,9 +59,9 @@ def _min_peak(p: int, m: int, v: int, j: int) -> float:
 
 def _bubble(k: int, c: str) -> tuple[Formula, Formula]:
     """Both bubble definitions when each GPU idles ``(p−k)`` units against ``c·m`` busy ones
-    (``c`` is ``""``, ``"3"`` or ``"v·"``): ``(p−k)/(c·m+p−k)`` and ``(p−k)/(c·m)``."""
+    (``c`` is ``""``, ``"3"``, ``"6"``, ``"v·"`` or ``"3v·"``): ``(p−k)/(c·m+p−k)`` and ``(p−k)/(c·m)``."""
     def busy(m: int, v: int) -> int:
-        return {"": 1, "3": 3, "v·": v}[c] * m
+        return {"": 1, "3": 3, "6": 6, "v·": v, "3v·": 3 * v}[c] * m
 
     return (Formula(f"(p−{k})/({c}m+p−{k})", lambda p, m, v, j: (p - k) / (busy(m, v) + p - k)),
             Formula(f"(p−{k})/({c}m)" if c else f"(p−{k})/m", lambda p, m, v, j: (p - k) / busy(m, v)))
@@ -88,10 +88,27 @@ LAWS: tuple[Law, ...] = (
         "current Megatron-LM and PyTorch also run other m); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
+    Law("looped-bfs", "Looped BFS", *_bubble(1, "v·"), Formula("m", lambda p, m, v, j: m),
+        Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
+        "all forwards of a chunk before the next chunk's, as GPipe; closed forms for m ≥ p ≥ 2",
+        lambda p, m, v: m >= p >= 2),
     Law("zb-h1", "ZB-H1", *_bubble(1, "3"),
         Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
         lambda p, m, v: m >= p),
+    # Under equal costs ZB-H2 leaves 1F1B's idle time per GPU: its zero bubble needs the cooldown's W's to fill it,
+    # which they do only when W costs more than here (chapter 5); it keeps every micro-batch in flight.
+    Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("m", lambda p, m, v, j: m), _ONE,
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
+        lambda p, m, v: m >= p),
+    Law("interleaved-zb", "Interleaved zero bubble", *_bubble(1, "3v·"),
+        Formula("p", lambda p, m, v, j: p),
+        Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
+        "W separable from B; closed forms for m a multiple of p, p ≥ 2 (bubble forms for any m ≥ p)",
+        lambda p, m, v: m % p == 0 and p >= 2),
+    Law("zb-v", "ZB-V", *_bubble(1, "6"), Formula("p", lambda p, m, v, j: p),
+        Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
+        "W separable from B; closed forms for m ≥ 2p", lambda p, m, v: m >= 2 * p),
     Law("dualpipe", "DualPipe", *_bubble(2, "3"), Formula("p+1", lambda p, m, v, j: p + 1),
         Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1), "p even, m even, m ≥ 2p",
         lambda p, m, v: True),
@@ -99,7 +116,17 @@ LAWS: tuple[Law, ...] = (
         Formula("p+½ (2p+1 half-stage chunks)", lambda p, m, v, j: p + 0.5),
         Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
         "m ≥ 2p", lambda p, m, v: True),
+    # Chimera's basic units are drawn for B = F: with B = 2F (as here) each unit of p micro-batches idles p−2 more.
+    Law("chimera", "Chimera",
+        Formula("(p−2)(m+p)/(3mp+(p−2)(m+p))", lambda p, m, v, j: (p - 2) * (m + p) / (3 * m * p + (p - 2) * (m + p))),
+        Formula("(p−2)(m+p)/(3mp)", lambda p, m, v, j: (p - 2) * (m + p) / (3 * m * p)),
+        Formula("p/2+1+min(j, p−1−j)", lambda p, m, v, j: p // 2 + 1 + min(j, p - 1 - j)),
+        Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1),
+        "p even, m even; closed forms for m a multiple of p (its basic units, drawn for B = F)",
+        lambda p, m, v: m % p == 0),
 )
+#: The schedules of the chapters' comparison of bubbles as m grows (:func:`as_m_grows`).
+_GROWING = ("gpipe", "1f1b", "interleaved", "zb-h1", "dualpipe", "dualpipe-v")
 
 
 def law(schedule: str) -> Law:
@@ -124,12 +151,12 @@ class Measured:
 
 
 def measure(schedule: str, p: int, m: int, v: int = 1) -> Measured:
-    """Simulate ``schedule`` at ``(p, m, v)`` under :data:`EQUAL` (``v`` only for interleaved).
+    """Simulate ``schedule`` at ``(p, m, v)`` under :data:`EQUAL` (``v`` only for those that take it).
 
     >>> measure("dualpipe", 4, 8).peak
     (5.0, 5.0, 5.0, 5.0)
     """
-    s = build(schedule, p, m, v if schedule == "interleaved" else 1)
+    s = build(schedule, p, m, v if schedule in VIRTUAL else 1)
     t: Timeline = simulate(s, EQUAL.per_chunk(s.virtual))
     return Measured(t.bubble_ratio, t.bubble_over_ideal, t.peak_stage_activations, parameter_copies(s),
                     hand_overs(s))
@@ -141,7 +168,7 @@ def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
     >>> closed("interleaved", 4, 8, 2).peak
     (5.5, 4.5, 3.5, 2.5)
     """
-    x, v = law(schedule), v if schedule == "interleaved" else 1
+    x, v = law(schedule), v if schedule in VIRTUAL else 1
     return Measured(x.idle_total.value(p, m, v, 0), x.bubble_ideal.value(p, m, v, 0),
                     tuple(float(x.peak.value(p, m, v, j)) for j in range(p)), x.copies.value(p, m, v, 0),
                     int(x.hand_overs.value(p, m, v, 0)))
@@ -160,7 +187,7 @@ def agreement(p: int, m: int, v: int = 2) -> list[str]:
             got = measure(x.schedule, p, m, v)
         except ValueError:
             continue
-        if not x.holds(p, m, v if x.schedule == "interleaved" else 1):
+        if not x.holds(p, m, v if x.schedule in VIRTUAL else 1):
             continue
         want = closed(x.schedule, p, m, v)
         for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs"):
@@ -194,7 +221,7 @@ def as_m_grows(p: int, ms: tuple[int, ...], v: int = 2) -> Table[Limit]:
     rows = []
     for m in ms:
         cells = []
-        for x in LAWS:
+        for x in (law(name) for name in _GROWING):
             try:
                 cells.append(f"{measure(x.schedule, p, m, v).idle_total:.2%}".replace("%", " %"))
             except ValueError:
@@ -234,7 +261,7 @@ def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
             f"{x.peak.text}: " + " ".join(f"{a:g}" for a in got.peak),
             f"{x.copies.text}" if float(x.copies.text.split()[0]) == got.copies else f"{got.copies:g}",
             f"{x.hand_overs.text} = {got.hand_overs}",
-            x.constraints if x.holds(p, m, v if x.schedule == "interleaved" else 1)
+            x.constraints if x.holds(p, m, v if x.schedule in VIRTUAL else 1)
             else f"{x.constraints} — not every form holds at this size; the numbers are the simulator's"))
     return Table(tuple(rows))
 

@@ -12,19 +12,37 @@ notebook first, so its figures appear).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import nbformat
 
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
-_MERMAID_STUB = "mermaid-offline.mjs"  # nbconvert imports mermaid in every page; this stands in for it
+# nbconvert imports mermaid in every page; this module stands in for it, inline: a page opened from a file may not
+# import a module from another file (Chromium refuses file:// module scripts), but it may import a data: URL.
+_MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7B%7D%20%7D%3B"
+#: The slide as reveal.js lays it out, 16:9. reveal.js scales it to the screen less a 4 % margin: 1.5 times at
+#: 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's still picture reads as the widget does.
+SLIDE = (1228, 691)
 # A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead.
-_STYLE = "<style>.reveal .jp-OutputArea-output pre { white-space: pre; overflow-x: auto; font-size: 0.75em; }</style>"
+# A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead. Headings as the
+# chapter writes them (the theme shouts them in capitals); no prompts (the live deck shows none either); a widget's
+# still picture in its own sizes, its metrics beside its diagram.
+_STYLE = """<style>
+.reveal .jp-OutputArea-output pre { white-space: pre; overflow-x: auto; font-size: 0.75em; }
+.reveal h1, .reveal h2, .reveal h3 { text-transform: none; }
+.reveal .jp-InputPrompt, .reveal .jp-OutputPrompt { display: none; }
+.reveal .ppedu-static { font-size: 16px; }
+.reveal .ppedu-static table { font-size: 16px; margin: 0; }
+</style>"""
 
+_WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _URLS = {
     "reveal_url_prefix": "node_modules/reveal.js",
     "require_js_url": "node_modules/requirejs/require.js",
@@ -38,8 +56,6 @@ def install_assets(folder: str | Path, packages: Sequence[str] = tuple(PACKAGES)
     packages already there are kept). Raises ``ValueError`` if npm is missing or fails."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / _MERMAID_STUB).write_text("// Offline decks draw no mermaid diagrams.\n"
-                                        "export default { initialize() {} };\n")
     wanted = [f"{name}@{PACKAGES[name]}" for name in packages if not (folder / "node_modules" / name / "package.json").exists()]
     if not wanted:
         return folder
@@ -57,36 +73,65 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     """Write ``out/<name>.slides.html``, a reveal.js deck of ``notebook`` that uses the assets
     :func:`install_assets` put into ``out``. ``execute`` runs the notebook first, in ``out`` (the
     notebook file itself is never written)."""
-    import nbformat
     from nbconvert import SlidesExporter
     from nbconvert.preprocessors import ExecutePreprocessor
     from traitlets.config import Config
+
+    from ppedu.lecture import notes_path, read_notes, with_notes
 
     notebook, out = Path(notebook), Path(out)
     nb = nbformat.read(notebook, as_version=4)
     out.mkdir(parents=True, exist_ok=True)
     if execute:
         # Run in the deck's folder: files a notebook writes (a GIF it then shows) land beside the deck.
-        ExecutePreprocessor(timeout=600, store_widget_state=False).preprocess(nb, {"metadata": {"path": str(out)}})
-    nb.metadata.pop("widgets", None)  # widget state would make the deck fetch a widget renderer from a CDN
-    for cell in nb.cells:  # so a widget shows its still picture (ppedu's widgets add one), not a blank
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if len(data) > 1:
-                data.pop("application/vnd.jupyter.widget-view+json", None)
-    exporter = SlidesExporter(config=Config({"SlidesExporter": dict(_URLS)}))
-    exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7, so set it on the exporter
+        ExecutePreprocessor(timeout=600, store_widget_state=True).preprocess(nb, {"metadata": {"path": str(out)}})
+    _stills(nb)
+    with_notes(nb, read_notes(notes_path(notebook)))  # after running: a notes cell has nothing to run
+    # reveal.js's "white" theme has its font beside it; nbconvert's default, "simple", fetches two from Google.
+    exporter = SlidesExporter(config=Config({"SlidesExporter": dict(
+        _URLS, reveal_theme="white", reveal_width=str(SLIDE[0]), reveal_height=str(SLIDE[1]))}))
+    exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     path = out / f"{notebook.stem}.slides.html"
     path.write_text(html.replace("</head>", _STYLE + "</head>", 1), encoding="utf-8")
     return path
 
 
-def remote_references(html: str) -> list[str]:
-    """Every script, style sheet or module the page loads from the network (should be none)."""
+def _stills(nb: Any) -> None:
+    """Each widget as a picture: its still (ppedu's widgets carry one), else what its output widgets show (an
+    ``interact``'s table), else a line saying it is live in the notebook. The widget state goes: it would make the
+    deck fetch a widget renderer from a CDN."""
+    state = nb.metadata.pop("widgets", {}).get(_WIDGET_STATE, {}).get("state", {})
+
+    def shown(model_id: str) -> list[Any]:
+        model = state.get(model_id, {})
+        if model.get("model_name") == "OutputModel":
+            return list(model.get("state", {}).get("outputs", []))
+        return [o for child in model.get("state", {}).get("children", []) for o in shown(child.removeprefix("IPY_MODEL_"))]
+
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        outputs = []
+        for output in cell.outputs:
+            view = output.get("data", {}).pop(_WIDGET_VIEW, None)
+            if view is None or "text/html" in output["data"]:
+                outputs.append(output)
+            else:
+                outputs += shown(view.get("model_id", "")) or [nbformat.v4.new_output(
+                    "display_data", {"text/markdown": "*A live widget: run the notebook to use it.*"})]
+        cell.outputs = outputs
+
+
+def remote_references(html: str, folder: str | Path | None = None) -> list[str]:
+    """Every script, style sheet, module or font the page loads from the network (should be none); with ``folder``
+    (the deck's), also what the local style sheets it links import (a reveal.js theme may fetch web fonts)."""
     found = re.findall(r"""(?:src|href)\s*=\s*["'](https?://[^"']+)""", html)
     found += re.findall(r"""(?:import\s[^'"]*from\s*|require\(\s*\[?\s*)["'](https?://[^"']+)""", html)
     found += re.findall(r"""^\s*["'](https?://[^"']+\.js)["'],?\s*$""", html, flags=re.MULTILINE)
+    found += re.findall(r"""url\(\s*["']?(https?://[^"')]+)""", html)
+    sheets = re.findall(r"""<link[^>]+href\s*=\s*["']([^"':]+\.css)["']""", html)
+    for path in (Path(folder) / sheet for sheet in sheets) if folder is not None else ():
+        if path.is_file():
+            found += remote_references(path.read_text(encoding="utf-8"))
     return sorted(set(found))
 
 
@@ -94,50 +139,9 @@ def missing_assets(deck: str | Path) -> list[str]:
     """The local files a deck refers to that are not beside it."""
     deck = Path(deck)
     html = deck.read_text(encoding="utf-8")
-    wanted = [url.split("?")[0] for url in (*_URLS.values(), _MERMAID_STUB)]
+    wanted = [url.split("?")[0] for url in _URLS.values()]
     wanted = [url if url.endswith((".js", ".mjs")) else f"{url}/dist/reveal.js" for url in wanted]
     return [url for url in wanted if url.split("/")[0] in html and not (deck.parent / url).exists()]
-
-
-#: The notebook's style while jupyterlab-slideshow presents it (its jupyterlab-fonts metadata): text and code in
-#: sizes that read from the back of a lecture hall (JupyterLab's are 14 and 13 px; headings scale with the text),
-#: and outputs (widgets, diagrams) half as large again.
-DECK_STYLE = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
-    "--jp-content-font-size1": "26px", "--jp-code-font-size": "20px", "& .jp-OutputArea-output": {"zoom": "150%"}}}}}
-_FONTS_KEY = "@deathbeds/jupyterlab-fonts"
-
-
-def style_deck(notebook: str | Path) -> bool:
-    """Give ``notebook`` the course's presentation style (:data:`DECK_STYLE`); True if it lacked it."""
-    import nbformat
-
-    path = Path(notebook)
-    nb = nbformat.read(path, as_version=4)
-    if nb.metadata.get(_FONTS_KEY) == DECK_STYLE:
-        return False
-    nb.metadata[_FONTS_KEY] = DECK_STYLE
-    nbformat.write(nb, path)
-    return True
-
-
-def tag_slides(notebook: str | Path) -> int:
-    """Give every cell without slide metadata a slide type: a markdown cell that opens with a
-    ``#`` or ``##`` heading starts a new slide, every other cell continues the current one.
-    Cells already tagged are left as they are. Returns how many cells were tagged."""
-    import nbformat
-
-    path = Path(notebook)
-    nb = nbformat.read(path, as_version=4)
-    tagged = 0
-    for cell in nb.cells:
-        if "slide_type" in cell.metadata.get("slideshow", {}):
-            continue
-        heading = cell.cell_type == "markdown" and re.match(r"#{1,2}\s", cell.source.lstrip())
-        cell.metadata.setdefault("slideshow", {})["slide_type"] = "slide" if heading else "-"
-        tagged += 1
-    if tagged:
-        nbformat.write(nb, path)
-    return tagged
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         install_assets(args.out)
         for notebook in args.notebooks:
             deck = build_deck(notebook, args.out, execute=args.execute)
-            if remote := remote_references(deck.read_text(encoding="utf-8")):
+            if remote := remote_references(deck.read_text(encoding="utf-8"), deck.parent):
                 raise ValueError(f"{deck} still loads {remote[0]} from the network")
             print(deck)
     except (ValueError, OSError) as problem:

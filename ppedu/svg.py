@@ -25,8 +25,10 @@ from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade
 from ppedu.simulate import Timeline
 
-_ROW, _GAP, _LEFT, _BOTTOM, _TOP = 26, 4, 48, 22, 6
-_FONT, _CHAR = 11, 7.0  # label size in px, and the width of one of its characters at most
+_ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
+#: The size of every text in px: 12 in a notebook, 18 on a slide at 1080p (outputs half as large again); and the
+#: width of one of its characters at most.
+_FONT, _CHAR = 12, 7.7
 #: How far, in ems, each glyph of a block's label moves the next one on (digits are as wide as one another in any
 #: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
 _ADVANCE = {"c": 0.5, "'": 0.25}
@@ -80,13 +82,16 @@ def describe(timeline: Timeline) -> str:
 
 
 def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560.0, title: str | None = None,
-               causes: bool = False) -> str:
+               causes: bool = False, time: tuple[str, float] | None = None) -> str:
     """The spacetime diagram of ``timeline`` as SVG; with ``upto``, only what has run by that time
     (the rest of the grid is left blank and a line marks "now"); with ``causes``, each idle
     interval hatched by why it is idle (:meth:`~ppedu.simulate.Timeline.idle_causes`).
 
     ``width`` is the width to aim for; a diagram whose blocks would be too narrow for their
-    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk.
+    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk. A block left
+    without a label names itself on hover. The time axis says its unit: "time (steps)" when every
+    op starts and ends on a whole step, else "time (cost units)"; or ``time``, a name and the
+    factor from the timeline's units to it (``("time (ms)", 1e3)`` for a timeline in seconds).
 
     >>> from ppedu import schedules, simulate
     >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
@@ -99,7 +104,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     unit = min(max(2.0, min(36.0, (width - _LEFT - 8) / end), readable), (_MAX_WIDTH - _LEFT - 8) / end)
     inner_w, inner_h = unit * end, p * _ROW
     patterns = _Patterns()
-    y0 = _TOP + (18 if title else 0)
+    y0 = _TOP + (20 if title else 0)
     body = []
     shown = end if upto is None else max(0.0, min(upto, end))
     for s in range(p):
@@ -117,14 +122,16 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
         x = _LEFT + shown * unit
         body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                     'stroke="#D55E00" stroke-width="2"/>')
-    body.append(_axis(end, unit, y0 + inner_h))
-    legend, legend_w = _legend(patterns, timeline, y0 + inner_h + 22, causes)
+    whole = all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
+    name, scale = time or ("time (steps)" if whole else "time (cost units)", 1.0)
+    body.append(_axis(end, unit, y0 + inner_h, name, scale))
+    legend, legend_w = _legend(patterns, timeline, y0 + inner_h + _BOTTOM, causes)
     body.append(legend)
     if title:
-        body.append(_text(_LEFT, 14, title, size=12))
+        body.append(_text(_LEFT, 15, title))
     w = max(_LEFT + inner_w + 8, legend_w, 420)
     summary = describe(timeline) + (f" Shown up to time {shown:g}." if upto is not None else "")
-    return _svg(w, inner_h + _BOTTOM + y0 + 20, summary, patterns, body)
+    return _svg(w, inner_h + _BOTTOM + y0 + 22, summary, patterns, body)
 
 
 def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None = None,
@@ -161,11 +168,11 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
             if marked and (s, t) in marked:
                 body.append(f'<path class="ppedu-marked" d="M{x + 4},{y + 4} L{x + unit - 4},{y + _ROW - 4} '
                             f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
-    body.append(_axis(steps, unit, _TOP + p * _ROW, first_step_label=True))
+    body.append(_axis(steps, unit, _TOP + p * _ROW, columns=True))
     summary = (f"Grid of {p} GPUs by {steps} time steps of {g.timeline.schedule.name}"
                + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
-    return _svg(_LEFT + unit * steps + 8, p * _ROW + _BOTTOM + _TOP, summary, patterns, body)
+    return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
 
 
 def _svg(w: float, h: float, summary: str, patterns: _Patterns, body: list[str]) -> str:
@@ -187,8 +194,8 @@ def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = Fa
     out, x = [], float(_LEFT)
     for fill, hatch, name in entries:
         out.append(_rect(patterns, x, y, 12, 12, fill, hatch, "ppedu-key", stroke="currentColor"))
-        out.append(_text(x + 16, y + 10, name, size=10))
-        x += 26 + 6 * len(name)
+        out.append(_text(x + 16, y + 11, name))
+        x += 30 + _CHAR * len(name)
     return "".join(out), x
 
 
@@ -201,8 +208,12 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
     shapes: dict[str, list[str]] = {}  # per block look: the outlines of its labelled blocks
     glyphs: dict[tuple[float, str], tuple[list[str], list[str]]] = {}  # per row and label look: x positions, glyphs
     alone = []  # unlabelled blocks, each naming itself on hover
+    height = _ROW - _GAP
+    rows = [y0 + (p - 1 - s) * _ROW + _GAP / 2 for s in range(p)]
+    row_text = [f"{y:g}" for y in rows]
     for e in timeline.events:
-        if upto is not None and e.start >= upto:
+        start = e.start
+        if upto is not None and start >= upto:
             continue
         op = e.op
         look = looks.get((op.kind, op.direction, op.chunk))
@@ -211,19 +222,21 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
             look = looks[op.kind, op.direction, op.chunk] = (
                 f'class="ppedu-op ppedu-{op.kind}" {patterns.fill(colour, STYLE[op.kind, op.direction][1])}',
                 f'fill="{ink(colour)}" stroke="{colour}"')
-        x, w = _LEFT + e.start * unit, ((e.end if upto is None else min(e.end, upto)) - e.start) * unit
-        y = y0 + (p - 1 - e.stage) * _ROW + _GAP / 2
+        x, w = _LEFT + start * unit, ((e.end if upto is None else min(e.end, upto)) - start) * unit
         # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
         text = op.label(chunk=chunked)
-        label = next((g for g in _labels(text) if w >= g[0]), None)
-        if label is None:
-            alone.append(f'<rect {look[0]} x="{x:.1f}" y="{y:g}" width="{w:.1f}" height="{_ROW - _GAP}">'
+        for label in _labels(text):
+            if w >= label[0]:
+                break
+        else:
+            alone.append(f'<rect {look[0]} x="{x:.1f}" y="{row_text[e.stage]}" width="{w:.1f}" height="{height}">'
                          f'<title>{text}</title></rect>')
             continue
-        shapes.setdefault(look[0], []).append(f"M{x:.1f},{y:g}h{w:.1f}v{_ROW - _GAP}h{-w:.1f}z")
-        xs, chars = glyphs.setdefault((y + _ROW / 2 + 2, look[1]), ([], []))
+        shapes.setdefault(look[0], []).append(f"M{x:.1f},{row_text[e.stage]}h{w:.1f}v{height}h{-w:.1f}z")
+        xs, chars = glyphs.setdefault((rows[e.stage] + _ROW / 2 + 2, look[1]), ([], []))
         middle = x + w / 2
-        xs.extend(f"{middle + dx:.1f}" for dx in label[1])
+        for dx in label[1]:
+            xs.append(f"{middle + dx:.1f}")
         chars.append(label[2])
     # What every block and label shares is said once: the outline, and the label's size, centring and halo (a stroke
     # in its block's colour, painted under the letters: it keeps hatch lines out from under them).
@@ -275,16 +288,27 @@ def _label(x: float, y: float, w: float, text: str, background: str) -> str:
             f'paint-order="stroke" pointer-events="none">{escape(text)}</text>')
 
 
-def _axis(end: float, unit: float, y: float, first_step_label: bool = False) -> str:
-    """Tick labels along the time axis, thinned so they never overlap."""
-    every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10**9) if k * unit >= 28)
+def _axis(end: float, unit: float, y: float, name: str = "", scale: float = 1.0, columns: bool = False) -> str:
+    """Tick labels along the time axis, as far apart as their text needs, and the axis's name with its unit.
+    ``columns``: a grid's columns, labelled t1, t2, … at their centres; else the times, in the timeline's units
+    times ``scale``, at steps of 1, 2 or 5 × 10ⁿ."""
     ticks = []
-    for t in range(0, int(end) + 1, every):
-        if first_step_label:  # the grid labels its columns t1, t2, … at their centres
-            if t >= end:
-                break
-            x, text = _LEFT + (t + 0.5) * unit, f"t{t + 1}"
-        else:
-            x, text = _LEFT + t * unit, str(t)
-        ticks.append(_text(x, y + 15, text, "middle", size=10))
-    return "".join(ticks)
+    if columns:
+        every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10**9)
+                     if k * unit >= _CHAR * len(f"t{int(end)}") + 8)
+        ticks = [(_LEFT + (t + 0.5) * unit, f"t{t + 1}") for t in range(0, int(end), every)]
+    else:
+        shown = end * scale
+        steps = (m * 10.0**k for k in range(-9, 12) for m in (1, 2, 5))
+        step = next(d for d in steps if d / scale * unit >= _CHAR * len(_number(shown, d)) + 8)
+        ticks = [(_LEFT + i * step / scale * unit, _number(i * step, step)) for i in range(int(shown / step + 1e-9) + 1)]
+    out = [_text(x, y + 16, text, "middle") for x, text in ticks]
+    if name:
+        out.append(_text(_LEFT + end * unit / 2, y + 33, name, "middle"))
+    return "".join(out)
+
+
+def _number(x: float, step: float) -> str:
+    """``x`` with as many decimals as ``step`` needs."""
+    decimals = max(0, -int(f"{step:e}".split("e")[1]))
+    return f"{x:.{decimals}f}"

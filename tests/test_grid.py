@@ -5,7 +5,7 @@ import pytest
 
 from ppedu import Costs, schedules, simulate
 from ppedu.grid import IDLE, grid
-from ppedu.plot import IDLE_STYLE, STYLE, plot_memory, plot_timeline
+from ppedu.plot import IDLE_STYLE, STYLE, DisplayFigure, plot_memory, plot_timeline, texts
 from ppedu.text import render_grid, render_metrics
 
 
@@ -80,9 +80,27 @@ def test_plot_hatches_idle_time_and_distinguishes_kinds_without_colour():
     hatches = {patch.get_hatch() for patch in ax.patches}
     assert {STYLE["F", 0][1], STYLE["B", 0][1], STYLE["W", 0][1], IDLE_STYLE[1]} <= hatches
     assert len({STYLE[k, 0][1] for k in "FBW"}) == 3  # F, B, W differ in hatching, not only colour
-    assert ax.get_xlabel() == "time step" and ax.get_ylabel() == "GPU"
+    assert ax.get_xlabel() == "time (steps)" and ax.get_ylabel() == "GPU"
     assert ax.get_ylim()[0] < 0 < 3 < ax.get_ylim()[1]  # GPU 0 lowest
     assert len([p for p in ax.patches if p.get_hatch() != IDLE_STYLE[1]]) == len(t.events)
+
+
+def test_a_diagram_on_a_longer_shared_axis_fits_its_labels_to_that_axis():
+    """A prediction drawn above a slower measured run shares its time axis: labelled for its own makespan and then
+    squeezed, its labels would pile onto each other."""
+    t = simulate(schedules.zero_bubble_h1(4, 8), Costs(1, 1, 1))
+
+    def overlaps(figure):
+        boxes = [w.box for w in texts(figure) if w.text.strip()]
+        return sum(min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5
+                   for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+    squeezed = DisplayFigure(figsize=(12, 3))
+    plot_timeline(t, ax=squeezed.subplots()).axes[0].set_xlim(0, 6 * t.makespan)
+    fitted = DisplayFigure(figsize=(12, 3))
+    plot_timeline(t, ax=fitted.subplots(), until=6 * t.makespan)
+    assert fitted.axes[0].get_xlim() == (0, 6 * t.makespan)
+    assert overlaps(squeezed) > 0 and overlaps(fitted) == 0
 
 
 def test_plot_writes_a_png(tmp_path):
@@ -91,8 +109,13 @@ def test_plot_writes_a_png(tmp_path):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_memory_plot_draws_one_line_per_gpu():
-    fig = plot_memory(simulate(schedules.one_f_one_b(4, 8)))
-    lines = fig.axes[0].get_lines()
+def test_memory_plot_draws_one_line_per_gpu_without_dips_where_a_free_meets_an_allocation():
+    t = simulate(schedules.one_f_one_b(4, 8))
+    lines = plot_memory(t).axes[0].get_lines()
     assert len(lines) == 4
     assert [int(np.max(line.get_ydata())) for line in lines] == [4, 3, 2, 1]
+    # In 1F1B's steady state GPU 0 frees one micro-batch as it takes the next: its line stays at 4, never 3 and back.
+    times, counts = lines[0].get_xdata(), lines[0].get_ydata()
+    steady = [c for x, c in zip(times, counts) if 4 <= x < 15]
+    assert steady and set(steady) == {4}
+    assert len(set(times)) == len(times)  # one point per instant

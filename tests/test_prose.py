@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from ppedu import Costs, cluster, lesson, schedules, simulate
 from ppedu.errata import matching_configurations
 from ppedu.memory import FREE_AT_B, FREE_AT_W, zero_bubble_split
+from ppedu.slots import check_slot_answers
 from ppedu.widgets import SlotCountingExercise
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -70,8 +71,9 @@ def test_ch6_an_unsplit_backward_takes_b_plus_w():
 
 
 def test_ch1_the_first_attempt_gets_the_hints_its_text_names():
-    assert source("01-bubble-problem", "01-38") == "print(exercise.check(total=6, idle=6))"
-    hints = str(SlotCountingExercise(schedules.gpipe(3, 2)).check(total=6, idle=6))
+    # Checked beside the widget, not through it: the exercise above stays unanswered after Run All.
+    assert source("01-bubble-problem", "01-38").endswith("print(check_slot_answers(exercise.grid, total=6, idle=6))")
+    hints = str(check_slot_answers(SlotCountingExercise(schedules.gpipe(3, 2)).grid, total=6, idle=6))
     assert "not the number of micro-batches" in hints and "warm-up and cooldown triangles" in hints
 
 
@@ -94,7 +96,7 @@ def test_ch5_zb_h1_keeps_only_the_largest_of_1f1bs_peaks_under_every_memory_mode
     m = p + extra
     one = simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=1, w=1)).peak_activations
     zb = simulate(schedules.zero_bubble_h1(p, m), Costs(f=1, b=1, w=1), zero_bubble_split(kept)).peak_activations
-    assert max(zb) == max(one)
+    assert max(zb) == pytest.approx(max(one))  # kept = 0.0722 sums to 5.000000000000001
 
 
 def test_ch5_zb_h1_at_p4_m8_raises_every_gpu_to_gpu_0s_peak_when_w_frees_the_activations():

@@ -91,3 +91,9 @@ def test_zb_h1_peak_under_both_memory_models():
         assert simulate(s, EQUAL).peak_activations == tuple(min(p, m) for _ in range(p))
         assert simulate(s, EQUAL, memory=FREE_AT_B).peak_activations == tuple(min(p - j, m) for j in range(p))
     assert "if B freed them" in law("zb-h1").peak.text
+
+
+def test_the_sheet_covers_every_schedule_ppedu_builds():
+    assert {x.schedule for x in LAWS} == set(schedules.SCHEDULES)
+    # v reaches every schedule that takes it, not interleaving alone
+    assert measure("looped-bfs", 4, 8, 3).hand_overs == closed("looped-bfs", 4, 8, 3).hand_overs == 2 * 8 * (4 * 3 - 1)

@@ -120,9 +120,26 @@ def lookup(namespace: Mapping[str, object], name: str) -> object:
     """
     value = namespace.get(name, _MISSING)
     if value is _MISSING:
-        raise Wrong(f"`{name}` is not defined: write your answer in its cell "
-                    "(replacing the `raise NotImplementedError()` line) and run that cell.")
+        raise Missing(name)
     return value
+
+
+class Missing(Wrong):
+    """Answers whose names the notebook does not define: one sentence for all of them.
+
+    >>> print(Missing("T", "total_slots", "bubble"))
+    `T`, `total_slots` and `bubble` are not defined: write your answers in their cells (replacing the `raise NotImplementedError()` lines) and run those cells.
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+        listed = ", ".join(f"`{n}`" for n in names[:-1]) + (" and " if len(names) > 1 else "") + f"`{names[-1]}`"
+        if len(names) == 1:
+            super().__init__(f"{listed} is not defined: write your answer in its cell "
+                             "(replacing the `raise NotImplementedError()` line) and run that cell.")
+        else:
+            super().__init__(f"{listed} are not defined: write your answers in their cells "
+                             "(replacing the `raise NotImplementedError()` lines) and run those cells.")
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ppedu.grading.answers import Wrong, plain
+from ppedu.grading.answers import Missing, Wrong, plain
 from ppedu.grading.evaluate import Code, Evaluation
 
 
@@ -54,13 +54,20 @@ class Question:
         return {a.name: plain(namespace[a.name]) for a in self.answers if a.name in namespace}
 
     def read(self, data: Mapping[str, object]) -> dict[str, Any]:
-        """Every answer read from ``data``, or :class:`Wrong` with one line per malformed one."""
-        problems, got = [], {}
+        """Every answer read from ``data``, or :class:`Wrong` with one line per malformed one (and one for all
+        those missing, first)."""
+        problems: list[str] = []
+        missing: list[str] = []
+        got: dict[str, Any] = {}
         for answer in self.answers:
             try:
                 got[answer.name] = answer.read(data)
+            except Missing as gone:
+                missing += gone.names
             except Wrong as wrong:
                 problems.append(str(wrong))
+        if missing:
+            problems.insert(0, str(Missing(*missing)))
         if problems:
             raise Wrong("\n".join(problems))
         return got

@@ -46,18 +46,24 @@ class Verdict:
         return sum(c.max_score for c in self.cells)
 
     def render(self) -> str:
-        """A few lines: one per graded cell, the changed cells, the total.
+        """A few lines: one per graded cell (what to fix first, then which cell and its points), the changed
+        cells, the total.
 
-        >>> print(Verdict("ps1.ipynb", (CellVerdict("a", 1, 1), CellVerdict("b", 0, 2, "`T` is missing"))).render())
+        >>> print(Verdict("ps1.ipynb", (CellVerdict("a", 1, 1), CellVerdict("b", 0, 2, "`T` is missing."))).render())
         ✓ a  1/1
-        ✗ b  0/2  `T` is missing
+        ✗ `T` is missing.  [b  0/2]
         ps1.ipynb: 1/3 points from the checks you can see; 1 cell(s) to fix
         (they check your answers' form, not their values: the autograder checks the values, so your grade may differ)
         """
         lines = []
         for c in self.cells:
-            message = "  " + c.message.replace("\n", "\n      ") if c.message else ""
-            lines.append(f"{'✓' if c.passed else '✗'} {c.grade_id}  {c.score:g}/{c.max_score:g}{message}")
+            where = f"{c.grade_id}  {c.score:g}/{c.max_score:g}"
+            if c.message:
+                first, *rest = c.message.splitlines()
+                lines.append(f"{'✓' if c.passed else '✗'} {first}  [{where}]")
+                lines += [f"  {line}" for line in rest]
+            else:
+                lines.append(f"{'✓' if c.passed else '✗'} {where}")
         lines += [f"! test cell changed (the autograder will put it back): {source}" for source in self.changed]
         failing = sum(not c.passed for c in self.cells)
         summary = f"{self.notebook}: {self.score:g}/{self.max_score:g} points from the checks you can see"

@@ -3,14 +3,13 @@ step (with the bytes of saved activations per simulated GPU below) and a run acr
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
-
 from typing import TYPE_CHECKING
 
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from ppedu.mnist.executor import StepResult
-from ppedu.plot import DisplayFigure, plot_timeline
+from ppedu.plot import MAX_WIDTH, TEXT_PT, DisplayFigure, legend_handles, plot_timeline
 from ppedu.simulate import Timeline
 
 if TYPE_CHECKING:
@@ -18,8 +17,8 @@ if TYPE_CHECKING:
 
 
 def plot_step(result: StepResult) -> Figure:
-    """Predicted (top) and measured (middle) spacetime diagrams of ``result`` on one time axis
-    in milliseconds, and activation memory per GPU (bottom).
+    r"""Predicted (top) and measured (middle) spacetime diagrams of ``result`` on one time axis
+    in milliseconds, each with its own time scale, and activation memory per GPU (bottom).
 
     >>> import torch
     >>> from torch.nn.functional import cross_entropy
@@ -29,20 +28,20 @@ def plot_step(result: StepResult) -> Figure:
     ...                     (torch.randn(8, 1, 28, 28), torch.randint(0, 10, (8,))), cross_entropy)
     >>> fig = plot_step(step)
     >>> [ax.get_ylabel() for ax in fig.axes], fig._repr_png_()[:4]
-    (['GPU', 'GPU', 'saved activations (KiB)'], b'\x89PNG')
+    (['GPU', 'GPU', 'saved activations\n(KiB)'], b'\x89PNG')
     """
     p = result.schedule.p
-    fig = DisplayFigure(figsize=(12, 2.2 + 0.9 * p), layout="constrained")
-    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2])
+    fig = DisplayFigure(figsize=(MAX_WIDTH, 2.2 + 0.75 * p), layout="constrained")
+    top, middle, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[p, p, 2.2])
     _pair(top, middle, result.predicted, result.measured)
     for s, points in enumerate(result.memory):
-        bottom.step([0.0] + [t for t, _ in points], [0.0] + [b / 1024 for _, b in points], where="post", label=f"GPU {s}")
-    bottom.set_xlim(0, max(result.predicted.makespan, result.measured.makespan))
-    bottom.set_ylabel("saved activations (KiB)")
-    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    middle.set_xlabel("")
-    bottom.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
-    bottom.set_xlabel("time (ms)")
+        at = {0.0: 0.0, **{t: b / 1024 for t, b in points}}  # the bytes after all that happens at one instant
+        bottom.step(list(at), list(at.values()), where="post", label=f"GPU {s}", linewidth=1.8)
+    bottom.set_ylabel("saved activations\n(KiB)", fontsize=TEXT_PT)
+    bottom.tick_params(labelsize=TEXT_PT)
+    bottom.set_xlabel("time (ms)", fontsize=TEXT_PT)
+    entries = [*legend_handles(result.predicted), *bottom.get_lines()]
+    fig.legend(handles=entries, loc="outside lower center", ncols=len(entries), fontsize=TEXT_PT, frameon=False)
     return fig
 
 
@@ -50,17 +49,25 @@ def plot_processes(run: ProcessRun) -> Figure:
     """Predicted (top) and measured (bottom) spacetime diagrams of a step run across processes
     (:func:`ppedu.mnist.processes.run_processes`), on one time axis in milliseconds."""
     p = run.schedule.p
-    fig = DisplayFigure(figsize=(12, 1.2 + 1.2 * p), layout="constrained")
+    fig = DisplayFigure(figsize=(MAX_WIDTH, 1.4 + 1.2 * p), layout="constrained")  # p = 4 fits a slide at 1.5×
     top, bottom = fig.subplots(2, 1, sharex=True)
     _pair(top, bottom, run.predicted, run.measured, f" ({run.mode} sends)")
-    bottom.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")
-    bottom.set_xlabel("time (ms)")
+    bottom.set_xlabel("time (ms)", fontsize=TEXT_PT)
+    entries = legend_handles(run.predicted)
+    fig.legend(handles=entries, loc="outside lower center", ncols=min(len(entries), 4), fontsize=TEXT_PT,
+               frameon=False)
     return fig
 
 
 def _pair(top: Axes, below: Axes, predicted: Timeline, measured: Timeline, how: str = "") -> None:
-    """The prediction above the measured run, sharing their time axis."""
+    """The prediction above the measured run, each with its own time scale in milliseconds (their axis shared)
+    and no legend of its own: the figure has one, below."""
+    until = max(predicted.makespan, measured.makespan)
     for ax, timeline, what in ((top, predicted, "predicted"), (below, measured, "measured")):
-        plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}{how}, bubble {timeline.bubble_ratio:.1%}")
-    top.set_xlabel("")
-    below.set_xlim(0, max(predicted.makespan, measured.makespan))
+        plot_timeline(timeline, ax=ax, title=f"{what}: {timeline.schedule.name}{how}, bubble {timeline.bubble_ratio:.1%}",
+                      until=until)
+        if (legend := ax.get_legend()) is not None:
+            legend.remove()
+        ax.tick_params(labelbottom=True)
+        ax.set_xlabel("")
+        ax.xaxis.set_major_formatter(lambda t, _: f"{t * 1e3:g}")

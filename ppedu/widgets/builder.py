@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import ipywidgets as widgets
 
 from ppedu.costs import Costs
@@ -10,6 +12,9 @@ from ppedu.ops import Op, Schedule
 from ppedu.palette import STYLE
 from ppedu.placement import PlacementTask, Violation, check_placement, violations
 from ppedu.simulate import Timeline, simulate
+
+if TYPE_CHECKING:
+    from ppedu.search import Found
 from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 _ERASE = "(remove)"
@@ -35,7 +40,7 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
                  challenge: bool = False) -> None:
         self.model = PlacementTask(p, m, v, split_w)
         self.challenge = challenge
-        self._target: float | None = None
+        self._found: Found | None = None
         self.steps = steps or 2 * (m * v + p - 1) + (m * v if split_w else 0) + 2
         self.placed: dict[tuple[int, int], Op] = {}
         self._bad: set[tuple[int, int]] = set()  # cells drawn as breaking a rule
@@ -90,19 +95,31 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
     def target(self) -> float:
         """The makespan of the best order :func:`ppedu.search.search` finds on this grid (same GPUs,
         micro-batches and chunks, one time step per operation): the one to beat."""
-        if self._target is None:
-            from ppedu.costs import Costs
+        return self._search().makespan
+
+    def _search(self) -> Found:
+        if self._found is None:
             from ppedu.search import search
 
             m = self.model
             per_stage = Costs(f=m.v, b=m.v, w=m.v if m.split_w else 0)  # one step per chunk's op
-            self._target = search(m.p, m.m, per_stage, cut=m.v, one_direction=True, seconds=0.5).makespan
-        return self._target
+            self._found = search(m.p, m.m, per_stage, cut=m.v, one_direction=True, seconds=0.5)
+        return self._found
 
     def _verdict(self, span: int) -> str:
-        best = self.target()
+        """How the placement compares with the search's best order, and whether that order can be beaten at all.
+
+        >>> b = ScheduleBuilder(p=2, m=1, challenge=True)
+        >>> b._verdict(4)
+        'That is the fewest steps possible: no order of these operations takes fewer than 4 (the search tried them all).'
+        """
+        found = self._search()
+        best = found.makespan
         if span < best - 1e-9:
             return f"You beat the search: its best order takes {best:g} steps."
+        if span <= best + 1e-9 and (found.exact or best <= found.lower_bound + 1e-9):
+            why = "the search tried them all" if found.exact else "every GPU's work and one micro-batch's path say so"
+            return f"That is the fewest steps possible: no order of these operations takes fewer than {best:g} ({why})."
         if span <= best + 1e-9:
             return f"That ties the search's best order ({best:g} steps). Can you beat it?"
         return f"The search found an order in {best:g} steps: can you beat it?"
@@ -145,8 +162,9 @@ class ScheduleBuilder(StaticFallback, widgets.VBox):
         cells = [tuple(only)] if only else list(self.cells.cells)
         for s, t in {*cells, *bad, *self._bad}:
             op = self.placed.get((s, t))
-            self.cells.show(s, t, self.model.name(op) if op else "", STYLE[op.kind, 0][0] if op else None,
-                            "ppedu-violation" if (s, t) in bad else None)
+            text = self.model.name(op) if op else ""
+            self.cells.show(s, t, text, STYLE[op.kind, 0][0] if op else None,
+                            "ppedu-violation" if (s, t) in bad else None, f"{text}, breaks a rule" if (s, t) in bad else None)
         self._bad = bad
         self._show(Feedback(not found, tuple(map(str, found))) if found else
                    Feedback(True, (f"{len(self.placed)} of {len(self.model.ops())} operations placed; no rule broken.",)))

@@ -19,7 +19,7 @@ from ppedu.palette import op_colour
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
+from ppedu.widgets._parts import CellGrid, EnterChecks, StaticFallback, feedback_html
 
 Mode = Literal["count", "mark"]
 _MARK_STEPS = 64
@@ -70,23 +70,29 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             raise ValueError(f"answers is a file name in the notebook's folder, without a folder (got {answers!r})")
         self.answers, self.question = (Path(answers) if answers else None), question
         self.feedback = widgets.HTML().add_class("ppedu-feedback")
-        self.button = widgets.Button(description="Check", button_style="primary")
+        self.button = widgets.Button(description="Check", button_style="primary").add_class("ppedu-check")
         self.button.on_click(lambda _b: self._check_from_ui())
-        self.fields = {name: widgets.Text(description=name, placeholder="your answer",
+        # A field's value reaches the kernel when the student leaves it or presses Enter, so Check never grades what
+        # was typed before (an exam saves every keystroke instead: nothing typed is lost).
+        self.fields = {name: widgets.Text(description=name, placeholder="your answer", continuous_update=answers is not None,
                                           style={"description_width": "7em"})
                        for name in ("total slots", "idle slots", "bubble ratio")}
         if mode == "count":
             self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
             inputs: list[widgets.Widget] = list(self.fields.values())
         else:
-            self.picture = CellGrid(*self.grid.shape, on_click=self.toggle).add_class("ppedu-diagram")
+            name = f"{self.grid.shape[0]} GPUs by {steps} time steps: arrow keys move, Enter or Space marks a cell idle"
+            self.picture = CellGrid(*self.grid.shape, on_click=self.toggle, toggles=True, name=name).add_class("ppedu-diagram")
             inputs = [widgets.HTML("Click every idle cell, then check." if self.answers is None else
                                    "Click every idle cell; each click is saved.")]
-        buttons = [self.button] if self.answers is None else []
+        buttons = [self.button, EnterChecks()] if self.answers is None else []
         if self.answers is not None:
             self._restore()
             for text in self.fields.values():
                 text.observe(lambda _change: self._save(), names="value")
+        else:
+            for text in self.fields.values():  # a verdict on answers since changed would mislead
+                text.observe(lambda _change: self._clear(), names="value")
         if mode == "mark":
             self._paint()
         super().__init__([self.picture, *inputs, *buttons, self.feedback])
@@ -138,6 +144,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.marked ^= {(stage, step)}
         if self.mode == "mark":
             self._paint(stage, step)
+        self._clear()
         self._save()
 
     def check_marking(self) -> Feedback:
@@ -178,6 +185,11 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.feedback.value = feedback_html(feedback)
         return feedback
 
+    def _clear(self) -> None:
+        """No verdict shown on answers that have changed since it was given."""
+        if self.answers is None:
+            self.feedback.value = ""
+
     def _paint(self, *only: int) -> None:
         assert isinstance(self.picture, CellGrid)
         labels, starts, kinds = self.grid.labels(), self.grid.starts(), self.grid.kinds()
@@ -185,12 +197,15 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         cells = [tuple(only)] if only else list(product(*map(range, self.grid.shape)))
         for s, t in cells:
             marked = (s, t) in self.marked
-            flag = "ppedu-marked" if marked else None
+            flag, mark = ("ppedu-marked", ", marked idle") if marked else (None, "")
             if self.hidden[s][t]:
-                self.picture.show(s, t, "✗" if marked else "?", "#616161", flag)
+                self.picture.show(s, t, "✗?" if marked else "?", "#616161", flag, "hidden" + mark)
             elif kinds[s, t]:
+                # A marked busy cell keeps its label: the student sees what they marked.
                 op = events[self.grid.rows[s][t]].op
-                self.picture.show(s, t, "✗" if marked else (labels[s, t] if starts[s, t] else "·"),
-                                  op_colour(op, self.timeline.schedule) if not marked else "#F4CCCC", flag)
+                text = labels[s, t] if starts[s, t] else "·"
+                what = labels[s, t] if starts[s, t] else f"{labels[s, t]} continues"
+                self.picture.show(s, t, f"✗{text}" if marked else text, op_colour(op, self.timeline.schedule), flag,
+                                  what + mark)
             else:
-                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag)
+                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag, "empty" + mark)

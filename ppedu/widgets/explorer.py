@@ -23,7 +23,7 @@ _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25),
 #: What a screen reader calls each slider (its visible letter first).
 NAMES = {
     "p": "p, pipeline stages (GPUs)", "m": "m, micro-batches per step", "v": "v, model chunks per GPU",
-    "f": "f, forward time per chunk", "b": "b, backward time per chunk", "w": "w, weight-gradient time per chunk",
+    "f": "f, forward time per stage", "b": "b, backward time per stage", "w": "w, weight-gradient time per stage",
     "comm": "comm, hand-over time between GPUs",
 }
 
@@ -32,9 +32,10 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``p``, ``m``, ``v`` and the costs ``f``, ``b``, ``w``,
     ``comm``; every change re-simulates and redraws the spacetime diagram and the metrics.
 
-    The costs are per chunk, as :func:`~ppedu.simulate.simulate` takes them: to compare
-    interleaving on the same model, give each of its ``v`` chunks 1/v of a stage (``f = b = 1/v``
-    against ``f = b = 1`` for 1F1B). ``comm`` is the latency of one hand-over between GPUs.
+    The costs are per stage (one GPU's share of the model), so every schedule runs the same model and
+    switching schedules compares equal work per GPU: a schedule that cuts each GPU's share into ``v``
+    chunks (interleaving, the V shapes) gives each chunk 1/v of them, and says so above the diagram.
+    ``comm`` is the latency of one hand-over between GPUs.
 
     ``v`` (chunks per GPU) applies to the schedules in :data:`~ppedu.schedules.VIRTUAL` only; an
     impossible combination (say DualPipe with an odd ``p``) shows its one-line reason above the last
@@ -44,8 +45,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     >>> x = ScheduleExplorer("gpipe", p=4, m=4)
     >>> x.metrics()["makespan"], x.metrics()["idle_slots"]
     (14.0, 24.0)
-    >>> x.set(schedule="interleaved", v=2, m=6).timeline is None
-    False
+    >>> x.set(schedule="zb-v", m=8, w=1).metrics()["makespan"] < x.set(schedule="1f1b").metrics()["makespan"]
+    True
     >>> x.set(schedule="dualpipe", m=6).timeline is None, x.error, x.nearest_m
     (True, 'dualpipe needs an even m with m ≥ 2p micro-batches (got p=4, m=6)', 8)
     """
@@ -64,22 +65,24 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         self.message = widgets.HTML().add_class("ppedu-message")
         self.fix = widgets.Button(layout=widgets.Layout(visibility="hidden")).add_class("ppedu-fix")
         self.fix.on_click(lambda _b: self.set(m=self.nearest_m) if self.nearest_m else None)
-        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
-        self.table = widgets.HTML().add_class("ppedu-metrics")
+        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%", flex="1 1 560px")).add_class("ppedu-diagram")
+        self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em", flex="0 0 auto")).add_class("ppedu-metrics")
         self.timeline: Timeline | None = None
         self.error: str | None = None
         self.nearest_m: int | None = None
         self._holding = False
-        self._drawn = ""  # the last valid diagram and table, shown dimmed while a choice is impossible
+        self._drawn = ("", "")  # the last valid diagram and table, shown dimmed while a choice is impossible
         # The two columns of controls sit side by side where there is room, one above the other where not.
         controls = widgets.HBox([
             widgets.VBox([self.picker, *(self.sliders[k] for k in _COUNTS)]),
             widgets.VBox([self.sliders[k] for k in _COSTS]),
         ], layout=widgets.Layout(flex_flow="row wrap"))
-        # The message line keeps its height whether or not it has something to say.
+        # The message line keeps its height whether or not it has something to say; the metrics sit beside the
+        # diagram where there is room (a slide), below it where not.
+        self.message.layout.flex = "1 1 auto"
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
-        super().__init__([controls, status, self.diagram, self.table, ControlNames(NAMES)],
-                         layout=widgets.Layout(max_width="100%"))
+        drawn = widgets.HBox([self.diagram, self.table], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))
+        super().__init__([controls, status, drawn, ControlNames(NAMES)], layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
         for control in (self.picker, *self.sliders.values()):
             control.observe(self._changed, names="value")
@@ -138,7 +141,9 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         # Says which settings it shows: a later cell that moves the sliders must not contradict it.
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
         return (f"<p><em>A still picture of the schedule explorer at {escape(shown)}; "
-                "run the notebook to move its sliders.</em></p>" + self.message.value + self.diagram.value + self.table.value)
+                "run the notebook to move its sliders.</em></p>" + self.message.value
+                + '<div style="display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start">'
+                + f'<div style="flex:1 1 560px;min-width:0">{self.diagram.value}</div>{self.table.value}</div>')
 
     def _changed(self, _change: object) -> None:
         if not self._holding:
@@ -149,7 +154,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         chunked = values["schedule"] in VIRTUAL
         self.sliders["v"].disabled = not chunked
         try:
-            self.timeline, self.error = simulate(self._build(values["m"]), _costs(values)), None
+            schedule = self._build(values["m"])
+            self.timeline, self.error = simulate(schedule, _costs(values, schedule)), None
         except ValueError as problem:
             self.timeline, self.error = None, str(problem)
         if self.timeline is None:
@@ -158,13 +164,14 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
                                   f'style="color:{ALERT}">⚠ </span>{escape(self.error or "")}</span>')
             self.fix.description = f"use m = {self.nearest_m}" if self.nearest_m else ""
             self.fix.layout.visibility = "visible" if self.nearest_m else "hidden"
-            self.diagram.value = f'<div style="opacity:.3" aria-hidden="true">{self._drawn}</div>'
-            self.table.value = ""
+            diagram, table = self._drawn
+            self.diagram.value = f'<div style="opacity:.3" aria-hidden="true">{diagram}</div>'
+            self.table.value = f'<div style="opacity:.3" aria-hidden="true">{table}</div>' if table else ""
             return
         self.nearest_m = None
-        self.message.value, self.fix.layout.visibility = "", "hidden"
+        self.message.value, self.fix.layout.visibility = _cut(self.timeline.schedule), "hidden"
         self.diagram.value, self.table.value = scrolling(render_svg(self.timeline)), _table(self.timeline)
-        self._drawn = self.diagram.value + self.table.value
+        self._drawn = (self.diagram.value, self.table.value)
 
     def _build(self, m: int) -> Schedule:
         values = self.values
@@ -189,8 +196,18 @@ def _built(name: str, p: int, m: int, v: int) -> Schedule:
     return build(name, p, m, v)
 
 
-def _costs(values: dict[str, Any]) -> Costs:
-    return Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"])
+def _costs(values: dict[str, Any], schedule: Schedule) -> Costs:
+    """The per-stage costs of the sliders as the simulator takes them: per chunk, 1/v of a stage each."""
+    return Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"]).per_chunk(schedule.virtual)
+
+
+def _cut(schedule: Schedule) -> str:
+    """What a schedule that cuts the model finer does with the costs, said above its diagram (empty if nothing)."""
+    v = schedule.virtual
+    if v == 1:
+        return ""
+    return (f'<span style="color:{TEXT}">{escape(schedule.name)}: {v} chunks per GPU, each 1/{v} of f, b, w '
+            "(the same work per GPU)</span>")
 
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
@@ -214,6 +231,7 @@ def _table(t: Timeline) -> str:
         ("hand-overs between GPUs", str(t.schedule.hand_overs)),
         ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
-    body = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    cell = "padding:.1em .5em .1em 0;line-height:1.3"
+    body = "".join(f"<tr><th style='text-align:left;{cell}'>{k}</th><td style='{cell}'>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
 

@@ -22,10 +22,11 @@ from ppedu.widgets.explorer import NAMES
 
 class StepPicker(StaticFallback, widgets.VBox):
     """A schedule picker and sliders for ``m`` and ``v`` over one model cut for ``p`` simulated
-    GPUs; *Run step* measures one real training step of ``batch`` as the lab does (warm-up runs,
-    then each op's fastest of ``repeats`` runs: :func:`~ppedu.mnist.measure.measure_step`) and
-    shows the measured and the predicted spacetime diagrams (seconds on the time axis), their gap
-    against the lab's tolerance, and the step's numbers.
+    GPUs; any change of them, or *Run step* (to measure again), measures one real training step of
+    ``batch`` as the lab does (warm-up runs, then each op's fastest of ``repeats`` runs:
+    :func:`~ppedu.mnist.measure.measure_step`) and shows the measured and the predicted spacetime
+    diagrams (milliseconds on the time axis), their gap against the lab's tolerance, and the step's
+    numbers. ``v`` is live only for the schedules that take it.
 
     An impossible choice (DualPipe with an odd ``m``, say) shows its one-line reason and leaves
     ``.result`` ``None``.
@@ -55,19 +56,27 @@ class StepPicker(StaticFallback, widgets.VBox):
         names = ControlNames({"m": NAMES["m"], "v (chunked)": NAMES["v"]})
         super().__init__([widgets.HBox([self.picker, self.m, self.v, self.button]), self.message, self.diagrams, names])
         self.add_class("ppedu-step-picker")
+        self._holding = False
         self.button.on_click(lambda _: self.run())
+        for control in (self.picker, self.m, self.v):
+            control.observe(lambda _: self._holding or self.run(), names="value")
         self.run()
 
     def run(self, **changes: Any) -> StepPicker:
         """Set any of ``schedule``, ``m``, ``v`` (as a student would), then run one step."""
         if unknown := set(changes) - {"schedule", "m", "v"}:
             raise ValueError(f"unknown control {sorted(unknown)[0]!r} (the controls are schedule, m, v)")
-        for name, value in changes.items():
-            control = self.picker if name == "schedule" else getattr(self, name)
-            if name != "schedule":
-                control.max = max(control.max, value)
-            control.value = value
+        self._holding = True  # one step for all the changes, not one per control
+        try:
+            for name, value in changes.items():
+                control = self.picker if name == "schedule" else getattr(self, name)
+                if name != "schedule":
+                    control.max = max(control.max, value)
+                control.value = value
+        finally:
+            self._holding = False
         name = self.picker.value
+        self.v.disabled = name not in VIRTUAL
         try:
             schedule = build(name, self.p, self.m.value, self.v.value if name in VIRTUAL else 1)
             chunks = split_model(self.model, schedule.chunks)
@@ -88,8 +97,9 @@ class StepPicker(StaticFallback, widgets.VBox):
         self.message.value = (f"loss {r.loss:.4f} · measured {r.measured.makespan * 1e3:.2f} ms, predicted "
                               f"{r.predicted.makespan * 1e3:.2f} ms (gap {gap(r):+.1%}, the lab's tolerance "
                               f"±{AGREEMENT:.0%}) · peak saved activations per GPU (KiB): {peaks}")
-        self.diagrams.value = (render_svg(r.measured, title="measured (seconds)")
-                               + render_svg(r.predicted, title="predicted from the measured mean costs"))
+        ms = ("time (ms)", 1e3)
+        self.diagrams.value = (render_svg(r.measured, title="measured", time=ms)
+                               + render_svg(r.predicted, title="predicted from the measured mean costs", time=ms))
 
     def _static_html(self) -> str:
         return self.message.value + self.diagrams.value

@@ -78,6 +78,11 @@ def test_a_student_fills_an_answer_and_nbgrader_validates_it_in_jupyterlab(lab):
     print(f"Validate took {time.monotonic() - started:.0f} s")
     # Every answer but the last given: exactly the last answer's test cell is reported, with the hint that its
     # variable is still missing; the tests of the answers typed pass.
-    failed = re.findall(r"The following cell failed: (.*?) -{10,}", verdict)
-    assert failed == [" ".join(tests[-1].source.split())], verdict
+    failed = verdict.split("The following cell failed: ")[1:]
+    source = " ".join(tests[-1].source.split())
+    assert len(failed) == 1 and failed[0].startswith(source), verdict
     assert "NotImplementedError" in verdict or "not defined" in verdict, verdict
+    # The sentence that helps comes first, alone: no traceback through the checking code, before it or after.
+    report = failed[0][len(source):].strip()
+    assert report.startswith("✗ `") and len(re.findall(r"[.!?](?:\s|$)", report)) == 1, verdict
+    assert "Traceback" not in verdict and "ppedu/grading" not in verdict, verdict

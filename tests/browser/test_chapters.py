@@ -1,23 +1,29 @@
-"""Every chapter notebook as a student meets it: opened in JupyterLab, run with Run ▸ Run All Cells, looked at.
+"""Every chapter notebook as a student meets it, then as a lecturer presents it: opened in JupyterLab, run with
+Run ▸ Run All Cells, looked at; then shown as jupyterlab-slideshow's deck and stepped through slide by slide.
 
 Each chapter must run without an error output and show each of its widgets. A ScheduleExplorer must redraw when
 a slider moves, and a SlotCountingExercise must answer a wrong and then a right attempt. The expected numbers and
 messages come from ppedu in this process, built from the same call the notebook makes; a widget whose call
 depends on the notebook's own variables is still checked for rendering, but not driven.
+
+In the deck, at 1920×1080 and at 1280×720: every output of a code cell is on some slide, no slide scrolls or runs
+off the screen, and every widget with a slider answers it there.
 """
 
 import ast
+import os
 from pathlib import Path
 
 import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from ppedu import Costs, schedules, simulate
+from ppedu import Costs, practice, schedules, simulate
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
-from .conftest import ROOT
+from .conftest import ROOT, SCREENSHOTS
+from .test_slides import deck
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 ROOT_CLASS = {
@@ -85,7 +91,9 @@ def test_a_chapter_runs_in_jupyterlab_and_its_widgets_work(lab, notebook: Path):
     cells = panel.locator(".jp-CodeCell")
     assert cells.count() == len(code)
 
-    views = panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.widget-view+json']")
+    # A widget's output carries no mime type (the widget manager's panel): each must hold the widget.
+    views = panel.locator(".jp-OutputArea-output:not([data-mime-type])")
+    assert views.count() >= sum(len(widget_calls(c.source)) for c in code)
     for i in range(views.count()):
         assert views.nth(i).locator(".jupyter-widgets").count(), f"widget output {i + 1} is empty"
     driven, shot = [], set()
@@ -106,6 +114,7 @@ def test_a_chapter_runs_in_jupyterlab_and_its_widgets_work(lab, notebook: Path):
         lab.shoot(figures.first, f"{notebook.stem}-figure")
     lab.screenshot(panel, notebook.stem)
     print(f"{notebook.stem}: drove {driven or 'no widget'}")
+    present(lab, panel, notebook.stem)
 
 
 def drive_explorer(lab, panel, root, explorer: ScheduleExplorer) -> None:
@@ -169,3 +178,157 @@ def drive_marking(lab, root, exercise: SlotCountingExercise) -> None:
 
 
 DRIVE = {"ScheduleExplorer": drive_explorer, "SlotCountingExercise": drive_exercise}
+
+
+SIZES = ((1920, 1080), (1280, 720))
+# In the page: what the deck shows now. The cells on screen and among them the ones shown (a fragment not yet
+# reached is on screen, but transparent); how far the slide runs past the screen (px, down and across); what inside
+# it scrolls sideways (a wide diagram does, on purpose).
+DECK_JS = """
+panel => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const is = (c, name) => c.classList.contains(name);
+  const on = cells.flatMap((c, i) => is(c, 'jp-deck-mod-onscreen') ? [i] : []);
+  const shown = on.filter(i => is(cells[i], 'jp-deck-mod-visible'));
+  const boxes = on.map(i => cells[i].getBoundingClientRect());
+  const notebook = panel.querySelector('.jp-Notebook');
+  const below = Math.max(notebook.scrollHeight - notebook.clientHeight, ...boxes.map(b => b.bottom - innerHeight), 0);
+  const across = Math.max(notebook.scrollWidth - notebook.clientWidth, ...boxes.map(b => b.right - innerWidth), 0);
+  const scrolls = on.flatMap(i => [...cells[i].querySelectorAll('*')].filter(e => {
+    const style = getComputedStyle(e);
+    return /(auto|scroll)/.test(style.overflowX) && e.scrollWidth > e.clientWidth + 1;
+  }).map(e => e.className.baseVal ?? e.className));
+  return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across, scrolls};
+}
+"""
+# In the page: wait until the deck has moved on from the cell ``before`` (false if it has not within a second: the
+# deck's end) and two frames more, so the slide is laid out and painted.
+NEXT_JS = """
+(panel, before) => new Promise(done => {
+  const start = performance.now();
+  const active = () => [...panel.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex(c => c.classList.contains('jp-mod-active'));
+  const check = () => {
+    if (active() !== before) requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+    else if (performance.now() - start > 1000) done(false);
+    else requestAnimationFrame(check);
+  };
+  check();
+})
+"""
+# In the page: how large the figures on the shown cells are on screen: each SVG text's size (px, zoom and scaling
+# included) and each picture's scale (on-screen width over its own).
+FIGURES_JS = """
+(panel, shown) => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')], out = [];
+  for (const i of shown) {
+    for (const t of cells[i].querySelectorAll('.jp-OutputArea-output svg text')) {
+      const svg = t.ownerSVGElement, box = svg.getBoundingClientRect();
+      if (!t.textContent.trim() || !t.getBoundingClientRect().width || !svg.viewBox.baseVal?.width) continue;
+      out.push([`${i + 1}: svg text ${t.textContent.trim().slice(0, 20)}`,
+                parseFloat(getComputedStyle(t).fontSize) * box.width / svg.viewBox.baseVal.width, 'px']);
+    }
+    for (const img of cells[i].querySelectorAll('.jp-OutputArea-output img'))
+      if (img.naturalWidth) out.push([`${i + 1}: picture`, img.getBoundingClientRect().width / img.naturalWidth, '×']);
+  }
+  return out;
+}
+"""
+#: On a 1080p slide every text of a figure is at least 18 px: an SVG's own text, and a picture's (matplotlib's
+#: smallest, its default 10 pt at 100 dpi, 13.9 px; the course's own are 15.3 px) shown at least this much enlarged.
+SLIDE_TEXT_PX, PICTURE_SCALE = 18, 18 / (10 * 100 / 72)
+# In the page: a widget's text and drawings, without its controls (what a moved slider must change).
+WIDGET_TEXT_JS = """
+root => { const copy = root.cloneNode(true);
+  copy.querySelectorAll('.widget-slider, .widget-readout, select').forEach(e => e.remove());
+  return copy.innerHTML; }
+"""
+
+
+def present(lab, panel, name: str) -> None:
+    """Step through the chapter's deck at each size; collect what no slide may do."""
+    cells = panel.locator(".jp-Cell")
+    with_output = {i for i in range(cells.count())
+                   if cells.nth(i).locator(".jp-OutputArea-output").count() and "jp-CodeCell" in cells.nth(i).get_attribute("class")}
+    problems, seen, driven, shot = [], set(), set(), set()
+    for width, height in SIZES:
+        lab.page.set_viewport_size({"width": width, "height": height})
+        cells.first.click()
+        with deck(lab):
+            panel.evaluate(NEXT_JS, -1)
+            for step in range(400):
+                state = panel.evaluate(DECK_JS)
+                seen |= set(state["shown"])
+                where = f"{name} at {width}×{height}, slide of cell {state['on'][0] + 1}"
+                if state["below"] > 1 or state["across"] > 1:
+                    problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
+                if width == 1920:
+                    driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
+                    problems += [f"{where}: cell {what} {size:.2f}{unit}" for what, size, unit in
+                                 panel.evaluate(FIGURES_JS, state["shown"]) if size < (SLIDE_TEXT_PX - 0.01 if unit == "px"
+                                                                                      else PICTURE_SCALE)]
+                shoot(lab, panel, name, width, step, state, shot)
+                panel.locator(".jp-Cell.jp-mod-active").first.focus()
+                lab.page.keyboard.press("Space")
+                if not panel.evaluate(NEXT_JS, state["active"]):
+                    break
+    assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
+    assert not problems, "\n".join(problems)
+
+
+def shoot(lab, panel, name, width, step, state, shot) -> None:
+    """At 1920×1080, the first slide that shows a widget and each slide that shows a new figure, as
+    build/screenshots/deck-<chapter>-widget.png and -figure-<k>.png (every step at both sizes with
+    PPEDU_DECK_SHOTS=all). ``shot`` remembers the cells already seen."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if os.environ.get("PPEDU_DECK_SHOTS") == "all":
+        lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{width}-{step:02d}.png"))
+    if width != 1920:
+        return
+    cells = panel.locator(".jp-Cell")
+    new = [i for i in state["shown"] if i not in shot]
+    shot.update(new)
+    names = [f"figure-{sum(isinstance(k, str) and k.startswith('figure') for k in shot) + 1}"
+             for i in new if cells.nth(i).locator(".jp-RenderedImage img").count()][:1]
+    if "widget" not in shot and any(cells.nth(i).locator(".jupyter-widgets.widget-box").count() for i in new):
+        names.append("widget")
+    for what in names:
+        lab.page.wait_for_timeout(300)
+        lab.page.screenshot(path=str(SCREENSHOTS / f"deck-{name}-{what}.png"))
+        shot.add(what)
+
+
+def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
+    """Move the first slider of every widget newly on the slide; its drawing or text must change."""
+    done = set()
+    for i in shown:
+        if i in driven:
+            continue
+        cell = panel.locator(".jp-Cell").nth(i)
+        for root in cell.locator(".jp-OutputArea-output > .jupyter-widgets, .jp-OutputArea-output > .widget-interact").all():
+            handle = root.locator(".widget-slider .noUi-target:not([disabled]) .noUi-handle").first
+            if not handle.count() or not handle.is_visible():
+                continue
+            before = root.evaluate(WIDGET_TEXT_JS)
+            handle.focus()
+            at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+            handle.press("ArrowLeft" if at_end else "ArrowRight")
+            try:
+                lab.page.wait_for_function("([r, b, js]) => eval(js)(r) !== b", arg=[root.element_handle(), before, WIDGET_TEXT_JS],
+                                           timeout=15_000)
+            except Exception:
+                problems.append(f"{where}: a widget did not answer its slider")
+            done.add(i)
+    return done
+
+
+def test_the_practice_sets_answers_stay_folded_until_the_student_opens_them(lab):
+    panel = lab.open("notebooks/practice.ipynb")
+    lab.run_all(panel)
+    assert lab.errors(panel) == []
+    keys = panel.locator(".jp-OutputArea-output details")
+    assert keys.count() == 2  # the practice set's key and the chapters' self-check answers
+    label = practice.practice_set()[0].label
+    for key in keys.all():
+        assert not key.evaluate("e => e.open") and "Show the answers" in text(key) and label not in text(key)
+    keys.first.locator("summary").click()
+    assert keys.first.evaluate("e => e.open") and label in text(keys.first)

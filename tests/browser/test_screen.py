@@ -12,7 +12,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from ppedu import Costs, schedules, simulate
-from ppedu.slides import DECK_STYLE
+from ppedu.lecture import DECK_STYLE
 from ppedu.svg import describe, render_svg
 from ppedu.widgets import explorer as explorer_module
 from ppedu.widgets import player as player_module
@@ -23,13 +23,13 @@ from .test_slides import deck
 WIDGETS = [
     "from ppedu import Costs, schedules, simulate\n"
     "from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer",
-    'ScheduleExplorer(schedule="interleaved", p=4, m=8, v=2, f=0.5, b=0.5)',
+    'ScheduleExplorer(schedule="interleaved", p=4, m=8, v=2)',
     "ScheduleBuilder(p=2, m=2)",
     'SlotCountingExercise("gpipe", p=2, m=1, mode="mark")',
     "SlotCountingExercise(schedules.gpipe(3, 2), hide=0.3)",
     "TimelinePlayer(simulate(schedules.zero_bubble_h1(3, 3), Costs(1, 1, 1))).seek(9)",
 ]
-BIG = 'ScheduleExplorer(schedule="interleaved", p=8, m=32, v=4, f=0.25, b=0.25)'
+BIG = 'ScheduleExplorer(schedule="interleaved", p=8, m=32, v=4)'
 
 # In the page: each text in the widgets' diagrams, feedback and messages, with its contrast ratio (WCAG 2.1) against
 # what lies behind it: the block under a label, else the nearest opaque backgrounds of its ancestors.
@@ -123,9 +123,9 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
 
     # An impossible setting (DualPipe with an odd m) keeps the explorer's height, says why and offers the nearest m.
     # (Interleaving takes any m now, as Megatron-LM and torch do.)
-    height = explorer.bounding_box()["height"]
     schedule.select_option("dualpipe")
     explorer.locator(".ppedu-diagram svg[aria-label*='of dualpipe']").wait_for()
+    height = explorer.bounding_box()["height"]
     lab.slider(explorer, "m").press("ArrowRight")
     explorer.locator(".ppedu-fix", has_text="use m = 8").wait_for()
     assert "even m" in explorer.locator(".ppedu-message").inner_text()
@@ -137,11 +137,11 @@ def test_the_widgets_read_in_the_dark_theme_and_their_cells_clear(lab, server):
     schedule.select_option("interleaved")
     explorer.locator(".ppedu-diagram svg[aria-label*='of interleaved']").wait_for()
 
-    # A wrong count gives feedback to be read too.
+    # A wrong count gives feedback to be read too; Enter in a field checks, as in any form.
     counting = panel.locator(".ppedu-slot-exercise").nth(1)
     counting.locator("input").first.fill("1")
-    counting.get_by_role("button", name="Check").click()
-    counting.locator(".ppedu-feedback [role=alert]").wait_for()
+    counting.locator("input").first.press("Enter")
+    counting.locator(".ppedu-feedback [role=alert]", has_text="total slots").wait_for()
 
     # The player's button has a name, and playing moves the diagram on (announced by its caption).
     player = panel.locator(".ppedu-player").first
@@ -189,7 +189,8 @@ def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
         page.wait_for_timeout(500)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "screen-slide-explorer.png"))
-        # Move comm one step on the slide: the diagram redraws as the simulator says it must.
+        # Move comm one step on the slide: the diagram redraws as the simulator says it must (costs per stage: each
+        # of the two chunks takes half).
         wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
         lab.slider(explorer, "comm").press("ArrowRight")
         svg = explorer.locator(".ppedu-diagram svg").first
@@ -262,3 +263,47 @@ def test_the_explorer_fits_a_small_screen_and_reads_at_its_largest(lab, server):
     assert view["x"] <= left < right <= view["x"] + view["width"]
     scroller.evaluate("e => { e.scrollLeft = 0; }")
     lab.shoot(big, "screen-narrow-big")
+
+
+MARK_GRID = "SlotCountingExercise(schedules.one_f_one_b(4, 4), mode='mark')"  # chapter 3's: 14 columns
+# In the page: the grid's cells that take a Tab stop, and how the focused cell is drawn.
+GRID_JS = """
+root => {
+  const cells = [...root.querySelectorAll('.ppedu-cell')];
+  const style = getComputedStyle(document.activeElement);
+  return {tabStops: cells.filter(c => c.tabIndex >= 0).length, focused: document.activeElement.getAttribute('aria-label'),
+          pressed: document.activeElement.getAttribute('aria-pressed'), ring: parseFloat(style.outlineWidth),
+          group: root.querySelector('[role=group]')?.getAttribute('aria-label') ?? ''};
+}
+"""
+
+
+def test_the_mark_grid_is_one_tab_stop_walked_with_the_arrow_keys_and_fits_a_small_screen(lab, server):
+    panel = lab.open(_notebook(server, "screen-grid", WIDGETS[0], MARK_GRID))
+    lab.run_all(panel)
+    grid = panel.locator(".ppedu-slot-exercise").first
+    first = grid.locator(".ppedu-cell-3-0")  # GPU 3 is drawn on top: its t1 comes first in the page
+    first.wait_for()
+    lab.page.wait_for_function("c => c.getAttribute('aria-label') === 'GPU 3, t1: empty'", arg=first.element_handle())
+    first.focus()
+    state = grid.evaluate(GRID_JS)
+    assert state["tabStops"] == 1 and "arrow keys" in state["group"] and state["ring"] >= 3
+    for key, wanted in (("ArrowRight", "GPU 3, t2: empty"), ("ArrowRight", "GPU 3, t3: empty"),
+                        ("ArrowDown", "GPU 2, t3: F0"), ("End", "GPU 2, t14: empty"), ("ArrowUp", "GPU 3, t14: empty")):
+        lab.page.keyboard.press(key)
+        assert grid.evaluate(GRID_JS)["focused"] == wanted
+    lab.page.keyboard.press("Space")  # marks the focused cell, which reads as pressed
+    lab.page.wait_for_function("() => document.activeElement.getAttribute('aria-pressed') === 'true'")
+    assert grid.evaluate(GRID_JS)["tabStops"] == 1
+    lab.page.keyboard.press("Space")
+    lab.page.wait_for_function("() => document.activeElement.getAttribute('aria-pressed') === 'false'")
+
+    # At 1024×768 with the file browser open all 14 columns show: the columns narrow, nothing is cut off.
+    lab.page.set_viewport_size({"width": 1024, "height": 768})
+    grid.scroll_into_view_if_needed()
+    lab.page.wait_for_timeout(300)
+    cells = grid.locator(".widget-gridbox").first
+    assert cells.evaluate("e => e.scrollWidth <= e.clientWidth + 1")  # no scrollbar: every column shows
+    last, area = grid.locator(".ppedu-cell-0-13").bounding_box(), grid.bounding_box()
+    assert last["x"] + last["width"] <= area["x"] + area["width"] + 1
+    lab.shoot(grid, "screen-narrow-mark-grid")

@@ -1,13 +1,18 @@
-"""Lecture mode: a chapter presented as slides with jupyterlab-slideshow's deck, started from the command palette.
+"""Lecture mode: a chapter presented as slides with jupyterlab-slideshow's deck, started from the command palette,
+and as the static reveal.js deck `make slides` writes.
 
-The deck is JupyterLab's own notebook shown slide by slide (not a separate page), so its widgets are the live ones.
+The live deck is JupyterLab's own notebook shown slide by slide (not a separate page), so its widgets are the live
+ones; tests/browser/test_chapters.py steps through every chapter's.
 """
 
 import re
+import shutil
 from contextlib import contextmanager
 
 import nbformat
 import pytest
+
+from ppedu import lecture, slides
 
 from .conftest import ROOT, SCREENSHOTS
 
@@ -17,7 +22,9 @@ TEXT_SIZES_JS = """
   .filter(e => e.getBoundingClientRect().height > 0 && e.textContent.trim())
   .map(e => parseFloat(getComputedStyle(e).fontSize) * (e.currentCSSZoom ?? 1))
 """
-CHAPTER = next(iter(sorted((ROOT / "notebooks").glob("0*.ipynb"))), None)
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+CHAPTER = next(iter(CHAPTERS), None)
+SIZES = ((1920, 1080), (1280, 720))
 
 
 def first_heading(notebook) -> str:
@@ -55,3 +62,45 @@ def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         lab.page.screenshot(path=str(SCREENSHOTS / f"{CHAPTER.stem}-slides.png"))
     assert lab.page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0  # the deck wrote nothing into it
+
+
+# The static decks (`make slides`): a chapter run, written as reveal.js slides, opened from its file with the network
+# cut off. In the page: per slide, how far its content runs past the slide (reveal.js's own size, before scaling)
+# and the smallest SVG text on it, on screen.
+STATIC_JS = """
+() => new Promise(done => require(["node_modules/reveal.js/dist/reveal.js"], Reveal => {
+  const {width, height} = Reveal.getConfig(), out = [];
+  for (const section of Reveal.getSlides()) {
+    const sizes = [...section.querySelectorAll('svg text')].filter(t => t.textContent.trim())
+      .map(t => parseFloat(getComputedStyle(t).fontSize) * Reveal.getScale());
+    out.push([section.scrollHeight - height, section.scrollWidth - width, Math.min(99, ...sizes)]);
+  }
+  done([out, document.querySelectorAll('aside.notes').length]);
+}))
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_as_a_static_deck_fits_both_screens_offline_with_its_notes(browser, notebook, monkeypatch):
+    monkeypatch.setenv("PPEDU_FAST", "1")
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    deck = slides.build_deck(notebook, out, execute=True)
+    notes = len(lecture.read_notes(lecture.notes_path(notebook)))
+    for width, height in SIZES:
+        page = browser.new_page(viewport={"width": width, "height": height})
+        remote, failed = [], []
+        page.route("http*://**/*", lambda route: (remote.append(route.request.url), route.abort()))
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.on("pageerror", lambda error: failed.append(str(error)))
+        page.goto(deck.as_uri())
+        page.locator(".reveal.ready").wait_for()
+        slides_seen, asides = page.evaluate(STATIC_JS)
+        page.close()
+        over = [(i, below, across) for i, (below, across, _) in enumerate(slides_seen) if below > 1 or across > 1]
+        assert over == [], f"{notebook.stem} at {width}×{height}: slides running over (index, px below, px across)"
+        assert remote == [] and [f for f in failed if "mathjax" not in f.lower()] == []
+        assert asides == notes > 0
+        if width == 1920:
+            smallest = min(size for _, _, size in slides_seen)
+            assert smallest >= 17.99, f"{notebook.stem}: a widget's still picture writes {smallest:.1f} px at 1080p"

@@ -124,6 +124,24 @@ def test_no_solution_or_hidden_test_in_any_file(release):
     assert not leaks, "\n".join(leaks)
 
 
+def test_no_speaker_notes_in_any_file(release):
+    """The lecturer's notes (docs/speaker-notes/) reach no student: no notes cell in a chapter, no note's words in
+    any file of the release."""
+    from ppedu.lecture import NOTES_FOLDER, read_notes
+
+    notes = [note.text for path in (ROOT / NOTES_FOLDER).glob("*.md") for note in read_notes(path)]
+    assert len(notes) > 50  # the scan below looks for something
+    found = []
+    for path in _files(release):
+        name, text = path.relative_to(release).as_posix(), _text(path)
+        if path.suffix == ".ipynb":
+            found += [f"{name}: a notes cell" for c in nbformat.read(path, as_version=4).cells
+                      if c.metadata.get("slideshow", {}).get("slide_type") == "notes"]
+            text = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells)
+        found += [f"{name}: {note[:60]!r}" for note in notes if note in text]
+    assert not found, "\n".join(found)
+
+
 def _bodies(tree):
     """Each function's and class's body, names and docstrings aside, for those of more than one statement:
     the same code under another name is still the same code."""

@@ -119,4 +119,4 @@ def test_matplotlib_labels_fit_their_blocks_and_chunks_are_shaded():
         left, right = ax.transData.transform([(block.get_x(), 0), (block.get_x() + block.get_width(), 0)])[:, 0]
         assert box.width <= right - left, text.get_text()
     assert len({p.get_facecolor() for p in blocks if p.get_hatch() == ""}) == 2  # forwards of the two laps
-    assert ax.get_xlabel() == "time"  # half steps: not whole time steps
+    assert ax.get_xlabel() == "time (cost units)"  # half steps: not whole time steps

@@ -1,4 +1,5 @@
-"""Lecture mode: a deck built from a notebook loads nothing from the network; slide tags are added, never changed."""
+"""Lecture mode without a kernel: a static deck built from a notebook loads nothing from the network, is laid out at
+1280×720 and carries the chapter's speaker notes for reveal.js's speaker view."""
 
 import shutil
 from pathlib import Path
@@ -19,16 +20,10 @@ def notebook(tmp_path):
                 nbformat.v4.new_markdown_cell("### A detail"),
                 nbformat.v4.new_markdown_cell("## GPipe")]
     nb.cells[2].metadata["slideshow"] = {"slide_type": "fragment"}
-    path = tmp_path / "tiny.ipynb"
+    (tmp_path / "notebooks").mkdir()
+    path = tmp_path / "notebooks" / "tiny.ipynb"
     nbformat.write(nb, path)
     return path
-
-
-def test_tag_slides_fills_in_missing_slide_types_only(notebook):
-    assert slides.tag_slides(notebook) == 3
-    types = [c.metadata["slideshow"]["slide_type"] for c in nbformat.read(notebook, as_version=4).cells]
-    assert types == ["slide", "-", "fragment", "slide"]
-    assert slides.tag_slides(notebook) == 0
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
@@ -38,10 +33,24 @@ def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
     deck = slides.build_deck(notebook, out)
     html = deck.read_text()
     assert 'href="node_modules/reveal.js/dist/reveal.css"' in html and "node_modules/reveal.js/dist/reveal.js" in html
-    assert slides.remote_references(html) == []
+    assert slides.remote_references(html, out) == []
     assert "unpkg.com" not in html and "cdnjs" not in html
     assert [a for a in slides.missing_assets(deck) if "mathjax" not in a] == []  # MathJax left out to keep this quick
     assert "The bubble" in html and "A detail" in html
+    assert "width: 1228" in html and "height: 691" in html  # 16:9, scaled by reveal.js to the screen
+    assert "import mermaid from 'data:text/javascript," in html  # no file: a file:// page may not import one
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
+def test_a_deck_carries_the_lecturers_notes_for_the_speaker_view(notebook):
+    notes = notebook.parent.parent / "docs" / "speaker-notes" / f"{notebook.stem}.md"
+    notes.parent.mkdir(parents=True)
+    cell = nbformat.read(notebook, as_version=4).cells[1].id
+    notes.write_text(f"# Speaker notes\n\n**At** `print(6 * 7)` <!-- cell {cell} -->\n\nAsk for 42 first.\n")
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    html = slides.build_deck(notebook, out).read_text()
+    assert '<aside class="notes">' in html and "Ask for 42 first." in html
+    assert "plugin/notes/notes.js" in html and (out / "node_modules/reveal.js/plugin/notes/notes.js").exists()
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
@@ -58,9 +67,13 @@ def test_a_widget_in_a_deck_shows_its_still_picture(tmp_path):
     assert "ppedu-static" in html and "<svg" in html and "widget-view+json" not in html
 
 
-def test_the_check_for_remote_references_can_fail():
+def test_the_check_for_remote_references_can_fail(tmp_path):
     page = '<script src="https://unpkg.com/reveal.js@4.0.2/dist/reveal.js"></script>\n  "https://x.org/notes.js",\n'
     assert slides.remote_references(page) == ["https://unpkg.com/reveal.js@4.0.2/dist/reveal.js", "https://x.org/notes.js"]
+    # reveal.js's "simple" theme, nbconvert's default, imports two web fonts
+    (tmp_path / "simple.css").write_text("@import url(https://fonts.googleapis.com/css?family=Lato:400,700);\n")
+    assert slides.remote_references('<link rel="stylesheet" href="simple.css" id="theme">', tmp_path) == [
+        "https://fonts.googleapis.com/css?family=Lato:400,700"]
 
 
 def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
@@ -70,6 +83,3 @@ def test_without_npm_the_reason_is_given(tmp_path, monkeypatch):
     assert slides.main(["--out", str(tmp_path), str(tmp_path / "none.ipynb")]) == 2
 
 
-def test_style_deck_gives_a_notebook_the_course_presentation_style_once(notebook):
-    assert slides.style_deck(notebook) is True and slides.style_deck(notebook) is False
-    assert nbformat.read(notebook, as_version=4).metadata["@deathbeds/jupyterlab-fonts"] == slides.DECK_STYLE

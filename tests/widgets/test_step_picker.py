@@ -36,3 +36,13 @@ def test_impossible_choice_shows_its_reason_and_unknown_control_raises(picker):
     assert "even" in picker.message.value
     with pytest.raises(ValueError, match="unknown control 'p'"):
         picker.run(p=3)
+
+
+def test_v_is_live_only_for_a_schedule_that_takes_it_and_any_change_runs_a_step(picker):
+    picker.run(schedule="1f1b", m=4)
+    assert picker.v.disabled
+    picker.picker.value = "interleaved"  # as a student picks it: a step runs at once
+    assert not picker.v.disabled and picker.result.schedule.name == "interleaved" and picker.result.schedule.virtual == 2
+    picker.m.value = 6
+    assert picker.result.schedule.microbatches == 6
+    assert "time (ms)" in picker.diagrams.value  # a time scale, with its unit

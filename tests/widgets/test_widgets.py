@@ -1,6 +1,7 @@
 """The widgets driven as a student would, without a browser: controls change, state and hints follow."""
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -13,6 +14,8 @@ from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercis
 from ppedu.rounding import UNROUNDED
 
 from drawn import blocks
+
+from ppedu.widgets._parts import EnterChecks, GridKeys
 
 
 # -- ScheduleExplorer ---------------------------------------------------------------------------
@@ -41,11 +44,20 @@ def test_moving_a_slider_redraws_the_diagram_and_the_metrics():
 def test_interleaving_pays_until_hand_overs_cost_too_much():
     x = ScheduleExplorer("1f1b", p=4, m=8)
     plain = x.metrics()
-    x.set(schedule="interleaved", v=2, f=0.5, b=0.5)  # the same model: each of two chunks is half a stage
+    x.set(schedule="interleaved", v=2)  # the same model: each of two chunks takes half a stage's costs
     assert x.metrics()["handovers"] == plain["handovers"] * (4 * 2 - 1) // (4 - 1)  # p·v-1 crossings, not p-1
     assert x.metrics()["makespan"] < plain["makespan"]
     x.set(comm=1.0)
-    assert x.metrics()["makespan"] >= x.set(schedule="1f1b", f=1, b=1).metrics()["makespan"]
+    assert x.metrics()["makespan"] >= x.set(schedule="1f1b").metrics()["makespan"]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_switching_schedules_keeps_the_work_per_gpu_and_says_what_a_chunk_costs(name):
+    x = ScheduleExplorer(name, p=4, m=8, v=2, f=1, b=2, w=1)
+    t = x.timeline
+    assert sum(t.busy_per_stage) == pytest.approx(4 * 8 * (1 + 2 + 1))  # every schedule: the same model, 4 GPUs
+    v = t.schedule.virtual
+    assert (f"{v} chunks per GPU, each 1/{v} of f, b, w" in x.message.value) == (v > 1)
 
 
 def test_every_schedule_in_the_picker_draws():
@@ -58,11 +70,12 @@ def test_every_schedule_in_the_picker_draws():
 
 def test_an_impossible_combination_shows_one_line_not_a_traceback():
     x = ScheduleExplorer("dualpipe", p=4, m=8)
-    drawn = x.diagram.value + x.table.value
+    diagram, table = x.diagram.value, x.table.value
     x.set(m=6)
-    assert x.timeline is None and x.metrics() == {} and x.table.value == ""
-    # The last diagram stays, dimmed and hidden from screen readers, so the widget keeps its height.
-    assert drawn in x.diagram.value and 'aria-hidden="true"' in x.diagram.value
+    assert x.timeline is None and x.metrics() == {}
+    # The last diagram and table stay, dimmed and hidden from screen readers, so the widget keeps its layout.
+    assert diagram in x.diagram.value and table in x.table.value
+    assert 'aria-hidden="true"' in x.diagram.value and 'aria-hidden="true"' in x.table.value
     assert "m ≥ 2p" in x.message.value and "\n" not in x.error
     assert x.nearest_m == 8 and x.fix.description == "use m = 8" and x.fix.layout.visibility == "visible"
     x.fix.click()
@@ -109,7 +122,7 @@ def test_the_explorer_agrees_with_the_simulator_everywhere(name, p, m, f, b):
 
 def test_the_explorer_shows_no_float_noise():
     # A hand-over of 0.05 makes the simulator's sums inexact (19.700000000000003); the table and metrics() round them.
-    x = ScheduleExplorer("interleaved", p=4, m=8, v=2, f=0.5, b=0.5, comm=0.05)
+    x = ScheduleExplorer("interleaved", p=4, m=8, v=2, comm=0.05)
     t = simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05))
     assert UNROUNDED.search(repr(t.makespan) + repr(t.idle_causes().totals()))  # there is noise to hide
     assert not UNROUNDED.search(repr(x.metrics()) + x.table.value)
@@ -162,7 +175,37 @@ def test_mark_mode_checks_the_cells_clicked():
 def test_mark_mode_does_not_reveal_hidden_cells():
     x = SlotCountingExercise("gpipe", p=2, m=2, mode="mark", hide=0.5)
     x.toggle(0, 5)  # hidden, and busy (B1 on GPU 0)
-    assert x.picture.cells[0, 5].description == "✗" and "hidden cells you marked is busy" in str(x.check_marking())
+    assert x.picture.cells[0, 5].description == "✗?" and "hidden cells you marked is busy" in str(x.check_marking())
+    assert x.picture.cells[0, 5].tooltip == "GPU 0, t6: hidden, marked idle"
+
+
+def test_a_verdict_goes_when_the_answer_it_judged_changes():
+    x = SlotCountingExercise("1f1b", p=2, m=2, mode="mark")
+    idle = [(int(s), int(t)) for s, t in zip(*grid(x.timeline).idle_mask.nonzero())]
+    for cell in idle:
+        x.toggle(*cell)
+    assert x.check_marking().correct and "correct" in x.feedback.value
+    x.toggle(*idle[0])  # unmarked: "all idle cells marked" would be stale
+    assert x.feedback.value == ""
+    counting = SlotCountingExercise("gpipe", p=2, m=2)
+    counting.check(total=12, idle=4)
+    counting.fields["idle slots"].value = "5"
+    assert counting.feedback.value == ""
+
+
+def test_a_marked_busy_cell_keeps_its_label_and_every_cell_names_gpu_step_and_op():
+    x = SlotCountingExercise("gpipe", p=2, m=1, mode="mark")
+    assert x.picture.cells[0, 0].tooltip == "GPU 0, t1: F0" and x.picture.cells[1, 0].tooltip == "GPU 1, t1: empty"
+    x.toggle(0, 0)
+    assert x.picture.cells[0, 0].description == "✗F0" and x.picture.cells[0, 0].tooltip == "GPU 0, t1: F0, marked idle"
+    keys = [c for c in x.picture.children if isinstance(c, GridKeys)]
+    assert len(keys) == 1 and keys[0].toggles and keys[0].stages == 2 and keys[0].steps == 4
+
+
+def test_count_fields_send_what_was_typed_when_left_and_enter_checks():
+    x = SlotCountingExercise("gpipe", p=2, m=2)
+    assert not any(field.continuous_update for field in x.fields.values())
+    assert any(isinstance(c, EnterChecks) for c in x.children) and "ppedu-check" in x.button._dom_classes
 
 
 def test_the_exercise_rejects_nonsense_settings():
@@ -256,8 +299,15 @@ def test_the_builders_challenge_is_the_searchs_best_order_on_the_same_grid():
     for stage, step, op in [(0, 0, "F0"), (0, 1, "F1"), (1, 1, "F0"), (1, 2, "B0"), (1, 3, "F1"), (1, 4, "B1"),
                             (0, 3, "B0"), (0, 5, "B1")]:
         b.place(stage, step, op)
-    assert "ties the search's best order (6 steps)" in b.check().messages[-1]
+    assert b.check().messages[-1] == ("That is the fewest steps possible: no order of these operations takes fewer "
+                                      "than 6 (the search tried them all).")
     b.remove(0, 5)
     b.place(0, 7, "B1")  # a valid but slower order
     assert "The search found an order in 6 steps: can you beat it?" in b.check().messages[-1]
+
+
+def test_the_challenge_invites_a_better_order_only_where_one_may_exist():
+    b = ScheduleBuilder(p=2, m=2, challenge=True)
+    b._found = replace(b._search(), exact=False, lower_bound=5.0)  # a search that proved nothing
+    assert b._verdict(6) == "That ties the search's best order (6 steps). Can you beat it?"
     assert ScheduleBuilder(p=2, m=2).check().messages[-1].find("search") == -1  # no challenge unless asked

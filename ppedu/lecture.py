@@ -1,0 +1,243 @@
+"""A chapter as a lecture: the slide metadata its deck reads, the deck's style, and the speaker notes,
+kept for the lecturer outside the chapter that students open.
+
+jupyterlab-slideshow's deck (JupyterLab's *Start Deck*) and nbconvert's static slides read each cell's
+``slideshow.slide_type``. The deck never shows a cell typed ``"-"`` or ``"skip"``, and steps through a cell
+with no type without showing anything new. So :func:`slide_types` gives every cell a type the deck shows,
+derived from the chapter itself:
+
+- the first cell and each heading start a slide;
+- a code cell shares its slide with no other code cell: a second one starts a slide, together with the
+  paragraphs that lead up to it (what the lecturer says before running it); after more than
+  :data:`LONG_TEXT` characters of text, which would leave its output no room, it starts a slide of its own;
+- a cell tagged ``aside`` (a digression for readers) is skipped; one tagged ``new-slide`` starts a slide (an output
+  that needs the whole slide, such as a tall table, or the long commentary after it);
+- every other cell is a fragment of the slide above it: each press of → (or a presenter's clicker) shows
+  the next one — the code, then its output's commentary — so the room predicts before it sees.
+
+Every break is a ``slide``, none a ``subslide``: the deck's → moves from slide to slide and would pass a
+slide's subslides by.
+
+Speaker notes are the lecturer's: a chapter holds none. A notes cell someone puts into a chapter is moved
+into ``docs/speaker-notes/<chapter>.md``, after the cell it followed; the static decks (``make slides``) show
+them in reveal.js's speaker view (press S), and the file reads as the lecturer's copy.
+
+Run after editing a chapter (``make lecture``)::
+
+    python -m ppedu.lecture notebooks/*.ipynb          # writes the metadata and moves notes out
+    python -m ppedu.lecture --check notebooks/*.ipynb  # exit 1, naming the chapters, if any would change
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The notebook's style while the deck presents it (its ``@deathbeds/jupyterlab-fonts`` metadata, which
+#: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
+#: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (JupyterLab's are 14 and
+#: 13 px; 2.4 % of 1080 px is 26 px), text outputs as code, unwrapped (a spacetime grid's rows must not break);
+#: pictures, widgets and HTML (diagrams) half as large again, at their own size on a screen under 900 px high.
+#: (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside ``:is()``.)
+_DRAWN = ("[data-mime-type^='image/']", "[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
+DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
+    "--jp-content-font-size1": "2.4vh", "--jp-code-font-size": "1.85vh",
+    "& .jp-OutputArea-output pre": {"white-space": "pre"},
+    **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
+    "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
+}}}}
+FONTS_KEY = "@deathbeds/jupyterlab-fonts"
+#: Where each chapter's speaker notes live, relative to the course's root.
+NOTES_FOLDER = Path("docs") / "speaker-notes"
+ASIDE = "aside"
+NEW_SLIDE = "new-slide"
+#: The most text (characters of Markdown, about six lines across a slide) a slide shows above a code cell.
+LONG_TEXT = 600
+_HEADING = re.compile(r"\s*#{1,6}\s")
+_ANCHOR = re.compile(r"^\*\*At\*\* .*<!-- cell (\S+) -->\s*$")
+
+
+def slide_types(cells: Sequence[Any]) -> list[str]:
+    """Each cell's slide type by the rules above.
+
+    >>> from nbformat.v4 import new_code_cell as code, new_markdown_cell as text
+    >>> slide_types([text("# Title"), code("import ppedu"), text("## A section"), text("Lead-in."), code("a"),
+    ...              text("Then:"), code("b"), text("### Detail"), code("c"), text("Far off.", metadata={"tags": ["aside"]}),
+    ...              text("## Long " + "words " * 100), code("d")])
+    ['slide', 'fragment', 'slide', 'fragment', 'fragment', 'slide', 'fragment', 'slide', 'fragment', 'skip', 'slide', 'slide']
+    >>> tall = {"tags": ["new-slide"]}
+    >>> slide_types([text("## A table"), code("table", metadata=tall), text("Read it by columns.", metadata=tall)])
+    ['slide', 'slide', 'slide']
+    """
+    types: list[str] = []
+    code_shown, lead, text = False, None, 0  # a code cell on this slide yet; where the paragraphs before the next
+    for i, cell in enumerate(cells):        # begin; the characters of text on the slide so far
+        kind, tags = "fragment", cell.metadata.get("tags", ())
+        if i == 0 or (cell.cell_type == "markdown" and (_HEADING.match(cell.source) or NEW_SLIDE in tags)):
+            kind, code_shown, lead, text = "slide", False, None, len(cell.source)
+        elif ASIDE in tags:
+            kind = "skip"
+        elif cell.cell_type == "code":
+            if code_shown and lead is not None:  # the paragraphs since the last code cell open its slide
+                types[lead], text = "slide", sum(len(c.source) for c in cells[lead:i])
+            elif code_shown:
+                kind = "slide"
+            if text > LONG_TEXT or NEW_SLIDE in tags:  # and if they are long, the code has a slide of its own
+                kind = "slide"
+            code_shown, lead, text = True, None, 0
+        else:
+            text += len(cell.source)
+            if lead is None and code_shown:
+                lead = i
+        types.append(kind)
+    return types
+
+
+@dataclass(frozen=True)
+class Note:
+    """What the lecturer says after the cell ``after`` (a cell id of the chapter)."""
+
+    after: str
+    text: str
+
+
+def notes_path(notebook: str | Path) -> Path:
+    """The lecturer's file of ``notebook``'s speaker notes: ``docs/speaker-notes/<name>.md`` in its course."""
+    notebook = Path(notebook).resolve()
+    return notebook.parent.parent / NOTES_FOLDER / f"{notebook.stem}.md"
+
+
+def read_notes(path: str | Path) -> list[Note]:
+    """The notes of a speaker-notes file, in order (none if there is no file)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    notes: list[Note] = []
+    anchor: str | None = None
+    lines: list[str] = []
+    for line in [*path.read_text(encoding="utf-8").splitlines(), "## end"]:
+        found = _ANCHOR.match(line)
+        if found or line.startswith("#"):
+            if anchor is not None:
+                notes.append(Note(anchor, "\n".join(lines).strip()))
+            anchor, lines = (found[1] if found else None), []
+        elif anchor is not None:
+            lines.append(line)
+    return notes
+
+
+def render_notes(nb: Any, notes: Sequence[Note], name: str) -> str:
+    """The speaker-notes file: the chapter's headings in order, each note under the cell it follows."""
+    by_cell: dict[str, list[str]] = {}
+    for note in notes:
+        by_cell.setdefault(note.after, []).append(note.text)
+    title = _first_line(nb.cells[0].source).lstrip("#").strip() if nb.cells else name
+    out = [f"# Speaker notes · {title}", "",
+           f"For the lecturer only: the chapter students open (`notebooks/{name}.ipynb`) holds none. Each note is for "
+           "the cell it names, under its section; `make slides` shows them in the static deck's speaker view (press S). "
+           f"A notes cell put into the chapter is moved here by `python -m ppedu.lecture notebooks/{name}.ipynb`.", ""]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and _HEADING.match(cell.source):
+            out += [f"## {_first_line(cell.source).lstrip('#').strip()}", ""]
+        for text in by_cell.get(cell.get("id", ""), ()):
+            out += [f"**At** {_quote(cell)} <!-- cell {cell.id} -->", "", text, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def lecture(nb: Any, notes: Sequence[Note] = ()) -> tuple[Any, list[Note]]:
+    """The chapter as the deck reads it, and its speaker notes: ``notes`` (those of the lecturer's file) with the
+    notes cells of ``nb`` moved out, each after the cell above it. ``nb`` is changed in place.
+
+    Raises ``ValueError`` if a note follows a cell the chapter no longer has (say where it goes now)."""
+    moved: list[Note] = list(notes)
+    kept: list[Any] = []
+    for cell in nb.cells:
+        if cell.metadata.get("slideshow", {}).get("slide_type") == "notes":
+            if not kept:
+                raise ValueError("a chapter cannot open with speaker notes: put them after its title cell")
+            moved.append(Note(kept[-1].id, cell.source.strip()))
+        else:
+            kept.append(cell)
+    ids = {cell.id for cell in kept}
+    if lost := [note for note in moved if note.after not in ids]:
+        raise ValueError(f"a speaker note follows cell {lost[0].after!r}, which the chapter no longer has: "
+                         f"put it after another cell in its notes file ({lost[0].text[:40]!r}…)")
+    nb.cells = kept
+    for cell, kind in zip(kept, slide_types(kept)):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    nb.metadata.pop("rise", None)  # RISE is not the course's deck (see the Makefile)
+    nb.metadata[FONTS_KEY] = DECK_STYLE
+    order = {cell.id: i for i, cell in enumerate(kept)}
+    return nb, sorted(moved, key=lambda note: order[note.after])
+
+
+def with_notes(nb: Any, notes: Sequence[Note]) -> Any:
+    """``nb`` with each note put back as a ``notes`` cell after its cell: what a deck with a speaker view reads."""
+    import nbformat
+
+    by_cell: dict[str, list[Note]] = {}
+    for note in notes:
+        by_cell.setdefault(note.after, []).append(note)
+    cells = []
+    for cell in nb.cells:
+        cells.append(cell)
+        for note in by_cell.get(cell.get("id", ""), ()):
+            cells.append(nbformat.v4.new_markdown_cell(note.text, metadata={"slideshow": {"slide_type": "notes"}}))
+    nb.cells = cells
+    return nb
+
+
+def update(notebook: str | Path, write: bool = True) -> list[Path]:
+    """Apply :func:`lecture` to ``notebook`` and its speaker-notes file; the files that changed (or would)."""
+    import nbformat
+
+    path, notes_file = Path(notebook), notes_path(notebook)
+    before = path.read_text(encoding="utf-8")
+    nb, notes = lecture(nbformat.reads(before, as_version=4), read_notes(notes_file))
+    wanted = {path: nbformat.writes(nb) + "\n"}
+    if notes or notes_file.exists():
+        wanted[notes_file] = render_notes(nb, notes, path.stem)
+    changed = [p for p, text in wanted.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    if write:
+        for p in changed:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(wanted[p], encoding="utf-8")
+    return changed
+
+
+def _first_line(source: str) -> str:
+    return next((line for line in source.splitlines() if line.strip()), "")
+
+
+def _quote(cell: Any) -> str:
+    line = _first_line(cell.source).strip()
+    if cell.cell_type == "code":
+        return f"`{line.replace('`', '')}`"
+    line = line.lstrip("#").strip()
+    return f"“{line[:60]}{'…' if len(line) > 60 else ''}”"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ppedu.lecture", description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if any file would change")
+    args = parser.parse_args(argv)
+    changed = []
+    for notebook in args.notebooks:
+        try:
+            changed += update(notebook, write=not args.check)
+        except (ValueError, OSError) as problem:
+            print(f"ppedu.lecture: {notebook}: {problem}")
+            return 2
+    for path in changed:
+        print(f"{'would change' if args.check else 'wrote'} {os.path.relpath(path)}")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""A chapter as a lecture: its slide metadata is exactly what ppedu.lecture writes, which is what jupyterlab-slideshow's
+deck reads; its speaker notes are the lecturer's, in docs/speaker-notes/, never in a chapter."""
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from ppedu import lecture
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+CHAPTERS = [p for p in NOTEBOOKS if p.stem[0].isdigit()]
+#: The slide types jupyterlab-slideshow's deck shows ("-" and a missing type are not among them: see ppedu.lecture).
+SHOWN = {"slide", "fragment"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_is_as_the_lecture_tool_writes_it(notebook):
+    assert lecture.update(notebook, write=False) == [], f"run `python -m ppedu.lecture {notebook.relative_to(ROOT)}`"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_deck_shows_every_cell_but_asides_and_opens_on_a_slide(notebook):
+    cells = nbformat.read(notebook, as_version=4).cells
+    kinds = [c.metadata.slideshow.slide_type for c in cells]
+    assert kinds[0] == "slide" and kinds.count("slide") >= 5
+    for cell, kind in zip(cells, kinds):
+        assert kind in SHOWN or (kind == "skip" and lecture.ASIDE in cell.metadata.get("tags", ())), cell.id
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_every_section_has_speaker_notes_in_the_lecturers_file_only(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    assert not [c for c in nb.cells if "notes" in c.source.lower() and c.metadata.get("jupyter", {}).get("source_hidden")]
+    noted = {note.after for note in lecture.read_notes(lecture.notes_path(notebook))}
+    section, unnoted = None, set()
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.match(r"#+ ", cell.source):
+            if section is not None:
+                unnoted.add(section)
+            section = cell.source.splitlines()[0]
+        if cell.id in noted:
+            section = None
+    assert unnoted | ({section} - {None}) == set(), f"{notebook.stem}: sections without speaker notes"
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course of one chapter whose author wrote a notes cell into it (and an aside)."""
+    (tmp_path / "notebooks").mkdir()
+    cells = [new_markdown_cell("# Title\n\nGoals.", id="t"), new_code_cell("import ppedu", id="c1"),
+             new_markdown_cell("Ask who has seen a pipeline.", id="n1", metadata={"slideshow": {"slide_type": "notes"}}),
+             new_markdown_cell("## Counting\n\nCount the slots.", id="s2"), new_code_cell("grid", id="c2"),
+             new_markdown_cell("Then the ratio:", id="m3", metadata={"slideshow": {"slide_type": "-"}}),
+             new_code_cell("ratio", id="c3"),
+             new_markdown_cell("An aside.", id="a", metadata={"tags": ["aside"]})]
+    path = tmp_path / "notebooks" / "01-x.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    return path
+
+
+def test_the_tool_writes_slide_types_and_moves_notes_out_once(course):
+    notes = course.parent.parent / "docs" / "speaker-notes" / "01-x.md"
+    assert lecture.update(course) == [course, notes]
+    nb = nbformat.read(course, as_version=4)
+    assert [(c.id, c.metadata.slideshow.slide_type) for c in nb.cells] == [
+        ("t", "slide"), ("c1", "fragment"), ("s2", "slide"), ("c2", "fragment"), ("m3", "slide"), ("c3", "fragment"),
+        ("a", "skip")]
+    assert nb.metadata["@deathbeds/jupyterlab-fonts"] == lecture.DECK_STYLE
+    assert lecture.read_notes(notes) == [lecture.Note("c1", "Ask who has seen a pipeline.")]
+    assert "## Title" in notes.read_text() and "**At** `import ppedu`" in notes.read_text()
+    assert lecture.update(course) == [] and lecture.main(["--check", str(course)]) == 0
+
+
+def test_a_lecturers_edit_of_the_notes_is_kept_and_the_deck_gets_them_back(course):
+    lecture.update(course)
+    notes = lecture.notes_path(course)
+    notes.write_text(notes.read_text().replace("Ask who has seen a pipeline.", "Ask who has seen a pipeline.\n\nThen wait."))
+    assert lecture.update(course) == []  # the tool's own format, edited: nothing to rewrite
+    nb = lecture.with_notes(nbformat.read(course, as_version=4), lecture.read_notes(notes))
+    note = nb.cells[2]
+    assert note.metadata.slideshow.slide_type == "notes" and note.source == "Ask who has seen a pipeline.\n\nThen wait."
+
+
+def test_a_chapter_edited_by_hand_is_named_by_the_check_and_fixed_by_the_tool(course, capsys):
+    lecture.update(course)
+    nb = nbformat.read(course, as_version=4)
+    nb.cells[3].metadata["slideshow"] = {"slide_type": "-"}  # what hid every code cell from the deck
+    nb.cells.insert(4, new_markdown_cell("Point at GPU 0.", id="n2", metadata={"slideshow": {"slide_type": "notes"}}))
+    nbformat.write(nb, course)
+    assert lecture.main(["--check", str(course)]) == 1 and "would change" in capsys.readouterr().out
+    assert lecture.main([str(course)]) == 0 and lecture.update(course, write=False) == []
+    assert [n.after for n in lecture.read_notes(lecture.notes_path(course))] == ["c1", "c2"]
+
+
+def test_a_note_whose_cell_is_gone_is_refused_with_the_rule(course, capsys):
+    lecture.update(course)
+    nb = nbformat.read(course, as_version=4)
+    del nb.cells[1]  # the import cell the first note follows
+    nbformat.write(nb, course)
+    assert lecture.main([str(course)]) == 2
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "no longer has" in out and "'c1'" in out
+
+
+def test_the_courses_chapters_hold_no_notes_cells_and_their_notes_files_exist():
+    for chapter in CHAPTERS:
+        kinds = {c.metadata.slideshow.slide_type for c in nbformat.read(chapter, as_version=4).cells}
+        assert "notes" not in kinds and lecture.notes_path(chapter).exists(), chapter.stem
+    assert sorted(p.stem for p in (ROOT / lecture.NOTES_FOLDER).glob("*.md")) == [p.stem for p in CHAPTERS]
+
+
+def test_the_make_target_runs_the_tool_on_every_notebook():
+    assert re.search(r"^lecture:.*\n\t.*-m ppedu.lecture notebooks/\*\.ipynb", (ROOT / "Makefile").read_text(), re.M)
+    assert shutil.which("make")
