@@ -273,6 +273,22 @@ class Schedule:
         return (a, b) if a != b else None
 
     @cached_property
+    def sent(self) -> tuple[int, ...]:
+        """Per GPU, how many of its outputs (activations and gradients) another GPU takes as input.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> one_f_one_b(3, 2).sent  # GPU 0 sends activations on, GPU 2 gradients back
+        (2, 4, 2)
+        """
+        c = self.columns
+        stage = as_list(c.stage)
+        sent = [0] * self.p
+        for need, s in zip(as_list(c.needs), stage):
+            if need >= 0 and stage[need] != s:
+                sent[stage[need]] += 1
+        return tuple(sent)
+
+    @cached_property
     def hand_overs(self) -> int:
         """How many ops take their input from another GPU: ``2·m·(p·v - 1)`` for interleaved
         1F1B, ``2·m·(p - 1)`` for 1F1B.
@@ -281,9 +297,7 @@ class Schedule:
         >>> one_f_one_b(4, 8).hand_overs, interleaved_1f1b(4, 8, 2).hand_overs
         (48, 112)
         """
-        c = self.columns
-        stage = as_list(c.stage)
-        return sum(need >= 0 and stage[need] != s for need, s in zip(as_list(c.needs), stage))
+        return sum(self.sent)
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first operation that is missing, repeated or misplaced.

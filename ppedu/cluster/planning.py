@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ppedu.arrays import as_list
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
 from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, ring_seconds, traffic
@@ -109,8 +108,7 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
             per_gpu, blocks = _held(schedule, cut, model)
             data = max((sum(ring_seconds(n, parallel.d, kind, parallel.dp_link)
                             for kind, n in data_parallel(x, model, parallel, m)) for x in per_gpu), default=0.0)
-            handed = _hand_overs(schedule)
-            flows = tuple(traffic(model, parallel, m, k, h, x) for x, k, h in zip(per_gpu, blocks, handed))
+            flows = tuple(traffic(model, parallel, m, k, h, x) for x, k, h in zip(per_gpu, blocks, schedule.sent))
             replicas = m * parallel.d  # each micro-batch of each replica goes once through the whole model
             rows.append(PlanRow(timeline, memory, capacity, model.tokens, parallel, data, 3 * forward * replicas,
                                 (3 * forward + again) * replicas, peak, flows))
@@ -129,17 +127,6 @@ def _held(schedule: Schedule, cut: Partition, model: Model) -> tuple[list[float]
             held[s] += params[c]
             counted[s] += int(blocks[c])
     return held, counted
-
-
-def _hand_overs(schedule: Schedule) -> list[int]:
-    """Per GPU, the activations and gradients it sends to another GPU in a step."""
-    c = schedule.columns
-    sent = [0] * schedule.p
-    stage = as_list(c.stage)
-    for i, need in enumerate(as_list(c.needs)):
-        if need >= 0 and stage[need] != stage[i]:
-            sent[stage[need]] += 1
-    return sent
 
 
 def best(rows: Sequence[PlanRow]) -> PlanRow | None:
