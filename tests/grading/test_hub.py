@@ -132,7 +132,7 @@ def _class(hub, people, settings, deployed_said):
                              f"mkdir '{forged}' '{timeless}' && cp ~/ps1/ps1.ipynb '{forged}/' && echo forged")
     # What students have and have not.
     seen["alice_terminal"] = terminal(f"{hub}/user/{names['alice']}", alice.token,
-                                      f"command -v nbgrader ppedu; ls {settings['course']}; "
+                                      f"command -v nbgrader; command -v ppedu; ls {settings['course']}; "
                                       "python3 ~/ppedu-course/install.py --lab")
     seen["alice_formgrader"] = _status(lambda: alice.formgrader("GET", "assignments"))
     seen["alice_own_formgrader"] = _status(lambda: alice.server("GET", "formgrader"))

@@ -117,7 +117,8 @@ def test_jupyterlab_started_without_make_has_the_course_tools_in_its_terminals(l
     try:
         base = f"http://127.0.0.1:{port}"
         wait_for(f"{base}/api/status", token)
-        said = terminal(base, token, "command -v nbgrader ppedu; nbgrader --version | tail -1; python -c "
+        # one name per `command -v`: with SHELL unset the terminal is dash, which answers for the first name only
+        said = terminal(base, token, "command -v nbgrader; command -v ppedu; nbgrader --version | tail -1; python -c "
                         "'from ppedu.grading.students import student_id; print(\"id:\", student_id())'")
         venv = folder / ".venv" / "bin"
         assert f"{venv}/nbgrader" in said and f"{venv}/ppedu" in said and "nbgrader version" in said, said
