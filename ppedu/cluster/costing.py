@@ -3,6 +3,7 @@ on FLOPs, each chunk's F, B and W times, hand-over times from the links, and byt
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -44,12 +45,24 @@ def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str
     cut = _cut(flops, schedule.chunks, speeds)
     t = parallel.t
     tp = 2 * ring_seconds(model.tokens * model.hidden * model.dtype_bytes, t, "all-reduce", parallel.tp_link)
-    blocks = cut.totals([1.0 if 0 < i <= model.layers else 0.0 for i in range(len(flops))])
+    blocks = cut.totals(model.layer_blocks())
     f = [x / t + tp * k for x, k in zip(cut.stage_costs, blocks)]
     b = [x / t / v + tp * k for x, v, k in zip(cut.totals(b_flops), speeds, blocks)]
     w = [x / t / v for x, v in zip(cut.totals(w_flops), speeds)]
     comm = cluster.comm(model.hand_over_bytes / t)
     return Costs(f=PerChunk(f), b=PerChunk(b), w=PerChunk(w), comm=comm), cut
+
+
+def on_gpus(schedule: Schedule, per_chunk: Sequence[float],
+            combine: Callable[[Iterable[float]], float] = sum) -> tuple[float, ...]:
+    """Per GPU, ``per_chunk``'s values for the chunks it holds (both copies in DualPipe), combined.
+
+    >>> from ppedu.schedules import dualpipe
+    >>> on_gpus(dualpipe(4, 8), (1, 2, 3, 4)), on_gpus(dualpipe(4, 8), (1, 2, 3, 4), max)
+    ((5.0, 5.0, 5.0, 5.0), (4.0, 3.0, 3.0, 4.0))
+    """
+    return tuple(float(combine([per_chunk[c] for row in schedule.placement for c, home in enumerate(row) if home == s]))
+                 for s in range(schedule.p))
 
 
 @lru_cache(maxsize=256)
@@ -88,13 +101,8 @@ def memory_for(model: Model, timeline: Timeline, cut: Partition, recompute: str 
     each chunk weighted by its own size, divided by tensor and sequence parallelism. At the peak a GPU
     may also hold, for a while, what recomputation rebuilds for one block and (ZeRO-3) one chunk's
     gathered weights: counted as ``transient``, so that ``total`` is an upper bound."""
-    schedule = timeline.schedule
     chunk_params = cut.totals(model.layer_params())
-    params, largest = [0.0] * schedule.p, [0.0] * schedule.p
-    for row in schedule.placement:
-        for c, s in enumerate(row):
-            params[s] += chunk_params[c]
-            largest[s] = max(largest[s], chunk_params[c])
+    params, largest = on_gpus(timeline.schedule, chunk_params), on_gpus(timeline.schedule, chunk_params, max)
     t, sp = parallel.t, parallel.sequence
     activations = timeline.peak_activation_memory(cut.totals(model.layer_activation_bytes(recompute, t, sp)))
     held = [states(x, big, model, parallel, optimizer_bytes) for x, big in zip(params, largest)]

@@ -90,6 +90,10 @@ class Model:
         h = self.hidden
         return (self.vocab * h, *(self.block_params,) * self.layers, self.vocab * h + h)
 
+    def layer_blocks(self) -> tuple[float, ...]:
+        """Per unit, 1 for a transformer block, 0 for the embedding and the output layer."""
+        return (0.0, *(1.0,) * self.layers, 0.0)
+
     @property
     def attention_flops(self) -> float:
         """Forward FLOPs of one block's attention core on one micro-batch: ``QKᵀ`` and scores × ``V``,

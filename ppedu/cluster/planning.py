@@ -6,11 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ppedu.cluster.costing import Memory, costs_for, memory_for
+from ppedu.cluster.costing import Memory, costs_for, memory_for, on_gpus
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
 from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, ring_seconds, traffic
-from ppedu.ops import Schedule
-from ppedu.partition import Partition
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
@@ -105,7 +103,8 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
                 continue
             timeline = simulate(schedule, costs)
             memory = memory_for(model, timeline, cut, recompute, optimizer_bytes, parallel)
-            per_gpu, blocks = _held(schedule, cut, model)
+            per_gpu = on_gpus(schedule, cut.totals(model.layer_params()))
+            blocks = [int(x) for x in on_gpus(schedule, cut.totals(model.layer_blocks()))]
             data = max((sum(ring_seconds(n, parallel.d, kind, parallel.dp_link)
                             for kind, n in data_parallel(x, model, parallel, m)) for x in per_gpu), default=0.0)
             flows = tuple(traffic(model, parallel, m, k, h, x) for x, k, h in zip(per_gpu, blocks, schedule.sent))
@@ -115,18 +114,6 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
     if not rows:
         raise ValueError(f"no schedule accepts p={cluster.gpus} with m in {list(microbatches)}")
     return rows
-
-
-def _held(schedule: Schedule, cut: Partition, model: Model) -> tuple[list[float], list[int]]:
-    """Per GPU, the parameters and the transformer blocks of the chunks it holds (both copies in DualPipe)."""
-    params = cut.totals(model.layer_params())
-    blocks = cut.totals([1.0 if 0 < i <= model.layers else 0.0 for i in range(len(model.layer_params()))])
-    held, counted = [0.0] * schedule.p, [0] * schedule.p
-    for row in schedule.placement:
-        for c, s in enumerate(row):
-            held[s] += params[c]
-            counted[s] += int(blocks[c])
-    return held, counted
 
 
 def best(rows: Sequence[PlanRow]) -> PlanRow | None:
