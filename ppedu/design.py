@@ -90,6 +90,17 @@ def _row(label: str, t: Timeline, rule: str) -> Design:
                   rule)
 
 
+def _runs(p: int, m: int, costs: Costs, v: int, memory: MemoryModel) -> dict[str, Timeline | ValueError]:
+    """Every schedule ppedu builds, run at ``(p, m)`` (:func:`run`), or why it cannot run there."""
+    runs: dict[str, Timeline | ValueError] = {}
+    for name in SCHEDULES:
+        try:
+            runs[name] = run(name, p, m, costs, v, memory)
+        except ValueError as e:
+            runs[name] = e
+    return runs
+
+
 def label(schedule: Schedule) -> str:
     """The schedule's name as the course writes it, with its chunks per GPU where it chooses them."""
     return NAMES.get(schedule.name, schedule.name) + (f" v={schedule.virtual}" if schedule.name in VIRTUAL else "")
@@ -105,14 +116,9 @@ def design_space(p: int, m: int, costs: Costs = EQUAL, v: int = 2, memory: Memor
     from ppedu.search import search
 
     require_counts(p=p, m=m, v=v)
-    rows = []
-    for name in SCHEDULES:
-        try:
-            t = run(name, p, m, costs, v, memory)
-        except ValueError as e:
-            rows.append(Design(NAMES[name], "—", "—", "—", "—", "—", "—", "—", "—", f"{RULES[name].text} ({e})"))
-            continue
-        rows.append(_row(label(t.schedule), t, RULES[name].text))
+    rows = [_row(label(t.schedule), t, RULES[name].text) if isinstance(t, Timeline)
+            else Design(NAMES[name], *("—",) * 8, f"{RULES[name].text} ({t})")
+            for name, t in _runs(p, m, costs, v, memory).items()]
     found = search(p, m, costs, memory_limit, memory=memory, seconds=search_seconds)
     rows.append(_row(f"search: {found.family}", found.timeline, "the fastest order found" + (
         f" within {memory_limit:g} stages' activations" if memory_limit is not None else "")))
@@ -138,18 +144,13 @@ def frontier(p: int, m: int, costs: Costs = EQUAL, v: int = 2, memory: MemoryMod
     >>> [x.schedule for x in frontier(4, 8)]
     ['interleaved ZB v=2', 'ZB-V']
     """
-    points = []
-    for name in SCHEDULES:
-        try:
-            t = run(name, p, m, costs, v, memory)
-        except ValueError:
-            continue
-        points.append(Point(label(t.schedule), t.makespan, round(max(t.peak_stage_activations), 3),
-                            parameter_copies(t.schedule)))
+    points = [Point(label(t.schedule), t.makespan, round(max(t.peak_stage_activations), 3),
+                    parameter_copies(t.schedule))
+              for t in _runs(p, m, costs, v, memory).values() if isinstance(t, Timeline)]
 
     def beaten(x: Point) -> bool:
         return any(y.makespan <= x.makespan and y.peak_activations <= x.peak_activations
-                   and y.weight_copies <= x.weight_copies and y != x
+                   and y.weight_copies <= x.weight_copies
                    and (y.makespan, y.peak_activations, y.weight_copies) != (x.makespan, x.peak_activations, x.weight_copies)
                    for y in points)
 
