@@ -44,7 +44,7 @@ def costs_for(model: Model, cluster: Cluster, schedule: Schedule, recompute: str
     speeds = tuple(cluster.device(s).flops_per_second for s in schedule.placement[0])
     cut = _cut(flops, schedule.chunks, speeds)
     t = parallel.t
-    tp = 2 * ring_seconds(model.tokens * model.hidden * model.dtype_bytes, t, "all-reduce", parallel.tp_link)
+    tp = 2 * ring_seconds(model.hand_over_bytes, t, "all-reduce", parallel.tp_link)  # a block's output, s·b·h
     blocks = cut.totals(model.layer_blocks())
     f = [x / t + tp * k for x, k in zip(cut.stage_costs, blocks)]
     b = [x / t / v + tp * k for x, v, k in zip(cut.totals(b_flops), speeds, blocks)]

@@ -150,7 +150,7 @@ def traffic(model: Model, parallel: Parallel, m: int, blocks: int, hand_overs: i
     ``params`` parameters, and receives or sends ``hand_overs`` activations and gradients of the pipeline
     (from the schedule). A mixture of experts sends its all-to-alls over an expert-parallel group as large
     as the data-parallel one, in ``moe_layers`` of its blocks (default: all of them)."""
-    act = model.tokens * model.hidden * model.dtype_bytes
+    act = model.hand_over_bytes  # s·b·h: what a hand-over carries, and a block's output that TP all-reduces
     tensor = m * blocks * 4 * ring(act, parallel.t, "all-reduce")
     pipeline = hand_overs * act / parallel.t
     data = sum(ring(nbytes, parallel.d, kind) for kind, nbytes in data_parallel(params, model, parallel, m))
