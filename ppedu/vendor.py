@@ -22,11 +22,12 @@ from dataclasses import dataclass
 
 from ppedu.cluster import ADAM_BYTES, GPU, GPUS, LINKS, MODELS, Link, Model
 from ppedu.costs import Costs
+from ppedu.design import inner_gaps
 from ppedu.errata import Claim
 from ppedu.formulas import bubble_ratio
 from ppedu.lesson import Table
 from ppedu.schedules import build
-from ppedu.simulate import Timeline, simulate
+from ppedu.simulate import simulate
 from ppedu.staleness import staleness
 from ppedu.validate import whole
 
@@ -117,7 +118,7 @@ def claims() -> Table[Claim]:
     unit = Costs(f=1, b=1)
     inter = simulate(build("interleaved", 4, 8, 2), unit.per_chunk(2))
     zb2 = simulate(build("zb-h2", 4, 8), Costs(f=1, b=1, w=1))
-    gaps = max(zb2.makespan - busy - _lead(zb2, j) - _tail(zb2, j) for j, busy in enumerate(zb2.busy_per_stage))
+    gaps = max(inner_gaps(zb2))
     return Table((
         Claim("brief", "naive pipeline schedules waste up to 45 % of cluster compute", "≤ 45%",
               f"a naive pipeline idles {min(naive):.0%} (p = 2) to {max(naive):.0%} (p = 64)", max(naive) <= 0.45),
@@ -147,12 +148,3 @@ def claims() -> Table[Claim]:
               f"backward (ZB-H2 leaves {gaps:g} idle inside each GPU's run, at m ≥ 2p−1)", inter.bubble_ratio == 0),
     ))
 
-
-def _lead(t: Timeline, j: int) -> float:
-    """How long GPU ``j`` waits before its first operation."""
-    return min(e.start for e in t.on_stage(j))
-
-
-def _tail(t: Timeline, j: int) -> float:
-    """How long GPU ``j`` is done before the step ends."""
-    return t.makespan - max(e.end for e in t.on_stage(j))
