@@ -63,6 +63,23 @@ def test_self_check_answers_agree_with_independent_simulation():
     assert ITEMS["Chapter 6b, question 2"].answer == 1 and ITEMS["Chapter 12, question 2"].answer == "tensor"
 
 
+def test_the_workings_of_chapters_10_and_12_say_what_ppedu_computes():
+    """The sentences around those answers: the frontier's schedules tie, ZeRO-0 and -1 tie above 2 and 3."""
+    from dataclasses import replace
+
+    from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, Parallel, plan
+    from ppedu.design import frontier
+
+    front = frontier(4, 8)
+    assert "tie on makespan and peak with one weight copy" in ITEMS["Chapter 10, question 1"].working
+    assert len({(x.makespan, x.peak_activations) for x in front}) == 1 and {x.weight_copies for x in front} == {1}
+    assert "Stages 0 and 1 reduce the gradients once per step and tie" in ITEMS["Chapter 12, question 1"].working
+    base, cluster = Parallel(t=4, d=4, sequence=True), Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"])
+    mfu = [plan(MODELS["70b"], cluster, [32], ["1f1b"], recompute="none", parallel=replace(base, zero=z))[0].mfu
+           for z in (0, 1, 2, 3)]
+    assert mfu[0] == mfu[1] > mfu[2] > mfu[3]
+
+
 def test_every_chapter_has_answers_and_every_answer_appears_in_its_working():
     chapters = {label.split(",")[0] for label in ITEMS if label.startswith("Chapter")}
     notebooks = Path(__file__).resolve().parents[1] / "notebooks"
