@@ -53,7 +53,7 @@ class StepResult:
         """Every op with its measured duration, replayed on simulated GPUs that run side by side
         (an op starts when its GPU is free and its input is ready, hand-overs free); its
         ``costs`` are the measured per-stage mean durations."""
-        return simulate(self.schedule, _mean_costs(self.schedule, self.durations), FREE_AT_W, self.durations)
+        return simulate(self.schedule, mean_costs(self.schedule, self.durations), FREE_AT_W, self.durations)
 
     @cached_property
     def predicted(self) -> Timeline:
@@ -239,8 +239,9 @@ def _execution_order(schedule: Schedule) -> tuple[Op, ...]:
     return tuple(e.op for e in sorted(timeline.events, key=lambda e: (e.start, e.stage)))
 
 
-def _mean_costs(schedule: Schedule, durations: Mapping[Op, float]) -> Costs:
-    """Per stage, the mean measured F, B (input-gradient part where W is split off) and W."""
+def mean_costs(schedule: Schedule, durations: Mapping[Op, float]) -> Costs:
+    """Per stage, the mean measured F, B (input-gradient part where W is split off) and W: the costs under
+    which the simulator predicts a measured step."""
     f, b, w = [], [], []
     for s, ops in enumerate(schedule.stages):
         ws = [durations[op] for op in ops if op.kind == "W"]

@@ -32,9 +32,9 @@ import queue as queues
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from statistics import fmean, median
+from statistics import median
 from typing import Any
 
 import numpy as np
@@ -100,7 +100,7 @@ class ProcessRun:
         if not self.finished:
             raise ValueError(f"the run did not finish, so it has no timeline:\n{self.explain()}")
         c = self.schedule.columns
-        ran = {r.op: r for records in self.records for r in records}
+        ran = self._by_op
         start = np.array([ran[op].start for op in c.ops])
         end = np.array([ran[op].end for op in c.ops])
         waited = np.full(len(c.ops), -1, dtype=np.int64)
@@ -118,24 +118,20 @@ class ProcessRun:
         return simulate(self.schedule, self._costs())
 
     def _costs(self) -> Costs:
-        f, b, w = [], [], []
-        split = self.schedule.split_backwards
-        for records in self.records:
-            by_kind: dict[str, list[float]] = {"F": [], "B": [], "W": []}
-            for r in records:
-                by_kind[r.op.kind].append(r.end - r.start)
-            has_w = bool(by_kind["W"])
-            f.append(fmean(by_kind["F"] or [0.0]))
-            b.append(fmean([r.end - r.start for r in records if r.op.kind == "B" and (not has_w or r.op[1:] in split)]
-                           or [0.0]))
-            w.append(fmean(by_kind["W"] or [0.0]))
-        return Costs(f=tuple(f), b=tuple(b), w=tuple(w), comm=self.hand_over_latency)
+        from ppedu.mnist.executor import mean_costs
+
+        durations = {op: r.end - r.start for op, r in self._by_op.items()}
+        return replace(mean_costs(self.schedule, durations), comm=self.hand_over_latency)
+
+    @cached_property
+    def _by_op(self) -> dict[Op, Record]:
+        return {r.op: r for records in self.records for r in records}
 
     @cached_property
     def hand_over_latency(self) -> float:
         """The median time from an operation's computation ending to its output being ready on another
         GPU that was already waiting for it (0 if no receiver ever waited)."""
-        ran = {r.op: r for records in self.records for r in records}
+        ran = self._by_op
         chunks = self.schedule.chunks
         samples = []
         for records in self.records:
