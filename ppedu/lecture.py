@@ -133,9 +133,7 @@ def read_notes(path: str | Path) -> list[Note]:
 
 def render_notes(nb: Any, notes: Sequence[Note], name: str) -> str:
     """The speaker-notes file: the chapter's headings in order, each note under the cell it follows."""
-    by_cell: dict[str, list[str]] = {}
-    for note in notes:
-        by_cell.setdefault(note.after, []).append(note.text)
+    by_cell = _by_cell(notes)
     title = _first_line(nb.cells[0].source).lstrip("#").strip() if nb.cells else name
     out = [f"# Speaker notes · {title}", "",
            f"For the lecturer only: the chapter students open (`notebooks/{name}.ipynb`) holds none. Each note is for "
@@ -144,8 +142,8 @@ def render_notes(nb: Any, notes: Sequence[Note], name: str) -> str:
     for cell in nb.cells:
         if cell.cell_type == "markdown" and _HEADING.match(cell.source):
             out += [f"## {_first_line(cell.source).lstrip('#').strip()}", ""]
-        for text in by_cell.get(cell.get("id", ""), ()):
-            out += [f"**At** {_quote(cell)} <!-- cell {cell.id} -->", "", text, ""]
+        for note in by_cell.get(cell.get("id", ""), ()):
+            out += [f"**At** {_quote(cell)} <!-- cell {cell.id} -->", "", note.text, ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -180,9 +178,7 @@ def with_notes(nb: Any, notes: Sequence[Note]) -> Any:
     """``nb`` with each note put back as a ``notes`` cell after its cell: what a deck with a speaker view reads."""
     import nbformat
 
-    by_cell: dict[str, list[Note]] = {}
-    for note in notes:
-        by_cell.setdefault(note.after, []).append(note)
+    by_cell = _by_cell(notes)
     cells = []
     for cell in nb.cells:
         cells.append(cell)
@@ -208,6 +204,14 @@ def update(notebook: str | Path, write: bool = True) -> list[Path]:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(wanted[p], encoding="utf-8")
     return changed
+
+
+def _by_cell(notes: Sequence[Note]) -> dict[str, list[Note]]:
+    """The notes grouped by the cell they follow, each group in order."""
+    grouped: dict[str, list[Note]] = {}
+    for note in notes:
+        grouped.setdefault(note.after, []).append(note)
+    return grouped
 
 
 def _first_line(source: str) -> str:

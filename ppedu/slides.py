@@ -29,7 +29,6 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 #: The slide as reveal.js lays it out, 16:9. reveal.js scales it to the screen less a 4 % margin: 1.5 times at
 #: 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's still picture reads as the widget does.
 SLIDE = (1228, 691)
-# A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead.
 # A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead. Headings as the
 # chapter writes them (the theme shouts them in capitals); no prompts (the live deck shows none either); a widget's
 # still picture in its own sizes, its metrics beside its diagram.
