@@ -88,6 +88,12 @@ def _gamma(c: float) -> float:
     return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
 
 
+def time_axis(timeline) -> str:
+    """The name of a diagram's time axis: "time (steps)" when every op starts and ends on a whole step, else
+    "time (cost units)"."""
+    return "time (steps)" if timeline.whole_steps else "time (cost units)"
+
+
 def op_colour(op, schedule) -> str:
     """The block colour of ``op`` in ``schedule``: its kind's colour, darker on a GPU's later chunks."""
     lap, count = laps(schedule)

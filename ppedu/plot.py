@@ -23,7 +23,7 @@ from matplotlib.text import Text
 from matplotlib.ticker import MaxNLocator
 
 from ppedu.grid import label
-from ppedu.palette import IDLE_STYLE, NAMES, STYLE, drawn_kinds, ink, laps, op_colour, shade
+from ppedu.palette import IDLE_STYLE, NAMES, STYLE, drawn_kinds, ink, laps, op_colour, shade, time_axis
 from ppedu.simulate import Timeline
 
 __all__ = ["DisplayFigure", "IDLE_STYLE", "STYLE", "plot_memory", "plot_timeline", "texts"]
@@ -74,11 +74,10 @@ def plot_timeline(timeline: Timeline, ax: Axes | None = None, title: str | None 
     ax.set_xlim(0, until or end)
     ax.set_ylim(-0.6, p - 0.4)
     ax.set_yticks(range(p), [str(s) for s in range(p)])
-    whole = _whole_steps(timeline)
-    if whole:
+    if timeline.whole_steps:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=TEXT_PT)
-    ax.set_xlabel(xlabel or ("time (steps)" if whole else "time (cost units)"), fontsize=TEXT_PT)
+    ax.set_xlabel(xlabel or time_axis(timeline), fontsize=TEXT_PT)
     ax.set_ylabel("GPU", fontsize=TEXT_PT)
     ax.set_title(title or _title(timeline), fontsize=TEXT_PT + 1)
     handles = legend_handles(timeline)
@@ -211,12 +210,11 @@ def plot_memory(timeline: Timeline, ax: Axes | None = None) -> Figure:
         ax.step(list(at), list(at.values()), where="post", label=f"GPU {s}",
                 linestyle=_STEPS[s % len(_STEPS)], linewidth=1.8)
     ax.set_xlim(0, timeline.makespan or 1.0)
-    whole = _whole_steps(timeline)
-    if whole:
+    if timeline.whole_steps:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=TEXT_PT)
-    ax.set_xlabel("time (steps)" if whole else "time (cost units)", fontsize=TEXT_PT)
+    ax.set_xlabel(time_axis(timeline), fontsize=TEXT_PT)
     ax.set_ylabel("activations alive\n(one chunk's each)", fontsize=TEXT_PT)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=TEXT_PT, frameon=False)
     return ax.figure  # type: ignore[return-value]
@@ -226,10 +224,6 @@ def _new_axes(timeline: Timeline) -> Axes:
     width = min(MAX_WIDTH, 4 + 0.3 * timeline.makespan)
     fig = DisplayFigure(figsize=(width, 1.3 + 0.42 * timeline.p), layout="constrained")
     return fig.add_subplot()
-
-
-def _whole_steps(timeline: Timeline) -> bool:
-    return all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
 
 
 def _title(t: Timeline) -> str:

@@ -78,6 +78,11 @@ class Timeline:
         return tuple(map(Event, as_list(c.stage), c.ops, as_list(self.start), as_list(self.end)))
 
     @cached_property
+    def whole_steps(self) -> bool:
+        """Whether every op starts and ends on a whole time step (a diagram's time then counts steps)."""
+        return all(float(t).is_integer() for t in (*as_list(self.start), *as_list(self.end)))
+
+    @cached_property
     def makespan(self) -> float:
         return float(largest(self.end))
 

@@ -22,7 +22,8 @@ from html import escape
 
 from ppedu.grid import Grid, grid
 from ppedu.idle import CAUSE_STYLE
-from ppedu.palette import BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade
+from ppedu.palette import (BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade,
+                           time_axis)
 from ppedu.simulate import Timeline
 
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
@@ -122,8 +123,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
         x = _LEFT + shown * unit
         body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
                     'stroke="#D55E00" stroke-width="2"/>')
-    whole = all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
-    name, scale = time or ("time (steps)" if whole else "time (cost units)", 1.0)
+    name, scale = time or (time_axis(timeline), 1.0)
     body.append(_axis(end, unit, y0 + inner_h, name, scale))
     legend, legend_w = _legend(patterns, timeline, y0 + inner_h + _BOTTOM, causes)
     body.append(legend)

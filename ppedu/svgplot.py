@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from html import escape
 
 from ppedu.arrays import as_list
-from ppedu.palette import BORDER, TEXT
+from ppedu.palette import BORDER, TEXT, time_axis
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
 
@@ -66,9 +66,8 @@ def plot_memory(timeline: Timeline) -> SvgFigure:
     for tick in _ticks(end):
         body.append(f'<text x="{x(tick):.1f}" y="{_TOP + height + 14}" text-anchor="middle" font-size="10" '
                     f'fill="currentColor">{tick:g}</text>')
-    whole = all(float(t).is_integer() for e in timeline.events for t in (e.start, e.end))
     body.append(f'<text x="{_LEFT + width / 2}" y="{_H - 4}" text-anchor="middle" font-size="11" fill="currentColor">'
-                f'{"time step" if whole else "time"}</text>')
+                f'{time_axis(timeline)}</text>')
     body.append(f'<text transform="translate(12,{_TOP + height / 2}) rotate(-90)" text-anchor="middle" font-size="11" '
                 'fill="currentColor">activations alive</text>')
     for s, (times, alive) in enumerate(profiles):
