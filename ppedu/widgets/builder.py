@@ -12,10 +12,10 @@ from ppedu.ops import Op, Schedule
 from ppedu.palette import STYLE
 from ppedu.placement import PlacementTask, Violation, check_placement, violations
 from ppedu.simulate import Timeline, simulate
+from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 if TYPE_CHECKING:
     from ppedu.search import Found
-from ppedu.widgets._parts import CellGrid, StaticFallback, feedback_html
 
 _ERASE = "(remove)"
 
