@@ -38,11 +38,13 @@ from traitlets import Instance
 import ppedu
 
 #: Inside the sandbox: the folder's copy (read-only), the working directory the kernel starts in (a
-#: copy of that in the home folder), the ``ppedu`` it imports, and the kernel's connection folder.
+#: copy of that in the home folder), the ``ppedu`` it imports, and the kernel's connection folder. The library's
+#: folder is one no Python environment lives under (the course's hub installs in /opt/ppedu, bound read-only
+#: here: a mount point inside it could not be made).
 FOLDER = "/submission"
 HOME = "/home/student"
 WORK = f"{HOME}/work"
-LIBRARY = "/opt/ppedu"
+LIBRARY = "/grader-library"
 RUN = "/run/ppedu"
 #: When the grader is root, each sandbox runs as a user id of its own, from this base up (see :func:`_user_id`).
 SANDBOX_UIDS = 200_000
