@@ -39,6 +39,11 @@ MAX_RESULTS = 16_000_000
 HARNESS = Path(__file__).with_name("harness.py")
 
 
+class Ungradeable(RuntimeError):
+    """A submission that cannot be graded, for a reason that is its own (over the whole notebook's output cap or
+    its wall-clock budget, say): that student is reported "ungradeable" with the reason, and the class goes on."""
+
+
 @dataclass(frozen=True)
 class Library:
     """What an answer's interpreter may import: ``ppedu`` modules (with what they import; the rest of
