@@ -96,9 +96,10 @@ LAWS: tuple[Law, ...] = (
         Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
         lambda p, m, v: m >= p),
-    # Under equal costs ZB-H2 leaves 1F1B's idle time per GPU: its zero bubble needs the cooldown's W's to fill it,
-    # which they do only when W costs more than here (chapter 5); it keeps every micro-batch in flight.
-    Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("m", lambda p, m, v, j: m), _ONE,
+    # Under equal costs ZB-H2 idles as long as ZB-H1, p−1 per GPU, but only before a GPU's first op and after its
+    # last (from m ≥ 2p−1): the parallelogram the next step can overlap. Its W's run in the steady state, so every
+    # GPU keeps at most 2p−1 micro-batches in flight, and reaches it.
+    Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("min(2p−1, m)", lambda p, m, v, j: min(2 * p - 1, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
         lambda p, m, v: m >= p),
     Law("interleaved-zb", "Interleaved zero bubble", *_bubble(1, "3v·"),
