@@ -241,3 +241,24 @@ def test_the_remaining_source_errors_are_flagged_with_their_computed_values():
     assert not words["asynchronous steady-state scheduling (interleaved 1F1B)"].holds
     assert not words["zero-bubble micro-batching (interleaved 1F1B)"].holds
     assert words["sub-10 ms inter-stage latency"].holds and not words["streaming activations in sub-3.2 ms"].holds
+
+
+# ---- the fourth edition's fixed statements (issue 28) ----
+
+@pytest.mark.parametrize("p", [2, 4, 6])
+def test_ch5_ch10_zb_h2_runs_its_ws_in_the_steady_state_and_holds_2p_minus_1(p):
+    from ppedu import design
+
+    m = 2 * p
+    assert design.run("zb-h2", p, m).peak_stage_activations == (2 * p - 1,) * p  # W frees them
+    assert design.run("zb-h2", p, m, memory=FREE_AT_B).peak_stage_activations == tuple(2 * (p - j) - 1 for j in range(p))
+    assert design.run("zb-h1", p, m).peak_stage_activations == (p,) * p
+    equal = Costs(f=1, b=1, w=1)
+    assert simulate(schedules.zero_bubble_h2(p, m), equal).makespan == simulate(schedules.zero_bubble_h1(p, m), equal).makespan \
+        == 3 * m + p - 1  # the same step: ZB-H2's gain is the overlap with the next one
+    assert "holds every W back" not in source("10-design-space", "10-16")
+    assert "B, W, F in turn" in source("10-design-space", "10-16")
+    assert "no GPU ever holds more than 2*p* − 1" in source("10-design-space", "10-20")
+    assert "every micro-batch at once" not in source("10-design-space", "10-10")
+    assert "both take 3*m* + *p* − 1" in source("10-design-space", "10-21a")
+    assert "at most 2*p* − 1 micro-batches' activations" in source("05-zero-bubble", "05-06")
