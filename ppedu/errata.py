@@ -227,8 +227,8 @@ def matching_configurations(
     is what the same run reports as busy time ÷ total time.
 
     The interleaved schedule of Narayanan et al. (2021) takes micro-batches in groups of p, so m
-    had to be a multiple of p; ``multiple_of_p`` keeps only those (current Megatron-LM and
-    PyTorch's ``ScheduleInterleaved1F1B`` also accept other m).
+    had to be a multiple of p; ``multiple_of_p`` keeps only those (Megatron-LM also runs other m ≥ p, with
+    its group size set; PyTorch 2.13 an m that is a multiple of max(1, m // p): :mod:`ppedu.frameworks`).
 
     >>> [(r.p, r.m) for r in matching_configurations(0.058, 2, "bubble/ideal", (2, 4, 8))]
     [(4, 26), (8, 60)]

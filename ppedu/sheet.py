@@ -85,7 +85,7 @@ LAWS: tuple[Law, ...] = (
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
         "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; ppedu, "
-        "current Megatron-LM and PyTorch also run other m); "
+        "ppedu runs any m, Megatron-LM any m ≥ p with its group size set, PyTorch 2.13 m a multiple of max(1, ⌊m/p⌋)); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
     Law("looped-bfs", "Looped BFS", *_bubble(1, "v·"), Formula("m", lambda p, m, v, j: m),

@@ -262,3 +262,71 @@ def test_ch5_ch10_zb_h2_runs_its_ws_in_the_steady_state_and_holds_2p_minus_1(p):
     assert "every micro-batch at once" not in source("10-design-space", "10-10")
     assert "both take 3*m* + *p* − 1" in source("10-design-space", "10-21a")
     assert "at most 2*p* − 1 micro-batches' activations" in source("05-zero-bubble", "05-06")
+
+
+def test_ch4_ch4b_and_the_sheet_say_what_pytorch_and_megatron_accept_each_citing_its_file():
+    from ppedu.frameworks import megatron_accepts, megatron_runs, pytorch_accepts
+    from ppedu.schedules.interleaved import _group
+
+    matches = matching_configurations(0.058, 2, "bubble/ideal", (2, 4, 8, 16, 32, 64))
+    assert sum(pytorch_accepts("interleaved", r.p, r.m) for r in matches) == 1
+    assert not any(megatron_accepts(r.p, r.m) for r in matches) and all(megatron_runs(r.p, r.m) for r in matches)
+    text = source("04-interleaved", "04-21")
+    assert "all of these matches but one" in text and "current Megatron-LM and PyTorch accept them" not in text
+    assert [m for m in (3, 9, 10, 11) if pytorch_accepts("interleaved", 4, m)] == [3, 10]
+    assert [m for m in range(1, 13) if megatron_accepts(4, m)] == [4, 8, 12]
+    text = source("04b-interleaving-costs", "04-23")
+    assert "*m* = 10 at *p* = 4, but not *m* = 9 or 11" in text and "so by default *m* must still be a multiple of *p*" in text
+    assert pytorch_accepts("interleaved", 8, 20) and 20 // max(1, 20 // 8) == 10
+    assert not megatron_accepts(8, 20) and _group(8, 20, None) == 10 and megatron_accepts(8, 20, 10)
+    sheet = json.loads((NOTEBOOKS / "formula-sheet.ipynb").read_text())["cells"]
+    assert "two rounds of 10 micro-batches" in "".join(next(c for c in sheet if c["id"] == "73dde706")["source"])
+    for chapter, cell in (("04-interleaved", "04-21"), ("04b-interleaving-costs", "04-23")):
+        text = source(chapter, cell)
+        assert "torch/distributed/pipelining/schedules.py" in text and "megatron/core/pipeline_parallel/schedules.py" in text
+
+
+def test_ch4b_the_embedding_costs_no_compute_and_the_output_layer_less_than_a_block():
+    for model in cluster.MODELS.values():
+        flops = model.layer_flops()  # embedding, the blocks, the output layer (and loss)
+        assert flops[0] == 0 and 0 < flops[-1] < flops[1], model.name
+    text = source("04b-interleaving-costs", "04-43")
+    assert "are heavier than a transformer block" not in text and "the last chunk runs longest" in text
+    plain = simulate(schedules.one_f_one_b(4, 4)).peak_stage_activations[0]
+    assert simulate(schedules.interleaved_1f1b(4, 4, 2), Costs(f=1, b=1).per_chunk(2)).peak_stage_activations[0] == plain
+    assert "(at *m* = *p* it holds the same)" in source("04b-interleaving-costs", "04-23")
+
+
+def test_ch2_more_micro_batches_cost_gpipe_memory_only_when_each_keeps_its_size():
+    for m in (4, 8, 16, 32):
+        gpipe, one = (simulate(s(4, m)).peak_activations[0] for s in (schedules.gpipe, schedules.one_f_one_b))
+        assert gpipe == m and gpipe / m == 1 and one / m == min(4, m) / m  # in micro-batches, then in mini-batches
+    text = source("02-gpipe", "02-19") + source("02-gpipe", "02-20a")
+    assert "each micro-batch keeping its size" in text and "GPipe keeps the whole mini-batch's activations whatever *m* is" in text
+
+
+def test_ch2_adam_hides_the_summed_gradients_scale_and_sgd_does_not():
+    import torch
+
+    def step(scale: float, optimizer) -> torch.Tensor:
+        w = torch.nn.Parameter(torch.zeros(3))
+        opt = optimizer([w], lr=0.1)
+        w.grad = scale * torch.tensor([0.5, -1.0, 2.0])
+        opt.step()
+        return w.detach()
+
+    assert torch.allclose(step(4, torch.optim.SGD), 4 * step(1, torch.optim.SGD))
+    assert torch.allclose(step(4, torch.optim.Adam), step(1, torch.optim.Adam), rtol=1e-6)
+    text = source("02-gpipe", "02-12d")
+    assert "under plain SGD a step *m* times too long" in text and "Adam divides the gradient by its running scale" in text
+
+
+def test_ch10_with_slow_hand_overs_zb_h2_is_the_fastest_row_at_2p_minus_1():
+    from ppedu import design
+
+    slow = Costs(f=1, b=1, w=1, comm=0.5, fb=3)
+    rows = [r for r in design.design_space(4, 8, slow, search_seconds=0)[:-2] if r.makespan != "—"]
+    fastest = min(rows, key=lambda r: r.makespan)
+    assert fastest.schedule == "ZB-H2" and fastest.peak_activations == 2 * 4 - 1
+    assert "ZB-H2" in [x.schedule for x in design.frontier(4, 8, slow)]
+    assert "becomes the fastest row" in source("10-design-space", "10-34")
