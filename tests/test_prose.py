@@ -330,3 +330,29 @@ def test_ch10_with_slow_hand_overs_zb_h2_is_the_fastest_row_at_2p_minus_1():
     assert fastest.schedule == "ZB-H2" and fastest.peak_activations == 2 * 4 - 1
     assert "ZB-H2" in [x.schedule for x in design.frontier(4, 8, slow)]
     assert "becomes the fastest row" in source("10-design-space", "10-34")
+
+
+def test_ch12_model_state_gathers_and_the_fullest_stage_as_ppedu_counts_them():
+    from dataclasses import replace
+
+    from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, Parallel, data_parallel, plan
+
+    llama, base = MODELS["70b"], Parallel(t=4, d=4, sequence=True)
+    run = dict(model=llama, cluster=Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"]), microbatches=[32], schedules=["1f1b"],
+               recompute="none")
+    row = plan(**run, parallel=base)[0]
+    total, weights = row.memory.total, row.memory.weights
+    activations = row.memory.activations
+    assert total.index(max(total)) == 0 and weights[-1] - weights[0] == llama.hidden * llama.dtype_bytes / base.t
+    assert activations.index(min(activations)) == len(activations) - 1  # the last stage: a norm more, fewest activations
+    assert "the fullest (it holds the embedding's parameters" in source("12-parallelism-at-scale", "12-04")
+    zero3 = plan(**run, parallel=replace(base, zero=3))[0]
+    assert zero3.memory.transient[0] == weights[0]  # a whole chunk gathered at once: the upper bound the text names
+    assert "an upper bound" in source("12-parallelism-at-scale", "12-06")
+    assert [k for k, _ in data_parallel(1e9, llama, replace(base, zero=1), 32)] == ["all-reduce"]  # RS + AG bytes
+    assert [k for k, _ in data_parallel(1e9, llama, replace(base, zero=3), 2)].count("all-gather") == 2 * 2
+    text = source("12-parallelism-at-scale", "12-07") + source("12-parallelism-at-scale", "12-09")
+    assert "the updated weights are all-gathered" in text and "deepspeed/runtime/pipe/engine.py" in text
+    assert "That is why Megatron-LM's distributed optimizer is ZeRO-1" not in text
+    assert llama.params * llama.dtype_bytes > GPUS["h100-80gb"].memory
+    assert "bf16 weights alone are more than an 80 GB GPU holds" in source("12-parallelism-at-scale", "12-25")
