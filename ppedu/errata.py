@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ppedu.cluster.hardware import MODELS, Model
@@ -72,8 +72,8 @@ def textbook_claims(*sections: str) -> Table[Claim]:
     pairs = dualpipe(8, 20)
     overlapped_on_0 = sum(1 for op in pairs.overlapped if pairs.home(op) == 0)
     dual, one = simulate(pairs, EQUAL), simulate(one_f_one_b(8, 20), EQUAL)
-    v3 = dict(layers=61, hidden=7168, vocab=129280, seq=4096, heads=128)
-    mla_bytes = (Model("many KV heads", **v3).hand_over_bytes, Model("one KV head", kv_heads=1, **v3).hand_over_bytes)
+    v3 = Model("DeepSeek-V3's shape", layers=61, hidden=7168, vocab=129280, seq=4096, heads=128)
+    mla_bytes = (v3.hand_over_bytes, replace(v3, kv_heads=1).hand_over_bytes)  # 128 KV heads, or one
     zero1, zero2 = (len(data_parallel(1e9, MODELS["70b"], Parallel(d=4, zero=z), 32)) for z in (1, 2))
     rows = (
         Claim("4.6.1", "p = 4, m = 4 takes this many time steps", "11",
