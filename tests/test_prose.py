@@ -356,3 +356,13 @@ def test_ch12_model_state_gathers_and_the_fullest_stage_as_ppedu_counts_them():
     assert "That is why Megatron-LM's distributed optimizer is ZeRO-1" not in text
     assert llama.params * llama.dtype_bytes > GPUS["h100-80gb"].memory
     assert "bf16 weights alone are more than an 80 GB GPU holds" in source("12-parallelism-at-scale", "12-25")
+
+
+@pytest.mark.parametrize("chapter, cell, cited", [
+    ("05-zero-bubble", "05-07a", "torch/distributed/pipelining/_backward.py"),
+    ("08-memory-and-recomputation", "08-09", "megatron/core/transformer/transformer_config.py"),
+    ("12-parallelism-at-scale", "12-06", "torch/distributed/fsdp/_fully_shard/_fully_shard.py"),
+    ("12-parallelism-at-scale", "12-04", "megatron/training/arguments.py"),
+])
+def test_what_a_framework_does_cites_the_file_it_was_read_in(chapter, cell, cited):
+    assert cited in source(chapter, cell)
