@@ -158,10 +158,12 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
             elif kinds[s, t]:
                 op = events[g.rows[s][t]].op
                 colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
-                body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch, f"ppedu-op ppedu-{op.kind}", stroke=BACKGROUND,
-                                  tip=labels[s, t]))
                 text = labels[s, t] if starts[s, t] else "·"
-                if unit >= _CHAR * len(text) + 2:
+                fits = unit >= _CHAR * len(text) + 2
+                body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch,
+                                  f"ppedu-op ppedu-{op.kind}{'' if fits else ' ppedu-unlabelled'}", stroke=BACKGROUND,
+                                  tip=labels[s, t]))
+                if fits:
                     body.append(_label(x, y, unit, text, colour))
             else:
                 body.append(_rect(patterns, x, y, unit, _ROW, BACKGROUND, "", "ppedu-idle", stroke=BORDER))
@@ -229,8 +231,8 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
             if w >= label[0]:
                 break
         else:
-            alone.append(f'<rect {look[0]} x="{x:.1f}" y="{row_text[e.stage]}" width="{w:.1f}" height="{height}">'
-                         f'<title>{text}</title></rect>')
+            alone.append(f'<rect {look[0].replace("ppedu-op", "ppedu-op ppedu-unlabelled", 1)} x="{x:.1f}" '
+                         f'y="{row_text[e.stage]}" width="{w:.1f}" height="{height}"><title>{text}</title></rect>')
             continue
         shapes.setdefault(look[0], []).append(f"M{x:.1f},{row_text[e.stage]}h{w:.1f}v{height}h{-w:.1f}z")
         xs, chars = glyphs.setdefault((rows[e.stage] + _ROW / 2 + 2, look[1]), ([], []))
