@@ -121,9 +121,16 @@ def _stills(nb: Any) -> None:
 
 
 def remote_references(html: str, folder: str | Path | None = None) -> list[str]:
-    """Every script, style sheet, module or font the page loads from the network (should be none); with ``folder``
-    (the deck's), also what the local style sheets it links import (a reveal.js theme may fetch web fonts)."""
-    found = re.findall(r"""(?:src|href)\s*=\s*["'](https?://[^"']+)""", html)
+    """Every script, style sheet, picture, frame, module or font the page loads from the network (should be none);
+    with ``folder`` (the deck's), also what the local style sheets it links import (a reveal.js theme may fetch web
+    fonts). A link to a web page (``<a href>``, a chapter pointing at a tool) is followed only if clicked: not loaded.
+
+    >>> remote_references('<a href="https://ui.perfetto.dev">Perfetto</a> <img src="https://x.org/a.png">')
+    ['https://x.org/a.png']
+    """
+    found = re.findall(r"""<(?:script|img|iframe|frame|embed|source|track|audio|video|input|link)\b[^>]*?\s"""
+                       r"""(?:src|href|poster|srcset)\s*=\s*["'](https?://[^"'\s]+)""", html, flags=re.IGNORECASE)
+    found += re.findall(r"""<object\b[^>]*?\sdata\s*=\s*["'](https?://[^"']+)""", html, flags=re.IGNORECASE)
     found += re.findall(r"""(?:import\s[^'"]*from\s*|require\(\s*\[?\s*)["'](https?://[^"']+)""", html)
     found += re.findall(r"""^\s*["'](https?://[^"']+\.js)["'],?\s*$""", html, flags=re.MULTILINE)
     found += re.findall(r"""url\(\s*["']?(https?://[^"')]+)""", html)
