@@ -213,16 +213,11 @@ NEXT_JS = """
 })
 """
 # In the page: what the shown cells of the slide show cut off, too small (``least`` px, 0: not checked) or unlabelled
-# (MEASURE_JS); each picture shown less enlarged than PICTURE_SCALE (its text is then too small: a PNG's text cannot
-# be read from the page); and each button of the deck's remote (its arrows) where anything but the slide lies under
-# or over it (a pop-up beneath the arrows hides them just as well).
-SLIDE_JS = "(panel, [shown, least, scale]) => {" + MEASURE_JS + """
+# (MEASURE_JS), and each button of the deck's remote (its arrows) where anything but the slide lies under or over it
+# (a pop-up beneath the arrows hides them just as well).
+SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + """
   const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
   const out = measure(shown.map(i => [`cell ${i + 1}`, cells[i]]), least, true);
-  for (const i of least ? shown : [])
-    for (const img of cells[i].querySelectorAll('.jp-OutputArea-output img'))
-      if (img.naturalWidth && img.getBoundingClientRect().width / img.naturalWidth < scale)
-        out.push(`cell ${i + 1}: a picture shown at ${(img.getBoundingClientRect().width / img.naturalWidth).toFixed(2)}×`);
   const remote = document.querySelector('.jp-Deck-Remote'), buttons = [...remote?.querySelectorAll('button') ?? []];
   const covered = buttons.flatMap(button => {
     const box = button.getBoundingClientRect();
@@ -234,9 +229,6 @@ SLIDE_JS = "(panel, [shown, least, scale]) => {" + MEASURE_JS + """
   return out;
 }
 """
-#: A picture's text is at least SLIDE_TEXT_PX on a 1080p slide when the picture is shown at least this much enlarged
-#: (matplotlib's smallest text, its default 10 pt at 100 dpi, is 13.9 px; the course's own are 15.3 px).
-PICTURE_SCALE = SLIDE_TEXT_PX / (10 * 100 / 72)
 # In the page: a widget's text and drawings, without its controls (what a moved slider must change).
 WIDGET_TEXT_JS = """
 root => { const copy = root.cloneNode(true);
@@ -265,8 +257,7 @@ def present(lab, panel, name: str) -> None:
                 if width == 1920:
                     driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
                 problems += [f"{where if problem.startswith('cell') else f'{name} at {width}×{height}'}: {problem}"
-                             for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0,
-                                                                      PICTURE_SCALE])]
+                             for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0])]
                 shoot(lab, panel, name, width, step, state, shot)
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()
                 lab.page.keyboard.press("Space")
