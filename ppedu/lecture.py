@@ -56,6 +56,10 @@ DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presentin
     **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
     "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
 }}}}
+#: A static deck's slide as reveal.js lays it out, 16:9 (``make slides``, :mod:`ppedu.slides`). reveal.js scales it to
+#: the screen less a 4 % margin: 1.5 times at 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's
+#: still picture reads as the widget does.
+SLIDE = (1228, 691)
 FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 #: Where each chapter's speaker notes live, relative to the course's root.
 NOTES_FOLDER = Path("docs") / "speaker-notes"

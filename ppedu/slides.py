@@ -21,16 +21,13 @@ from typing import Any
 
 import nbformat
 
-from ppedu.lecture import CODE_VH, TEXT_VH, notes_path, read_notes, with_notes
+from ppedu.lecture import CODE_VH, SLIDE, TEXT_VH, notes_path, read_notes, with_notes
 
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
 # nbconvert imports mermaid in every page; this module stands in for it, inline: a page opened from a file may not
 # import a module from another file (Chromium refuses file:// module scripts), but it may import a data: URL.
 _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7B%7D%20%7D%3B"
-#: The slide as reveal.js lays it out, 16:9. reveal.js scales it to the screen less a 4 % margin: 1.5 times at
-#: 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's still picture reads as the widget does.
-SLIDE = (1228, 691)
 # The live deck's type (ppedu.lecture) in the slide's pixels, so a static slide holds what a live one does: prose,
 # code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
 # enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a

@@ -212,6 +212,15 @@ NEXT_JS = """
   check();
 })
 """
+# In the page: whether every diagram on the shown cells that is drawn for its box's width (ppedu.widgets' Fitted) has
+# been drawn for the width its box has now (the kernel redraws it once the page reports a new width).
+FITTED_JS = """
+([panel, shown]) => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  return shown.every(i => [...cells[i].querySelectorAll('.ppedu-fitted')].every(
+    e => !e.checkVisibility() || Math.abs(Math.floor(e.clientWidth) - Number(e.dataset.drawn)) <= 1));
+}
+"""
 # In the page: what the shown cells of the slide show cut off, too small (``least`` px, 0: not checked) or unlabelled
 # (MEASURE_JS), and each button of the deck's remote (its arrows) where anything but the slide lies under or over it
 # (a pop-up beneath the arrows hides them just as well).
@@ -222,7 +231,9 @@ SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + """
   const covered = buttons.flatMap(button => {
     const box = button.getBoundingClientRect();
     const over = document.elementsFromPoint(box.x + box.width / 2, box.y + box.height / 2)
-      .find(e => !remote.contains(e) && !e.contains(remote) && !panel.contains(e));  // above or below the button
+      // the slide's own boxes and JupyterLab's around it aside, anything seen above or below the button
+      .find(e => !remote.contains(e) && !e.contains(remote) && !panel.contains(e) && !e.contains(panel)
+                 && e.checkVisibility({opacityProperty: true, visibilityProperty: true}));
     return box.width && over ? [String(over.className?.baseVal ?? over.className)] : [];
   });
   if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${buttons.length} buttons lie under or over ${covered[0]}`);
@@ -256,6 +267,10 @@ def present(lab, panel, name: str) -> None:
                     problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
                 if width == 1920:
                     driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
+                try:
+                    lab.page.wait_for_function(FITTED_JS, arg=[panel.element_handle(), state["shown"]], timeout=15_000)
+                except Exception:
+                    problems.append(f"{where}: a diagram was not redrawn for the width of its box")
                 problems += [f"{where if problem.startswith('cell') else f'{name} at {width}×{height}'}: {problem}"
                              for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0])]
                 shoot(lab, panel, name, width, step, state, shot)
