@@ -31,7 +31,8 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 # The live deck's type (ppedu.lecture) in the slide's pixels, so a static slide holds what a live one does: prose,
 # code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
 # enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a
-# live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either); a widget's still picture in the prose's size.
+# live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either);
+# a widget's still picture in the sizes of the widget it stands for (the code's, as a live deck shows a widget).
 _TEXT, _CODE = (f"{share * SLIDE[1] / 100:.1f}px" for share in (TEXT_VH, CODE_VH))
 _STYLE = f"""<style>
 .reveal {{ font-size: {_TEXT}; --jp-content-font-size1: {_TEXT}; --jp-code-font-size: {_CODE}; }}
@@ -43,8 +44,8 @@ _STYLE = f"""<style>
 .reveal .slides > section, .reveal .slides > section > section {{ padding: 0; }}
 .reveal p, .reveal ul, .reveal ol {{ margin: 0.5em 0; }}
 .reveal .jp-InputPrompt, .reveal .jp-OutputPrompt {{ display: none; }}
-.reveal .ppedu-static {{ font-size: {_TEXT}; }}
-.reveal .ppedu-static table {{ font-size: {_TEXT}; margin: 0; }}
+.reveal .ppedu-static, .reveal .ppedu-static table {{ font-size: {_CODE}; margin: 0; }}
+.reveal .ppedu-static :is(th, td) {{ padding: 0.1em 0.5em 0.1em 0; }}
 </style>"""
 
 _WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

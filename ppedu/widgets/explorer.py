@@ -144,9 +144,11 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     def _static_html(self) -> str:
         # Says which settings it shows: a later cell that moves the sliders must not contradict it.
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
-        return (f"<p><em>A still picture of the schedule explorer at {escape(shown)}; "
-                "run the notebook to move its sliders.</em></p>" + self.message.value
-                + self._diagram(STILL_WIDTH) + self.table.value)
+        # Laid out as the widget is: the metrics at the top (beside what the picture shows), the diagram below.
+        return ('<div style="display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start">'
+                f'<div style="flex:1 1 20em"><p><em>A still picture of the schedule explorer at {escape(shown)}; '
+                f"run the notebook to move its sliders.</em></p>{self.message.value}</div>{self.table.value}</div>"
+                + self._diagram(STILL_WIDTH))
 
     def _changed(self, _change: object) -> None:
         if not self._holding:
