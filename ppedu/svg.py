@@ -319,8 +319,9 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
         elsewhere = (largest or {}).get(i, number) != number  # labelled in another band's piece
         # The micro-batch and chunk if they fit, else the micro-batch (and its ' ), else the micro-batch alone; along
         # the block, else up it.
-        along = next((label for label in _labels(text) if w >= label[0]), None)
-        up = None if along else next((label for label in _labels(text) if w >= _UP_WIDTH and label[3] <= height), None)
+        fits = w + 1e-6  # the unit was chosen so the least label fits exactly: no rounding may undo that
+        along = next((label for label in _labels(text) if fits >= label[0]), None)
+        up = None if along else next((label for label in _labels(text) if fits >= _UP_WIDTH and label[3] <= height), None)
         if elsewhere or not (along or up):
             cut_short = upto is not None and e.end > upto  # still running: labelled once it is long enough
             flag = "" if elsewhere or cut_short or e.duration == 0 else " ppedu-unlabelled"
