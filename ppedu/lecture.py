@@ -43,16 +43,19 @@ from typing import Any
 TEXT_VH, CODE_VH = 2.4, 1.85
 #: The notebook's style while the deck presents it (its ``@deathbeds/jupyterlab-fonts`` metadata, which
 #: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
-#: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (:data:`TEXT_VH`); a text
-#: output wraps a line too long for the screen rather than run off it (lines short enough, a spacetime grid's rows,
-#: stay whole); tables in the code's size; pictures, widgets and HTML (diagrams) half as large again, at their own size
-#: on a screen under 900 px high. (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside
+#: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (:data:`TEXT_VH`); a line of
+#: code or of a text output too long for the screen wraps rather than run off it (lines short enough, a spacetime
+#: grid's rows, stay whole); tables in the code's size; a widget's control as wide as its name (ipywidgets cuts a name
+#: longer than 80 px); pictures, widgets and HTML (diagrams) half as large again, at their own size on a screen under
+#: 900 px high. (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside
 #: ``:is()``.)
 _DRAWN = ("[data-mime-type^='image/']", "[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
 DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
     "--jp-content-font-size1": f"{TEXT_VH}vh", "--jp-code-font-size": f"{CODE_VH}vh",
     "& .jp-OutputArea-output pre": {"white-space": "pre-wrap", "overflow-wrap": "anywhere"},
+    "& .jp-InputArea-editor .cm-content": {"white-space": "pre-wrap", "overflow-wrap": "anywhere", "flex-shrink": "1"},
     "& .jp-RenderedMarkdown table": {"font-size": f"{CODE_VH}vh"},
+    "& .jupyter-widgets .widget-label": {"width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
     **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
     "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
 }}}}

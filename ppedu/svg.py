@@ -5,9 +5,9 @@ hatching of :mod:`ppedu.palette`), as a string an HTML widget or a notebook show
 time and outlines take JupyterLab's theme colours, so the diagram reads in light and dark themes.
 Each drawing names its own hatch patterns, so two drawings on a page (one on a hidden slide)
 never borrow each other's. Every block is labelled at full size: along it where its label fits,
-up it where only that fits (as :func:`ppedu.plot.plot_timeline` does); a diagram too long for that
-is drawn wider, or, given the width it must keep to (``fold``), folded into bands of time, one
-under the other, rather than shrinking its text or scrolling out of sight.
+up it where only that fits (as :func:`ppedu.plot.plot_timeline` does); a diagram too long for its
+width at that size is folded into bands of time, one under the other, rather than shrinking its
+text or growing wider than its place (to be scrolled out of sight on a slide).
 
 >>> from ppedu import schedules, simulate
 >>> svg = render_svg(simulate(schedules.gpipe(2, 2)))
@@ -89,17 +89,16 @@ def describe(timeline: Timeline) -> str:
 
 
 def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560.0, title: str | None = None,
-               causes: bool = False, time: tuple[str, float] | None = None, fold: bool = False) -> str:
+               causes: bool = False, time: tuple[str, float] | None = None) -> str:
     """The spacetime diagram of ``timeline`` as SVG; with ``upto``, only what has run by that time
     (the rest of the grid is left blank and a line marks "now"); with ``causes``, each idle
     interval hatched by why it is idle (:meth:`~ppedu.simulate.Timeline.idle_causes`).
 
-    ``width`` is the width to aim for; a diagram whose blocks would be too narrow for their
-    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk; with ``fold`` it
-    keeps to ``width`` and folds its time axis into as many bands as its labels need, each band's
-    blocks as wide as ``width`` allows (a block a fold cuts is labelled in its larger piece). A block
-    left without a label (too short even so) names itself on hover and carries the class
-    ``ppedu-unlabelled``. The time axis says its unit: "time (steps)" when every op starts and ends
+    ``width`` is the drawing's width (a widget gives it its box's, :class:`ppedu.widgets._parts.Fitted`);
+    a diagram whose blocks would be too narrow there for their micro-batch numbers folds its time axis
+    into as many bands as the labels need (up to 8000 px of time), each band as wide as ``width``
+    allows (a block a fold cuts is labelled in its larger piece). A block left without a label (too
+    short even so) names itself on hover and carries the class ``ppedu-unlabelled``. The time axis says its unit: "time (steps)" when every op starts and ends
     on a whole step, else "time (cost units)"; or ``time``, a name and the factor from the timeline's
     units to it (``("time (ms)", 1e3)`` for a timeline in seconds).
 
@@ -107,7 +106,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
     2
     >>> long = simulate(schedules.dualpipe(8, 20))
-    >>> folded = render_svg(long, width=560, fold=True)
+    >>> folded = render_svg(long, width=560)
     >>> float(folded.split('width="')[1].split('"')[0]) <= 560, folded.count(">GPU 7<"), "ppedu-unlabelled" in folded
     (True, 2, False)
     """
@@ -115,7 +114,7 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     room = width - _LEFT - 8
     unit = _unit(timeline, room / end)
     bands = [(0.0, end)]
-    if fold and unit * end > room:
+    if unit * end > room:
         # Folds fall on the timeline's own steps (where blocks begin and end: fewer cut), as evenly as that allows; a
         # measured run's times have no steps of their own.
         even = end / math.ceil(unit * end / room - 1e-9)
@@ -133,29 +132,31 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
         body.append(_band(timeline, patterns, unit, y, (b, t0, t1), shown, upto is not None, causes, largest, scale))
         y += p * _ROW + _BAND
     body.append(_text(_LEFT + (bands[0][1] - bands[0][0]) * unit / 2, y - _BAND + 33, name, "middle"))
-    legend, legend_w, more = _legend(patterns, timeline, y - _BAND + _BOTTOM, causes, width if fold else math.inf)
+    legend, legend_w, more = _legend(patterns, timeline, y - _BAND + _BOTTOM, causes, width)
     body.append(legend)
     if title:
         body.append(_text(_LEFT, 15, title))
-    w = max(_LEFT + (bands[0][1] - bands[0][0]) * unit + 8, legend_w, min(420, width) if fold else 420)
+    w = max(_LEFT + (bands[0][1] - bands[0][0]) * unit + 8, legend_w, min(420, width))
     summary = describe(timeline) + (f" Shown up to time {shown:g}." if upto is not None else "")
     return _svg(w, y - _BAND + _BOTTOM + 22 + more, summary, patterns, body)
 
 
 def _unit(timeline: Timeline, fitting: float) -> float:
     """Pixels per time unit: ``fitting`` (at most 36) where every block can show its label there, else the least at
-    which each can (along it if that fits at ``fitting``' s scale or larger, else up it), at most 8000 px in all."""
+    which each can (along it if that fits at ``fitting``'s scale or larger, else up it). A block that could show its
+    label only with more than 8000 px of time in all is left without one, and sets no unit."""
     end = timeline.makespan or 1.0
+    most = (_MAX_WIDTH - _LEFT - 8) / end
     along, either = 0.0, 0.0  # the least unit at which every block's label fits along it; along or up it
     chunked = timeline.schedule.chunks > timeline.schedule.p
     for e in timeline.events:
         if e.duration > 0:
             needs = _labels(e.op.label(chunk=chunked))[-1]
-            along = max(along, needs[0] / e.duration)
-            either = max(either, min(needs[0], _UP_WIDTH if needs[3] <= _ROW - _GAP else math.inf) / e.duration)
+            least = min(needs[0], _UP_WIDTH if needs[3] <= _ROW - _GAP else math.inf) / e.duration
+            if least <= most:
+                along, either = max(along, needs[0] / e.duration), max(either, least)
     best = min(36.0, fitting)
-    unit = best if best >= along else max(best, either)
-    return min(max(2.0, unit), (_MAX_WIDTH - _LEFT - 8) / end)
+    return max(2.0, best if best >= along else max(best, either))
 
 
 def _largest_pieces(timeline: Timeline, bands: list[tuple[float, float]]) -> dict[int, int]:

@@ -184,12 +184,10 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     def _diagram(self, width: int) -> str:
         """The diagram drawn for ``width`` px (the last valid one dimmed while the choice is impossible)."""
         if self.timeline is not None:
-            self._drawn = (width, render_svg(self.timeline, width=width, fold=True))
+            self._drawn = (width, render_svg(self.timeline, width=width))
             return self._drawn[1]
-        drawn = self._drawn[1] if self._drawn[0] == width or not self._last else render_svg(self._last, width=width,
-                                                                                              fold=True)
+        drawn = self._drawn[1] if self._drawn[0] == width or not self._last else render_svg(self._last, width=width)
         return f'<div style="opacity:.3" aria-hidden="true">{drawn}</div>'
-
 
     def _build(self, m: int) -> Schedule:
         values = self.values

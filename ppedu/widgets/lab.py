@@ -105,9 +105,9 @@ class StepPicker(StaticFallback, widgets.VBox):
         if self.result is None:
             return ""
         ms = ("time (ms)", 1e3)
-        return (render_svg(self.result.measured, title="measured", time=ms, width=width, fold=True)
+        return (render_svg(self.result.measured, title="measured", time=ms, width=width)
                 + render_svg(self.result.predicted, title="predicted from the measured mean costs", time=ms,
-                             width=width, fold=True))
+                             width=width))
 
     def _static_html(self) -> str:
         return self.message.value + self._diagrams(STILL_WIDTH)

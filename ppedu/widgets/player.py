@@ -67,7 +67,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         return tuple(str(row[self.step - 1]) for row in self._labels)
 
     def _static_html(self) -> str:
-        return render_svg(self.timeline, width=STILL_WIDTH, fold=True)
+        return render_svg(self.timeline, width=STILL_WIDTH)
 
     def _toggled(self, change: dict) -> None:
         self.play.description = "❚❚ pause" if change["new"] else "▶ play"
@@ -86,7 +86,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
 
     def _draw(self) -> None:
         width = self.diagram.width_or(560)
-        self.diagram.value = render_svg(self.timeline, upto=self.step * self.dt, width=width, fold=True)
+        self.diagram.value = render_svg(self.timeline, upto=self.step * self.dt, width=width)
         self.diagram.drawn = width
         doing = ", ".join(f"GPU {s}: {x}" for s, x in enumerate(self.running()) if x)
         text = f"t{self.step}: {doing}" if self.step else "t0: nothing has run yet"

@@ -234,7 +234,7 @@ SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + """
       // the slide's own boxes and JupyterLab's around it aside, anything seen above or below the button
       .find(e => !remote.contains(e) && !e.contains(remote) && !panel.contains(e) && !e.contains(panel)
                  && e.checkVisibility({opacityProperty: true, visibilityProperty: true}));
-    return box.width && over ? [String(over.className?.baseVal ?? over.className)] : [];
+    return box.width && over ? [`${over.tagName.toLowerCase()} ${String(over.className?.baseVal ?? over.className)}`] : [];
   });
   if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${buttons.length} buttons lie under or over ${covered[0]}`);
   return out;

@@ -78,12 +78,33 @@ function measure(roots, least, shown) {
   const named = e => { const c = String(e.className?.baseVal ?? e.className ?? '').trim();
     return e.tagName.toLowerCase() + (c ? '.' + c.split(/\\s+/).slice(0, 2).join('.') : ''); };
   const visible = e => e.checkVisibility({visibilityProperty: shown});
+  const range = document.createRange();
+  // How far what e shows (its text and elements, on screen) runs past its inner box, px across and down; a part that
+  // clips itself away (a screen reader's copy of a formula) is not shown.
+  const beyond = e => {
+    const box = e.getBoundingClientRect(), scale = box.width / (e.offsetWidth || 1);
+    const right = box.left + (e.clientLeft + e.clientWidth) * scale, bottom = box.top + (e.clientTop + e.clientHeight) * scale;
+    const walk = document.createTreeWalker(e, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {acceptNode: n => {
+      if (n.nodeType === Node.TEXT_NODE) return n.textContent.trim() ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT;
+      const style = getComputedStyle(n);
+      return !visible(n) || style.clip !== 'auto' || style.clipPath !== 'none' ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+    }});
+    let across = 0, down = 0;
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      if (n.nodeType === Node.TEXT_NODE) range.selectNodeContents(n);
+      const r = (n.nodeType === Node.TEXT_NODE ? range : n).getBoundingClientRect();
+      if (r.width || r.height) [across, down] = [Math.max(across, r.right - right), Math.max(down, r.bottom - bottom)];
+    }
+    return [across, down].map(px => Math.round(px / scale));
+  };
   for (const [where, root] of roots) {
     for (const e of [root, ...root.querySelectorAll('*')]) {
       if (e instanceof SVGElement || !visible(e)) continue;
       const style = getComputedStyle(e);
-      const across = e.scrollWidth - e.clientWidth, down = e.scrollHeight - e.clientHeight;
-      if (/(auto|scroll|hidden|clip)/.test(style.overflowX + style.overflowY) && (across > 1 || down > 1))
+      if (!/(auto|scroll|hidden|clip)/.test(style.overflowX + style.overflowY) || style.clip !== 'auto') continue;
+      if (e.scrollWidth - e.clientWidth <= 1 && e.scrollHeight - e.clientHeight <= 1) continue;
+      const [across, down] = beyond(e);
+      if (across > 1 || down > 1)
         problems.push(`${where}: ${named(e)} cuts off ${Math.max(across, 0)} px across and ${Math.max(down, 0)} px down`);
     }
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
