@@ -267,6 +267,7 @@ def present(lab, panel, name: str) -> None:
                     problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
                 if width == 1920:
                     driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
+                lab.page.mouse.move(width // 2, height // 3)  # off JupyterLab's side bars, which show under a pointer
                 try:
                     lab.page.wait_for_function(FITTED_JS, arg=[panel.element_handle(), state["shown"]], timeout=15_000)
                 except Exception:
