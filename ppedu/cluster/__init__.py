@@ -37,7 +37,8 @@ from ppedu.cluster.break_even import break_even_bandwidth, interleaving_break_ev
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, GPU, GPUS, LINKS, MODELS, RECOMPUTE, Cluster, Link, Model
 from ppedu.cluster.layouts import Layout, layouts
-from ppedu.cluster.parallel import Parallel, States, Traffic, data_parallel, ring, ring_seconds, states, traffic
+from ppedu.cluster.collectives import ring, ring_seconds
+from ppedu.cluster.parallel import Parallel, States, Traffic, data_parallel, states, traffic
 from ppedu.cluster.planning import PlanRow, best, plan, render_plan
 
 __all__ = ["ADAM_BYTES", "GB", "GPU", "GPUS", "LINKS", "MODELS", "RECOMPUTE", "Cluster", "Layout", "Link", "Memory",

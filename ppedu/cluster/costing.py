@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ppedu.cluster.hardware import ADAM_BYTES, Cluster, Model
-from ppedu.cluster.parallel import Parallel, ring_seconds, states
+from ppedu.cluster.collectives import ring_seconds
+from ppedu.cluster.parallel import Parallel, states
 from ppedu.costs import Costs, PerChunk
 from ppedu.ops import Schedule
 from ppedu.partition import Partition, partition

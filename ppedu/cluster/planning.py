@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from ppedu.cluster.costing import Memory, costs_for, memory_for, on_gpus
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
-from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, ring_seconds, traffic
+from ppedu.cluster.collectives import ring_seconds
+from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, traffic
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
