@@ -115,6 +115,5 @@ def steps_and_examples(b_noise: float, batches: Sequence[int], p: int | None = N
     for b in batches:
         whole("batch", b)
         m = b // (d * microbatch) if p else None
-        rows.append(BatchRow(b, round(1 + b_noise / b, 4), round(1 + b / b_noise, 4), m,
-                             round(bubble_ratio(p, m), 4) if p and m else None))
+        rows.append(BatchRow(b, 1 + b_noise / b, 1 + b / b_noise, m, bubble_ratio(p, m) if p and m else None))
     return Table(tuple(rows))

@@ -155,11 +155,11 @@ def deepseek_v3(m: int = 120, model: Model = DEEPSEEK_V3) -> Case:
     ZeRO-1's reduce-scatter of fp32 gradients and all-gather of the weights. MFU from the 180K H800 GPU hours per
     trillion tokens (section 1)."""
     run = DEEPSEEK_V3_RUN
-    p, ep, gpus = run["pp"], run["ep"], run["gpus"]
-    d = int(gpus // p)  # the GPUs that hold one stage
+    p, ep = run.pp, run.ep
+    d = run.gpus // p  # the GPUs that hold one stage
     gpu = GPUS["h800"]
-    schedule = dualpipe(int(p), m)
-    _, cut = costs_for(model, Cluster(gpu, int(p), H800_IB), schedule, "none")
+    schedule = dualpipe(p, m)
+    _, cut = costs_for(model, Cluster(gpu, p, H800_IB), schedule, "none")
     params = on_gpus(schedule, cut.totals(model.layer_params()))
     experts = on_gpus(schedule, cut.totals(model.layer_expert_params()))
     precision = PRECISIONS["fp8-deepseek"]
@@ -169,10 +169,10 @@ def deepseek_v3(m: int = 120, model: Model = DEEPSEEK_V3) -> Case:
     timeline = simulate(schedule, EQUAL)  # chunks of equal cost, W split off, a pair F + B + W: the course's model
     activations = timeline.peak_activation_memory(cut.totals(model.layer_activation_bytes("none")))
     state = [w * (precision.weights + precision.grads) + o for w, o in zip(per_gpu, optimizer)]
-    fullest = max(range(int(p)), key=lambda s: state[s] + activations[s])
+    fullest = max(range(p), key=lambda s: state[s] + activations[s])
     moe_blocks = cut.totals(tuple(float(0 < i <= model.layers and model.is_moe(i - 1)) for i in range(model.layers + 2)))
     passes = sum(moe_blocks[op.chunk] for op in schedule.stages[fullest] if op.kind == "F")
-    crossed = nodes_crossed(model.experts, model.top_k, int(run["ep_nodes"]), int(run["node_limit"]))
+    crossed = nodes_crossed(model.experts, model.top_k, run.ep_nodes, run.node_limit)
     dense, expert = params[fullest] - experts[fullest], experts[fullest] / ep
     traffic = {
         "expert all-to-all (InfiniBand)": 2 * passes * model.tokens * model.hidden * crossed * (1 + 2),
@@ -182,9 +182,9 @@ def deepseek_v3(m: int = 120, model: Model = DEEPSEEK_V3) -> Case:
     }
     per_token = 3 * sum(model.layer_flops()) / model.tokens
     return Case(
-        "DeepSeek-V3", f"PP {p} (DualPipe) × EP {ep} over {run['ep_nodes']} nodes, ZeRO-1 DP", int(gpus), m, precision,
+        "DeepSeek-V3", f"PP {p} (DualPipe) × EP {ep} over {run.ep_nodes} nodes, ZeRO-1 DP", run.gpus, m, precision,
         per_gpu[fullest] * precision.weights, per_gpu[fullest] * precision.grads, optimizer[fullest],
-        activations[fullest], timeline, traffic, per_token, 1e12 / (run["gpu_hours_per_trillion"] * 3600), gpu.tflops)
+        activations[fullest], timeline, traffic, per_token, 1e12 / (run.gpu_hours_per_trillion * 3600), gpu.tflops)
 
 
 @dataclass(frozen=True)
@@ -203,8 +203,8 @@ def dualpipe_against_exposed(p: int = 16, m: int = 120, fp8: bool = True) -> Tab
     1F1B and ZB-H1 with it exposed (every forward and input-gradient pass ``1 + r`` long; W sends nothing), and
     DualPipe hiding it in its pairs (a pair costs ``f + b + w``, the all-to-all of the one under the other's
     computation, as the report's Figure 4 shows)."""
-    r = moe_layer_overlap(DEEPSEEK_V3, GPUS["h800"], H800_IB, int(DEEPSEEK_V3_RUN["ep_nodes"]),
-                          int(DEEPSEEK_V3_RUN["node_limit"]), fp8=fp8).ratio
+    r = moe_layer_overlap(DEEPSEEK_V3, GPUS["h800"], H800_IB, DEEPSEEK_V3_RUN.ep_nodes, DEEPSEEK_V3_RUN.node_limit,
+                          fp8=fp8).ratio
     exposed = Costs(f=1 + r, b=1 + r, w=1)
     rows = []
     for name, timeline in (("1F1B", simulate(one_f_one_b(p, m), exposed)),

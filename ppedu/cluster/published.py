@@ -96,9 +96,25 @@ DEEPSEEK_V3_PARAMS = {"total": 671e9, "activated": 37e9}
 #: expert parallelism over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism; batches of 15,360 sequences of
 #: 4,096 tokens (after the first 469B tokens); 14.8T tokens; 180K H800 GPU hours per trillion tokens, 2,664K for
 #: pre-training; each token sent to at most 4 nodes.
-DEEPSEEK_V3_RUN = {"gpus": 2048, "node": 8, "pp": 16, "ep": 64, "ep_nodes": 8, "batch": 15360, "seq": 4096,
-                   "tokens": 14.8e12, "gpu_hours_per_trillion": 180e3, "pretraining_gpu_hours": 2664e3,
-                   "node_limit": 4}
+@dataclass(frozen=True)
+class Run:
+    """A published training run's layout and throughput."""
+
+    gpus: int
+    node: int
+    pp: int
+    ep: int
+    ep_nodes: int
+    batch: int
+    seq: int
+    tokens: float
+    gpu_hours_per_trillion: float
+    pretraining_gpu_hours: float
+    node_limit: int
+
+
+DEEPSEEK_V3_RUN = Run(gpus=2048, node=8, pp=16, ep=64, ep_nodes=8, batch=15360, seq=4096, tokens=14.8e12,
+                      gpu_hours_per_trillion=180e3, pretraining_gpu_hours=2664e3, node_limit=4)
 #: Section 3.2.2: "NVLink offers a bandwidth of 160 GB/s, roughly 3.2 times that of IB (50 GB/s)". Latencies as
 #: :data:`ppedu.cluster.LINKS`'s (round figures, not the report's).
 H800_NVLINK = Link("NVLink (H800, DeepSeek's figure)", 160 * GB, 3e-6)

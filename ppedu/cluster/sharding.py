@@ -90,7 +90,8 @@ def zero_stages(params: float, d: int, precision: Precision) -> Table[ZeroRow]:
         kept = (w / (d if stage >= 3 else 1), g / (d if stage >= 2 else 1), o / (d if stage >= 1 else 1))
         gathers = 2 if stage == 3 else 1
         sent = ring(g, d, "reduce-scatter") + gathers * ring(w, d, "all-gather")
-        rows.append(ZeroRow(stage, *(round(x / GB, 4) for x in kept), round(sum(kept) / GB, 4), round(sent / GB, 4)))
+        weights, grads, optimizer = (x / GB for x in kept)
+        rows.append(ZeroRow(stage, weights, grads, optimizer, sum(kept) / GB, sent / GB))
     return Table(tuple(rows))
 
 
