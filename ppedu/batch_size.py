@@ -25,6 +25,7 @@ from typing import Any
 
 from ppedu.formulas import bubble_ratio
 from ppedu.lesson import Table
+from ppedu.rounding import rounded
 from ppedu.validate import whole
 
 
@@ -115,5 +116,6 @@ def steps_and_examples(b_noise: float, batches: Sequence[int], p: int | None = N
     for b in batches:
         whole("batch", b)
         m = b // (d * microbatch) if p else None
-        rows.append(BatchRow(b, 1 + b_noise / b, 1 + b / b_noise, m, bubble_ratio(p, m) if p and m else None))
+        rows.append(BatchRow(b, rounded(1 + b_noise / b), rounded(1 + b / b_noise), m,
+                             rounded(bubble_ratio(p, m)) if p and m else None))
     return Table(tuple(rows))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ppedu.cluster import GPUS, MODELS, Model
 from ppedu.cluster.experts import capacity, capacity_trade, moe_layer_overlap, nodes_crossed, route
-from ppedu.cluster.published import DEEPSEEK_V3, DEEPSEEK_V3_PARAMS, H800_IB
+from ppedu.cluster.published import DEEPSEEK_V3, DEEPSEEK_V3_PARAMS, H800_IB, ZERO_FIGURE_1
 from ppedu.cluster.sharding import PRECISIONS, fsdp_step, regathers, zero_stages
 from ppedu.schedules import build, looped_bfs, one_f_one_b
 
@@ -76,8 +76,8 @@ def test_deepseeks_node_limit_cuts_what_crosses_infiniband():
 
 def test_zero_stages_give_the_zero_papers_figure_1():
     # ZeRO (Rajbhandari et al., 2020), Figure 1: Ψ = 7.5B parameters, N_d = 64, K = 12 → 120, 31.4, 16.6 and 1.9 GB.
-    totals = [round(r.total_gb, 1) for r in zero_stages(7.5e9, 64, BF16)]
-    assert totals == [120.0, 31.4, 16.6, 1.9]
+    totals = [round(r.total_gb, 1) for r in zero_stages(ZERO_FIGURE_1["params"], ZERO_FIGURE_1["d"], BF16)]
+    assert totals == [120.0, 31.4, 16.6, 1.9] == list(ZERO_FIGURE_1["gb"])
 
 
 @given(st.floats(1e6, 1e12), st.integers(2, 1024))

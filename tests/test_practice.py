@@ -60,10 +60,14 @@ def test_self_check_answers_agree_with_independent_simulation():
     assert ITEMS["Chapter 5, question 1"].answer == 3
     assert 1.2 < ITEMS["Chapter 8, question 2"].answer < 4 / 3  # a little below: attention's and the head's FLOPs
     assert ITEMS["Chapter 4b, question 1"].answer == 3 and ITEMS["Chapter 10, question 2"].answer == 11
-    assert ITEMS["Chapter 6b, question 2"].answer == 1 and ITEMS["Chapter 12, question 2"].answer == "tensor"
+    assert ITEMS["Chapter 6b, question 2"].answer == 1 and ITEMS["Chapter 14, question 1"].answer == "tensor"
+    assert ITEMS["Chapter 12, question 2"].answer == pytest.approx(37.5) and ITEMS["Chapter 12, question 3"].answer == 8
+    assert ITEMS["Chapter 13, question 2"].answer == 192 and ITEMS["Chapter 14, question 2"].answer == 8
+    assert ITEMS["Chapter 12, question 1"].answer == pytest.approx(64 * (63 - 6) * 10e-6 * 50)  # GB: n(n − 1 − 6)αB
+    assert ITEMS["Chapter 14, question 3"].answer == pytest.approx((2 * 30 * 3 * 3600) ** 0.5 / 60)
 
 
-def test_the_workings_of_chapters_10_and_12_say_what_ppedu_computes():
+def test_the_workings_of_chapters_10_and_13_say_what_ppedu_computes():
     """The sentences around those answers: the frontier's schedules tie, ZeRO-0 and -1 tie above 2 and 3."""
     from dataclasses import replace
 
@@ -73,7 +77,7 @@ def test_the_workings_of_chapters_10_and_12_say_what_ppedu_computes():
     front = frontier(4, 8)
     assert "tie on makespan and peak with one weight copy" in ITEMS["Chapter 10, question 1"].working
     assert len({(x.makespan, x.peak_activations) for x in front}) == 1 and {x.weight_copies for x in front} == {1}
-    assert "Stages 0 and 1 reduce the gradients once per step and tie" in ITEMS["Chapter 12, question 1"].working
+    assert "Stages 0 and 1 reduce the gradients once per step and tie" in ITEMS["Chapter 13, question 1"].working
     base, cluster = Parallel(t=4, d=4, sequence=True), Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"])
     mfu = [plan(MODELS["70b"], cluster, [32], ["1f1b"], recompute="none", parallel=replace(base, zero=z))[0].mfu
            for z in (0, 1, 2, 3)]

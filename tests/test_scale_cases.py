@@ -52,8 +52,9 @@ def test_the_noise_scale_of_mnist_grows_as_training_goes_on():
 
 @given(st.floats(1.0, 1e6), st.integers(1, 10**7))
 def test_steps_and_examples_trade_against_each_other(b_noise, batch):
-    (row,) = steps_and_examples(b_noise, [batch])
-    assert (row.steps_over_min - 1) * (row.examples_over_min - 1) == pytest.approx(1, rel=1e-3)
+    (row,) = steps_and_examples(b_noise, [batch])  # shown to six digits, as the course rounds
+    assert row.steps_over_min == pytest.approx(1 + b_noise / batch, rel=1e-5)
+    assert row.examples_over_min == pytest.approx(1 + batch / b_noise, rel=1e-5)
     (at,) = steps_and_examples(float(batch), [batch], p=4, d=1)
     assert at.steps_over_min == at.examples_over_min == 2 and at.bubble == pytest.approx(bubble_ratio(4, batch), abs=1e-4)
 

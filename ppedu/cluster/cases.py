@@ -79,6 +79,12 @@ class Case:
         """Model FLOPs utilization from the published throughput and ppedu's FLOP count."""
         return self.achieved_tflops / self.peak_tflops
 
+    @property
+    def kernel_efficiency_needed(self) -> float:
+        """The share of peak the kernels must reach, while they compute, for this MFU when the simulated bubble is
+        the only idle time (communication all hidden): ``MFU / (1 − bubble)``."""
+        return self.mfu / (1 - self.timeline.bubble_ratio)
+
     def findings(self) -> Table[Finding]:
         """The case's figures as a table, each with how it was computed."""
         gb = {k: f"{getattr(self, k) / GB:.1f} GB" for k in ("weights", "grads", "optimizer", "activations", "memory")}

@@ -35,7 +35,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from collections.abc import Sequence
+
 from ppedu.cluster.hardware import Link
+from ppedu.lesson import Table
 from ppedu.validate import one_of, whole
 
 #: The collectives, each with NCCL-tests' bus-bandwidth factor as a function of ``n``.
@@ -135,6 +138,37 @@ def crossover(n: int, link: Link) -> float:
     if whole("n", n) <= 2:
         return 0.0
     return max(0.0, n * (n - 1 - math.ceil(math.log2(n))) * link.latency * link.bandwidth)
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One collective at one size and group, as NCCL-tests would print it."""
+
+    n: int
+    size_mb: float
+    algorithm: str
+    steps: int
+    time_ms: float
+    algbw_gb_s: float
+    busbw_gb_s: float
+
+
+def timings(kind: str, link: Link, sizes: Sequence[float], groups: Sequence[int],
+            algorithms: Sequence[str] = ("ring",)) -> Table[Timed]:
+    """:func:`cost` for every group size, buffer size and algorithm, as a table: rows by ``n``, then size.
+
+    >>> from ppedu.cluster import LINKS
+    >>> [(r.n, r.algbw_gb_s, r.busbw_gb_s) for r in timings("all-gather", LINKS["nvlink"], [1e9], [2, 8])]
+    [(2, 897.58, 448.79), (8, 508.79, 445.19)]
+    """
+    rows = []
+    for n in groups:
+        for size in sizes:
+            for algorithm in algorithms:
+                c = cost(kind, size, n, link, algorithm)
+                rows.append(Timed(n, size / 1e6, algorithm, c.steps, round(c.seconds * 1e3, 4),
+                                  round(c.algbw / 1e9, 2), round(c.busbw / 1e9, 2)))
+    return Table(tuple(rows))
 
 
 def ring(nbytes: float, n: int, kind: str) -> float:

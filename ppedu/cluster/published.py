@@ -57,6 +57,10 @@ LLAMA3_TABLE4 = (
     Layout4D(16384, 8, 16, 16, 4, 131072, 16, 2 ** 24, 380, 0.38),
 )
 
+#: The ZeRO paper's worked example (Rajbhandari et al., "ZeRO", SC 2020, Figure 1): a 7.5B-parameter model over 64
+#: GPUs with mixed-precision Adam (K = 12) keeps 120, 31.4, 16.6 and 1.9 GB per GPU at stages 0, 1, 2 and 3.
+ZERO_FIGURE_1 = {"params": 7.5e9, "d": 64, "gb": (120.0, 31.4, 16.6, 1.9)}
+
 #: Llama 3.1 405B as trained (section 3.2, Table 3): :data:`ppedu.cluster.MODELS`'s preset.
 LLAMA3_405B = MODELS["405b"]
 #: Tokens of pre-training, "15.6T" (section 1); GPU hours of the 405B model's training, 30.84M (the model card).

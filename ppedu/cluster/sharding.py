@@ -33,6 +33,7 @@ from ppedu.cluster.collectives import ring
 from ppedu.cluster.hardware import GB
 from ppedu.lesson import Table
 from ppedu.ops import Schedule
+from ppedu.rounding import rounded
 from ppedu.validate import whole
 
 
@@ -91,7 +92,7 @@ def zero_stages(params: float, d: int, precision: Precision) -> Table[ZeroRow]:
         gathers = 2 if stage == 3 else 1
         sent = ring(g, d, "reduce-scatter") + gathers * ring(w, d, "all-gather")
         weights, grads, optimizer = (x / GB for x in kept)
-        rows.append(ZeroRow(stage, weights, grads, optimizer, sum(kept) / GB, sent / GB))
+        rows.append(ZeroRow(stage, *rounded((weights, grads, optimizer, sum(kept) / GB, sent / GB))))
     return Table(tuple(rows))
 
 
