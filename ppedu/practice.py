@@ -16,8 +16,10 @@ from fractions import Fraction
 
 from ppedu import recomputation
 from ppedu.cluster import (
-    GPUS, LINKS, MODELS, Cluster, Parallel, collectives, experts, interleaving_by_link, plan, reliability, sharding, tensor,
+    GPUS, LINKS, MODELS, Cluster, Model, Parallel, collectives, experts, interleaving_by_link, plan, reliability, sharding,
+    tensor,
 )
+from ppedu.cluster.cases import deepseek_v3
 from ppedu.cluster.published import LLAMA3_TABLE4
 from ppedu.costs import EQUAL, Costs
 from ppedu.design import frontier
@@ -47,7 +49,7 @@ def _frac(x: float, limit: int = 1000) -> str:
 
 
 def practice_set() -> tuple[Item, ...]:
-    """The exam-style questions, P1 … P8."""
+    """The exam-style questions, P1 … P12."""
     items = []
 
     # P1: counting by hand with f ≠ b.
@@ -165,6 +167,44 @@ def practice_set() -> tuple[Item, ...]:
         f"micro-batches already in flight: min(*p* − *j*, *m*) − 1 of them: {staleness(s)}. Weight stashing keeps "
         f"one version per micro-batch in flight so that forward and backward agree; GPipe and 1F1B with a flush "
         f"have staleness 0 everywhere."))
+    # P10: a ring all-reduce by hand, and what NCCL-tests print for it.
+    ring = collectives.cost("all-reduce", 2e9, 16, LINKS["ib-400"])
+    items.append(Item(
+        "P10", "An all-reduce of 2 GB over 16 GPUs in a ring, each link 50 GB/s each way with α = 10 µs. Give the steps, "
+        "the GB each GPU sends, the time in ms, and the busbw NCCL-tests would print in GB/s. (Answer as a 4-tuple.)",
+        (ring.steps, ring.sent / 1e9, ring.seconds * 1e3, ring.busbw / 1e9),
+        f"A reduce-scatter then an all-gather: 2(*n* − 1) = {ring.steps} steps, each GPU sending 2·15/16 × 2 GB = "
+        f"{ring.sent / 1e9:g} GB. Time {ring.steps} × 10 µs + {ring.sent / 1e9:g} GB ÷ 50 GB/s = "
+        f"{ring.seconds * 1e3:.4g} ms. algbw = 2 GB ÷ that = {ring.algbw / 1e9:.4g} GB/s; busbw multiplies by "
+        f"2(*n* − 1)/*n* = 1.875: {ring.busbw / 1e9:.4g} GB/s, just under the link's 50 — the latency's share."))
+
+    # P11: an MoE model's state under ZeRO beside expert parallelism.
+    model = Model("MoE", layers=4, hidden=4096, vocab=32000, heads=32, gated=True, experts=64, top_k=2, expert_ffn=1408)
+    per_block, used = model.layer_params()[1], model.layer_active_params()[1]
+    bf16 = sharding.PRECISIONS["bf16"]
+    experts_per_gpu = sum(model.layer_expert_params()) / 8
+    items.append(Item(
+        "P11", "A block of width 4,096 (attention 4·h², norms 2·h) with 64 routed SwiGLU experts of width 1,408, 2 per "
+        "token, and a router (h × 64). Give its parameters, those a token uses, and the GB of bf16 mixed-precision "
+        "state (16 bytes a parameter) each of 8 GPUs holds for 4 such blocks' experts under 8-way expert "
+        "parallelism, without sharding. (Answer as a triple.)",
+        (per_block, used, experts_per_gpu * bf16.total / 1e9),
+        f"Attention 4 × 4096² = {4 * 4096 ** 2:,}; experts 64 × 3 × 4096 × 1408 = {64 * 3 * 4096 * 1408:,}; router "
+        f"{4096 * 64:,}; norms {2 * 4096:,}: {per_block:,} in all. A token passes the attention, 2 experts, the router "
+        f"and the norms: {used:,}. Each GPU holds 8 of the 64 experts of each block: "
+        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB."))
+
+    # P12: MFU from a published throughput.
+    v3 = deepseek_v3()
+    items.append(Item(
+        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. With ppedu's model FLOPs per token "
+        "for it, give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the H800's 989 TFLOP/s "
+        "BF16 peak. (Answer as a triple.)",
+        (v3.tokens_per_second_per_gpu, v3.achieved_tflops, v3.mfu),
+        f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
+        f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
+        f"the attention core): {v3.achieved_tflops:.4g} TFLOP/s, {v3.mfu:.1%} of 989. Against the FP8 peak its "
+        "matrices ran at, half that."))
     return tuple(items)
 
 

@@ -51,6 +51,17 @@ def test_p7_to_p9():
     assert ITEMS["P9"].answer == (3, 2, 1, 0)
 
 
+def test_p10_to_p12_the_scale_chapters_by_hand():
+    steps, sent, ms, busbw = ITEMS["P10"].answer
+    assert (steps, sent) == (30, pytest.approx(2 * 15 / 16 * 2))
+    assert ms == pytest.approx((30 * 10e-6 + 3.75 / 50) * 1e3) and busbw == pytest.approx(2 / (ms / 1e3) * 1.875)
+    h, e = 4096, 3 * 4096 * 1408
+    assert ITEMS["P11"].answer == (4 * h * h + 64 * e + 64 * h + 2 * h, 4 * h * h + 2 * e + 64 * h + 2 * h,
+                                   pytest.approx(4 * 64 * e / 8 * 16 / 1e9))
+    tokens, tflops, mfu = ITEMS["P12"].answer
+    assert tokens == pytest.approx(1e12 / (180e3 * 3600)) and mfu == pytest.approx(tflops / 989)
+
+
 def test_self_check_answers_agree_with_independent_simulation():
     g = simulate(schedules.gpipe(4, 4), Costs(f=1, b=1))
     assert ITEMS["Chapter 2, question 1"].answer == (g.total_slots, g.idle_slots, "3/7")

@@ -126,7 +126,7 @@ def _table(costs: dict[str, Cost]) -> str:
         ("algbw = S / t", lambda c: f"{c.algbw / 1e9:.3g} GB/s"),
         ("busbw = algbw × factor", lambda c: f"{c.busbw / 1e9:.3g} GB/s"),
     ]
-    body = "".join(f"<tr><th style='text-align:left;{cell}'>{name}</th>"
+    body = "".join(f"<tr><th style='{cell};text-align:left'>{name}</th>"
                    + "".join(f"<td style='{cell}'>{show(c)}</td>" for c in costs.values()) + "</tr>" for name, show in rows)
     return f"<table><tr><th></th>{head}</tr>{body}</table>"
 
