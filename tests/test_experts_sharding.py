@@ -112,3 +112,22 @@ def test_looped_bfs_gathers_each_chunk_once_each_way_whatever_m(p, v, k):
 def test_the_precisions_bytes():
     assert [PRECISIONS[k].total for k in ("bf16", "bf16-fp32-grads", "fp8-deepseek")] == [16, 18, 13]
     assert math.isclose(PRECISIONS["bf16"].optimizer, 12)
+
+
+def test_a_plan_spreads_the_experts_over_the_replicas_and_reduces_only_the_rest():
+    from dataclasses import replace
+
+    from ppedu.cluster import LINKS, Cluster, Parallel, costs_for, plan
+    from ppedu.schedules import one_f_one_b
+
+    llama = MODELS["7b"]
+    moe = replace(llama, experts=8, top_k=2, expert_ffn=2752)
+    cluster, d = Cluster(GPUS["h100-80gb"], 2, LINKS["nvlink"]), 4
+    dense, sparse = (plan(x, cluster, [4], ["1f1b"], parallel=Parallel(d=d, zero=1))[0] for x in (llama, moe))
+    _, cut = costs_for(moe, cluster, one_f_one_b(2, 4))
+    total, experts = cut.totals(moe.layer_params()), cut.totals(moe.layer_expert_params())
+    # each GPU: its stage's attention, norms and router whole, a d-th of its experts; Adam sharded only for the first
+    assert sparse.memory.weights == pytest.approx(tuple(2 * (x - e + e / d) for x, e in zip(total, experts)))
+    assert sparse.memory.optimizer == pytest.approx(tuple(12 * ((x - e) / d + e / d) for x, e in zip(total, experts)))
+    assert sparse.traffic[0].data < dense.traffic[0].data  # the experts' gradients are not all-reduced
+    assert sparse.traffic[0].expert > 0 == dense.traffic[0].expert

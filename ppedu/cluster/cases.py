@@ -176,7 +176,7 @@ def deepseek_v3(m: int = 120, model: Model = DEEPSEEK_V3) -> Case:
     activations = timeline.peak_activation_memory(cut.totals(model.layer_activation_bytes("none")))
     state = [w * (precision.weights + precision.grads) + o for w, o in zip(per_gpu, optimizer)]
     fullest = max(range(p), key=lambda s: state[s] + activations[s])
-    moe_blocks = cut.totals(tuple(float(0 < i <= model.layers and model.is_moe(i - 1)) for i in range(model.layers + 2)))
+    moe_blocks = cut.totals(model.layer_moe())
     passes = sum(moe_blocks[op.chunk] for op in schedule.stages[fullest] if op.kind == "F")
     crossed = nodes_crossed(model.experts, model.top_k, run.ep_nodes, run.node_limit)
     dense, expert = params[fullest] - experts[fullest], experts[fullest] / ep

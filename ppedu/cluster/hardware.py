@@ -144,6 +144,10 @@ class Model:
         """Per unit, 1 for a transformer block, 0 for the embedding and the output layer."""
         return (0.0, *(1.0,) * self.layers, 0.0)
 
+    def layer_moe(self) -> tuple[float, ...]:
+        """Per unit, 1 for a block with experts, 0 for the rest."""
+        return (0.0, *(float(self.is_moe(i)) for i in range(self.layers)), 0.0)
+
     @property
     def attention_flops(self) -> float:
         """Forward FLOPs of one block's attention core on one micro-batch: ``QKᵀ`` and scores × ``V``,

@@ -138,7 +138,8 @@ def data_parallel(params: float, model: Model, parallel: Parallel, m: int) -> li
 def traffic(model: Model, parallel: Parallel, m: int, blocks: int, hand_overs: int, params: float,
             moe_layers: int | None = None) -> Traffic:
     """What one GPU sends in a step of ``m`` micro-batches when it holds ``blocks`` transformer blocks and
-    ``params`` parameters, and receives or sends ``hand_overs`` activations and gradients of the pipeline
+    ``params`` parameters its replicas reduce (a mixture of experts' routed experts are not among them: each
+    replica holds its own), and receives or sends ``hand_overs`` activations and gradients of the pipeline
     (from the schedule). A mixture of experts sends its all-to-alls over an expert-parallel group as large
     as the data-parallel one, in ``moe_layers`` of its blocks (default: all of them)."""
     act = model.hand_over_bytes  # s·b·h: what a hand-over carries
