@@ -397,6 +397,8 @@ def test_ch12_sequence_parallelism_moves_no_more_bytes_and_gqa_shortens_the_ring
     assert min_block_tokens(mha, h100, nvlink) == pytest.approx(16 * min_block_tokens(gqa, h100, nvlink))
     assert "need blocks a sixteenth as long" in source(CH12, "12-35")
     assert len(set(causal_work(8, "zigzag"))) == 1 and "every block pair and the first only one" in source(CH12, "12-39")
+    long, short = (sum(replace(MODELS["405b"], seq=s).block_activations("none", 8, True).values()) for s in (131072, 8192))
+    assert long == pytest.approx(16 * short) and "are sixteen times those of its 8,192-token stage" in source(CH12, "12-33")
 
 
 def test_ch13_experts_capacity_fp8_and_fsdp_as_the_text_says():
@@ -457,6 +459,8 @@ def test_ch14_restarts_not_checkpoints_and_a_noise_scale_that_grows():
     budget = reliability.restart_budget(run["effective_training_time"], MODELS["405b"].params * 12 / LLAMA3_STORAGE["sustained"],
                                         mtbf)
     assert budget.checkpoint_share < 0.02 and 10 * 60 < budget.restart_s < 20 * 60
+    per_gpu = MODELS["405b"].params * 12 / run["gpus"]
+    assert 1e6 < per_gpu < 4e9 and "within the report's \"1 MB to 4 GB per GPU\"" in source(CH14, "14-25")
     assert "about a quarter of an hour each at most" in source(CH14, "14-29")
     rows = list(mnist_noise_scales())
     assert [r.b_simple for r in rows] == sorted(r.b_simple for r in rows)
