@@ -350,7 +350,8 @@ def self_check_answers() -> tuple[Item, ...]:
              "the bandwidth each link of a ring would carry."),
         Item("Chapter 12, question 3", "Collectives per block and micro-batch with *t* = 8 and sequence parallelism?",
              len(sp), f"{len(sp)}: each of tensor parallelism's four all-reduces (two forward, two backward) becomes a "
-             "reduce-scatter and an all-gather, the same bytes."),
+             "reduce-scatter and an all-gather; the backward also gathers each column-parallel layer's input again "
+             "for its weight gradient (two more), since only each GPU's tokens of it were kept."),
         Item("Chapter 13, question 1", "In the 70B setting, which ZeRO stage gives the highest MFU?", best_zero,
              "Stages 0 and 1 reduce the gradients once per step and tie; 2 and 3 pay per micro-batch beside a "
              "pipeline. The lowest of the tie is the answer."),

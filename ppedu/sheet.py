@@ -378,7 +378,7 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "A collective costs steps·α + bytes·β: a ring all-reduce 2(n−1) steps and 2(n−1)/n of the buffer per GPU; a "
         "tree fewer steps and a little more bytes — it wins on small buffers. busbw = algbw × the collective's factor.",
         "Tensor parallelism splits the MLP by columns then rows and all-reduces every block (keep it on NVLink); sequence "
-        "parallelism moves the same bytes and divides the rest of the activations; context parallelism passes keys and "
+        "parallelism divides the rest of the activations for a quarter more bytes (the backward re-gathers inputs); context parallelism passes keys and "
         "values, hidden when a GPU's block is long enough.",
     ),
     "13 · Experts and sharded data parallelism": (

@@ -9,8 +9,8 @@ NCCL-tests' ``S``):
 
 * **ring** (NCCL's ring): a reduce-scatter passes ``n − 1`` pieces of ``M/n`` around the ring, each GPU adding its
   own to the piece it receives: ``(n−1)α + (n−1)/n·Mβ``; an all-gather passes the finished pieces the same way; an
-  all-reduce is the two in a row, ``2(n−1)α + 2(n−1)/n·Mβ``. No algorithm sends less per GPU: each GPU must get
-  ``(n−1)/n`` of the result it does not hold and send as much of its own.
+  all-reduce is the two in a row, ``2(n−1)α + 2(n−1)/n·Mβ``. No algorithm in which the GPUs do the adding sends less per GPU
+  (Patarasuk and Yuan, 2009); switches that reduce in the network (InfiniBand's SHARP) can.
 * **tree** (NCCL's double binary tree, for all-reduce): a reduction up a binary tree and a broadcast back down,
   ``⌈log₂ n⌉`` hops each way, pipelined in small pieces (their count is taken large: the pipeline's fill is left
   out). Two trees each carry half the buffer and a GPU is an inner node, with two children, in at most one: it

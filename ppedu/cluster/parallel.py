@@ -8,7 +8,7 @@ The arithmetic, stated once so that a student can redo it (ring algorithms, :mod
 * an all-reduce sends ``2M(n-1)/n`` per GPU, a reduce-scatter or an all-gather ``M(n-1)/n``;
 * tensor parallelism (Megatron-LM) all-reduces a block's ``s·b·h`` activations twice in its forward
   and twice in its backward (sequence parallelism turns each all-reduce into an all-gather and a
-  reduce-scatter: the same bytes), and splits the block's matrices ``t`` ways
+  reduce-scatter, and its backward gathers each column-parallel layer's input again: a quarter more), and splits the block's matrices ``t`` ways
   (:func:`ppedu.cluster.tensor.block_collectives` lists them);
 * the pipeline sends one activation forward and one gradient back per micro-batch and stage boundary,
   each ``s·b·h`` split ``t`` ways (each tensor-parallel GPU sends its share);
@@ -128,8 +128,10 @@ def data_parallel(params: float, model: Model, parallel: Parallel, m: int) -> li
     if parallel.d == 1:
         return []
     grads = params / parallel.t * model.dtype_bytes
-    if parallel.zero <= 1:
+    if parallel.zero == 0:
         return [("all-reduce", grads)]
+    if parallel.zero == 1:  # the gradients reduce-scattered, the updated weights gathered: an all-reduce's bytes
+        return [("reduce-scatter", grads), ("all-gather", grads)]
     if parallel.zero == 2:
         return [("reduce-scatter", grads)] * m + [("all-gather", grads)]
     return [("all-gather", grads)] * (2 * m) + [("reduce-scatter", grads)] * m

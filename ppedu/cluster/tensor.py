@@ -13,7 +13,11 @@ more, in ``f`` (identity forward, all-reduce of the input's gradient backward) b
 **Sequence parallelism** (Korthikanti et al., 2022): between the tensor-parallel regions the norms and dropouts run
 on ``s/t`` of the tokens each. ``g`` becomes a reduce-scatter (each GPU keeps the sum for its tokens), ``f`` an
 all-gather (each GPU needs every token before the column split); their backwards swap them. An all-reduce is a
-reduce-scatter then an all-gather: the same bytes, now with the activations between the regions divided by ``t``.
+reduce-scatter then an all-gather: those four move an all-reduce's bytes. To keep only ``s/t`` of each
+column-parallel layer's input too (what Korthikanti et al.'s memory count assumes), the backward gathers that
+input again for the weight gradient — two more all-gathers per block, overlapped with the input gradient's
+computation (``megatron/core/tensor_parallel/layers.py``, ``LinearWithGradAccumulationAndAsyncCommunication``):
+a quarter more bytes than plain tensor parallelism, for activations between the regions divided by ``t``.
 
 >>> from ppedu.cluster import MODELS
 >>> [(c.phase, c.where, c.kind) for c in block_collectives(MODELS["7b"], 4)][:2]
@@ -48,7 +52,7 @@ def block_collectives(model: Model, t: int, sequence: bool = False) -> tuple[Col
     >>> from ppedu.cluster import MODELS
     >>> [c.kind for c in block_collectives(MODELS["7b"], 4, sequence=True)]  # doctest: +NORMALIZE_WHITESPACE
     ['all-gather', 'reduce-scatter', 'all-gather', 'reduce-scatter',
-     'all-gather', 'reduce-scatter', 'all-gather', 'reduce-scatter']
+     'all-gather', 'all-gather', 'reduce-scatter', 'all-gather', 'all-gather', 'reduce-scatter']
     """
     if whole("t", t) == 1:
         return ()
@@ -57,11 +61,13 @@ def block_collectives(model: Model, t: int, sequence: bool = False) -> tuple[Col
         return tuple(Collective(phase, f"{side} {part}", "all-reduce", m)
                      for phase, side in (("forward", "after"), ("backward", "before"))
                      for part in ("attention", "the MLP"))
-    # f: before each column-parallel matrix; g: after each row-parallel one. Forward: f gathers, g scatters.
+    # f: before each column-parallel matrix; g: after each row-parallel one. Forward: f gathers, g scatters. The
+    # backward also gathers the column-parallel layer's input again (only its s/t was kept) for the weight gradient.
+    backward = (("after", "all-gather"), ("again before", "all-gather"), ("before", "reduce-scatter"))
     return tuple(Collective(phase, f"{op} {part}", kind, m)
-                 for phase, pair in (("forward", (("before", "all-gather"), ("after", "reduce-scatter"))),
-                                     ("backward", (("after", "all-gather"), ("before", "reduce-scatter"))))
-                 for part in ("attention", "the MLP") for op, kind in pair)
+                 for phase, steps in (("forward", (("before", "all-gather"), ("after", "reduce-scatter"))),
+                                      ("backward", backward))
+                 for part in ("attention", "the MLP") for op, kind in steps)
 
 
 @dataclass(frozen=True)
