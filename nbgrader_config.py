@@ -25,7 +25,7 @@ from nbgrader.server_extensions.formgrader.handlers import template_path as form
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
 from grader.exam import ReadSavedAnswers, WriteVerdicts  # noqa: E402
-from grader.execute import SandboxedExecute  # noqa: E402
+from grader.execute import Evaluate  # noqa: E402
 from grader.export import ReleasedGrades  # noqa: E402
 from grader.gradebook import backup_the_file, repair_version_stamp, tools_on_path  # noqa: E402
 from grader.intake import Collect, Extractor, IntakeNotes, guard_autograde, safe_timestamps  # noqa: E402
@@ -67,12 +67,14 @@ if "PPEDU_EXCHANGE" in os.environ:
     c.Exchange.root = os.environ["PPEDU_EXCHANGE"]
 
 # Every cell gets at most this long when autograding; a cell that runs over is interrupted and
-# scores 0, the rest of the notebook (and the class) still grades.
-c.Execute.timeout = c.Judge.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
+# scores 0, the rest of the notebook (and the class) still grades. A whole submission (its cells and its function
+# runs together) gets SandboxedExecute.budget seconds (900) and may output 2 MB (max_outputs) in all: past either it
+# is ungradeable, with the reason, and the class goes on.
+c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
-# Every notebook runs in a bubblewrap sandbox, and so does every answer cell the judge runs on its own;
+# Every notebook runs in a bubblewrap sandbox, and so does every run of its functions;
 # `ppedu grade --no-sandbox` (trusted notebooks only) sets PPEDU_SANDBOX=off for its own workers.
-c.SandboxedExecute.sandbox = c.Judge.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
+c.SandboxedExecute.sandbox = os.environ.get("PPEDU_SANDBOX", "on") != "off"
 c.ExchangeFactory.collect = Collect
 c.ZipCollectApp.extractor_plugin = Extractor
 # Hand-ins from laptops (`ppedu handin ps1` writes ps1+<student id>.zip): `nbgrader zip_collect ps1` reads them from
@@ -88,7 +90,7 @@ c.Autograde.sanitize_preprocessors = [ClearOutput, RestoreCells, IntakeNotes, De
 # test cells' output (grader/exam.py).
 # Grading again leaves a finished manual grade finished where the answers it was given for did not change
 # (grader/regrade.py).
-c.Autograde.autograde_preprocessors = [RememberManualGrades, ReadSavedAnswers, SandboxedExecute, Judge, WriteVerdicts,
+c.Autograde.autograde_preprocessors = [RememberManualGrades, ReadSavedAnswers, Evaluate, Judge, WriteVerdicts,
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades, KeepManualGrades,
                                        AssignLatePenalties, CheckCellMetadata]
 # Due dates are set when releasing (the formgrader's due date, or `nbgrader db assignment add ps1 --duedate=…`);

@@ -1,16 +1,25 @@
-"""The evaluator's harness (ppedu.grading.evaluate): run in a fresh interpreter (``python -I -S``), in a
-sandbox, as ``harness.py FD``. Reads its request (JSON) on standard input: the import path, the code
-to run first (imports the notebook's setup cell makes too), the answer cell's text, the student's
-values, the calls to make and an optional driver.
-Writes one JSON line per step on file descriptor FD: first ``{"loaded": [errors]}``, then
-``{"call": [name, args], "result": data}`` per call, each as soon as it is made (``"absent"`` in place
-of ``"result"`` when the name is not a function: what it holds, or ``null``).
+"""The evaluator's harness (:mod:`ppedu.grading.evaluate`): run in a fresh interpreter (``python -I -S``), in a
+sandbox, as ``harness.py FD``. It runs a notebook's code cells in order, as a kernel would (an IPython shell: its
+syntax, magics and display; a cell that raises is noted and the next one runs), and at each graded test cell it was
+asked about calls that question's functions on the inputs it was given, instead of running the test cell.
+
+Reads its request (JSON) on standard input: the import path, the assignment and the student's values (what
+``my_values`` gives), the cells (``{"source": …, "test": grade_id or null}``), the calls to make at each test
+(``{grade_id: [[name, args], …]}``), an optional driver (``module:function``, called as ``driver(function, *args)``)
+and the time limit of one cell.
+Writes one JSON line per step on file descriptor FD: ``{"at": i}`` before cell ``i`` runs (so that a cell that
+ignores its time limit shows), ``{"cell": i, "error": "…"}`` for a cell that raised (at most a few), per call ``{"test": grade_id, "call": [name, args], "result": data}`` (``"absent"`` in place of
+``"result"`` when the name is not a function: what it holds, or ``null``), as soon as it is made, and
+``{"done": true}`` at the end. Nothing it writes decides a grade by itself: the grader reads it as data.
 """
 
-import ast
 import json
 import os
+import signal
 import sys
+
+#: Cell errors reported at most (the first ones explain the rest).
+MAX_ERRORS = 5
 
 
 def send(channel: int, record: object) -> None:
@@ -19,62 +28,69 @@ def send(channel: int, record: object) -> None:
         data = data[os.write(channel, data):]
 
 
-def statements(source: str) -> list[ast.Module]:
-    """The cell's top-level statements, one module each (IPython's own syntax turned into Python first)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        tree = ast.parse(TransformerManager().transform_cell(source))
-    return [ast.Module([node], []) for node in tree.body]
+class CellTimeout(Exception):
+    """A cell, or a call, ran over its time limit (what the kernel's executor would interrupt)."""
 
 
-class Values(dict[str, object]):
-    """The student's values, read as ``values.p`` or ``values["p"]``, as in the notebook."""
-
-    def __getattr__(self, name: str) -> object:
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
+def _alarm(signum: int, frame: object) -> None:
+    raise CellTimeout("it ran over its time limit and was stopped")
 
 
 def main(channel: int) -> None:
     request = json.loads(sys.stdin.buffer.read())
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # nothing more to read for the code that runs next
     sys.path[:] = request["path"]
-    from ppedu.grading.answers import calls
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
+    from ppedu.grading.answers import calls
+    from ppedu.grading.assignments import give
+
+    give(request["assignment"], request["student"], request["values"])
     driver = None
     if request["driver"]:
         import importlib
 
         module, _, name = request["driver"].partition(":")
         driver = getattr(importlib.import_module(module), name)
-    namespace = {"__name__": "__main__", "values": Values(request["values"])}
-    exec(compile(request["setup"], "<setup>", "exec"), namespace)
-    errors = []
-    try:
-        for module in statements(request["source"]):
-            try:
-                exec(compile(module, "<your answer cell>", "exec"), namespace)
-            except BaseException as error:  # noqa: B036 (a SystemExit in the cell is the cell's own)
-                errors.append(f"{type(error).__name__}: {error}"[:300])
-    except SyntaxError as error:
-        errors.append(f"SyntaxError: {error.msg} (line {error.lineno})")
-    send(channel, {"loaded": errors})
     run = None if driver is None else (lambda function, args: driver(function, *args))
-    for name, args in request["calls"]:
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    shell = InteractiveShell.instance(config=config)
+    signal.signal(signal.SIGALRM, _alarm)
+    errors, todo = 0, set(request["calls"])
+    for index, cell in enumerate(request["cells"]):
+        if not todo:
+            break
+        test = cell.get("test")
+        send(channel, {"at": index})
+        if test in todo:
+            todo.discard(test)
+            for name, args in request["calls"][test]:
+                signal.setitimer(signal.ITIMER_REAL, request["cell_timeout"])
+                try:
+                    result = calls(shell.user_ns, name, [args], run)
+                    if not isinstance(result, list):  # not a function: what the name holds instead (None: nothing)
+                        send(channel, {"test": test, "call": [name, args], "absent": result})
+                        continue
+                    send(channel, {"test": test, "call": [name, args], "result": result[0][1]})
+                except BaseException as error:  # noqa: B036 (its result could not even be sent)
+                    send(channel, {"test": test, "call": [name, args],
+                                   "result": {"__raised__": type(error).__name__[:60], "message": str(error)[:300]}})
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            continue
+        signal.setitimer(signal.ITIMER_REAL, request["cell_timeout"])
         try:
-            result = calls(namespace, name, [args], run)
-            if not isinstance(result, list):  # not a function: what the name holds instead (None: nothing)
-                send(channel, {"call": [name, args], "absent": result})
-                continue
-            send(channel, {"call": [name, args], "result": result[0][1]})
-        except BaseException as error:  # noqa: B036 (its result could not even be sent)
-            send(channel, {"call": [name, args],
-                           "result": {"__raised__": type(error).__name__[:60], "message": str(error)[:300]}})
+            outcome = shell.run_cell(cell["source"], store_history=False)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        error = outcome.error_before_exec or outcome.error_in_exec
+        if error is not None and errors < MAX_ERRORS:
+            errors += 1
+            send(channel, {"cell": index, "error": f"{type(error).__name__}: {error}"[:300]})
+    send(channel, {"done": True})
 
 
 if __name__ == "__main__":

@@ -246,10 +246,9 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
     return Report(specs[0][0], float(points), results)
 
 
-#: What the executor's answer cell has: torch and ppedu, but no executor (ppedu's, PyTorch's pipelining).
-CODE = Library(("ppedu", "ppedu.mnist", "ppedu.mnist.data", "ppedu.mnist.models", "ppedu.grading.assignments.ps5"),
-               torch=True, absent=("torch.distributed.pipelining",))
-SETUP = "import torch\nfrom torch.nn.functional import cross_entropy\nfrom ppedu import simulate\nfrom ppedu.schedules import build"
+#: What the executor's run has: torch and ppedu, but no executor (ppedu's, PyTorch's pipelining).
+CODE = Code(Library(("ppedu", "ppedu.mnist", "ppedu.mnist.data", "ppedu.mnist.models", "ppedu.grading.assignments.ps5"),
+                    torch=True, absent=("torch.distributed.pipelining",)), "ppedu.grading.assignments.ps5:run")
 
 
 @dataclass(frozen=True)
@@ -257,7 +256,7 @@ class ExecutorQuestion:
     name: str
     points: float
     sizes: tuple[tuple[str, int, int, int], ...]  # (schedule, p, m, v) tried in the visible test
-    code: Code = Code("executor_answer", CODE, SETUP, "ppedu.grading.assignments.ps5:run")
+    code: Code = CODE
 
     def own(self, v: Mapping[str, Any]) -> Spec:
         name = self.sizes[0][0]
@@ -266,12 +265,11 @@ class ExecutorQuestion:
     def graded_specs(self, v: Mapping[str, Any]) -> tuple[Spec, ...]:
         return (*((*s, 0) for s in self.sizes), self.own(v))
 
-    def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        from ppedu.grading.questions import run_alone
+    def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[Spec], ...]]:
+        return {"run_pipeline": tuple(((*s, 0),) for s in self.sizes)}
 
-        specs = [(*s, 0) for s in self.sizes]
-        run = run_alone(self.code, namespace, {"run_pipeline": [(s,) for s in specs]}, v)
-        return report(unwrap(run.results.get("run_pipeline")), specs, self.points)
+    def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> Report:
+        return report(unwrap(data.get("run_pipeline")), [(*s, 0) for s in self.sizes], self.points)
 
 
 def unwrap(runs: object) -> object:
