@@ -451,10 +451,28 @@ COUNTING_POINTS = {"ca_carol": {"count": 3.0, "mark": 2.0}}
 # made its lock files in a folder of the user's, who, holding a lock on each, stopped every grading ("every sandbox
 # user id is in use").
 PRIVATE_MARK = "PPEDU_PRIVATE_MARK"
+#: A socket of the grading machine's, outside every sandbox, that the test listens on: no grader may connect to it.
+LISTENER = "listener.sock"
+# Found: the kernel's sockets live in a folder the kernel can write; the grader connects to them by path, through
+# /proc/<pid>/root, as root. Replace each by a link to a socket outside the sandbox and close the shell socket: the
+# grader reconnects through the link, to whatever the student named (here the test's listener: it received the
+# grader's greeting).
+SOCKET_SWAP = f"""
+import json, os, time
+info = json.load(open("/run/ppedu/kernel.json"))
+for port in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port"):
+    path = f"{{info['ip']}}-{{info[port]}}"
+    os.rename(path, path + ".old")
+    os.symlink("{{course}}/{LISTENER}", path)
+get_ipython().kernel.shell_stream.socket.close(linger=0)
+time.sleep(15)
+"""
 CLASS_6: dict[str, Expect] = {
     "x_private_one": Expect(Case("ps1", append={"q1a_answer": f"# {PRIVATE_MARK}\nimport time\ntime.sleep(4)"})),
     "x_private_two": Expect(Case("ps1", append={"q1a_answer": f"# {PRIVATE_MARK}"})),
 }
+#: Graded beside CLASS_6 (its points depend on how the grader parts with a kernel that hung up; not asserted).
+SOCKET_SWAPPER = {"x_socket_swapper": Expect(Case("ps1", append={"q1a_answer": SOCKET_SWAP}))}
 LOCK_NAMES = ("ppedu-sandbox-uids",)  # the lock folder names a grader might use in the temporary folder
 
 

@@ -12,6 +12,7 @@ import html.parser
 import itertools
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -26,8 +27,8 @@ import pytest
 
 from conftest import ROOT, autograded_cells, make_course
 from hostile_classes import (CELL_SECONDS, CLASS_3, CLASS_4_TIME, CLASS_5, CLASS_6, COUNTING_POINTS, DUE, ECHO_MARK,
-                             GRADED_NOTEBOOK_BYTES, LOCK_NAMES, PRIVATE_MARK, PS1_CLASS, PS5_CLASS,
-                             WHOLE_SUBMISSION_SECONDS, XSS_MARK, CLASS_2, CROSS, Expect, counting_answers,
+                             GRADED_NOTEBOOK_BYTES, LISTENER, LOCK_NAMES, PRIVATE_MARK, PS1_CLASS, PS5_CLASS,
+                             SOCKET_SWAPPER, WHOLE_SUBMISSION_SECONDS, XSS_MARK, CLASS_2, CROSS, Expect, counting_answers,
                              solution_cells)
 from test_autograde import _submit
 
@@ -375,8 +376,12 @@ def private_class(classroom, tmp_path_factory):
     elsewhere = tmp_path_factory.mktemp("users-own-folder")
     for name in LOCK_NAMES:
         (shared / name).symlink_to(elsewhere, target_is_directory=True)
-    submit_all(classroom, CLASS_6)
-    seen, done = [], threading.Event()
+    submit_all(classroom, {**CLASS_6, **SOCKET_SWAPPER})
+    seen, done, greeted = [], threading.Event(), []
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(classroom / LISTENER))
+    listener.listen(8)
+    listener.settimeout(0.05)
 
     def watch():
         while not done.is_set():
@@ -392,26 +397,36 @@ def private_class(classroom, tmp_path_factory):
                         continue
                     if PRIVATE_MARK.encode() in data or (b'"key"' in data and b'"signature_scheme"' in data):
                         seen.append(os.path.relpath(path, shared))
-            time.sleep(0.05)
+            try:
+                greeted.append(listener.accept()[0].recv(64))
+            except OSError:
+                pass
 
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        run, _ = grade(classroom, "ps1", list(CLASS_6), 2, env={"TMPDIR": str(shared)})
+        run, _ = grade(classroom, "ps1", [*CLASS_6, *SOCKET_SWAPPER], 2, timeout=10, env={"TMPDIR": str(shared)})
     finally:
         done.set()
         watcher.join()
-    return run, sorted(set(seen)), elsewhere
+        listener.close()
+    return run, sorted(set(seen)), elsewhere, greeted
 
 
 def test_class_6_no_copy_of_a_submission_nor_kernel_key_is_readable_by_other_users(classroom, private_class):
-    run, seen, _ = private_class
+    run, seen, _, _ = private_class
     for student, expect in CLASS_6.items():
         check_grade(classroom, run.stdout, "ps1", student, expect)
     assert not seen
 
 
 def test_class_6_a_link_in_the_shared_temporary_folder_is_never_followed(private_class):
-    run, _, elsewhere = private_class
+    run, _, elsewhere, _ = private_class
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert not list(elsewhere.iterdir())
+
+
+def test_class_6_the_grader_never_connects_where_a_students_link_points(classroom, private_class):
+    run, _, _, greeted = private_class
+    assert graded_notebook(classroom, "ps1", "x_socket_swapper").is_file(), said_about(run.stdout, "x_socket_swapper")
+    assert not greeted
