@@ -180,14 +180,16 @@ CLASS_0: dict[str, Expect] = {
     "x_numpy_long_double": Expect(Case("ps1", append={
         "q1a_answer": "import numpy as np\nT = np.longdouble(T)\ntotal_slots = np.longdouble(total_slots)",
         "q1b_answer": "import numpy as np\nbubble = np.longdouble(bubble)",
-        "q5_answer": "import numpy as np\n_share = idle_share\n\n\ndef idle_share(r):\n    return np.longdouble(_share(r))"})),
+        "q5_answer": ("import numpy as np\n_share = idle_share\n\n\n"
+                      "def idle_share(r):\n    return np.longdouble(_share(r))")})),
     # Rebuilt design (issue 27, class 0: a file that is not a valid notebook scores 0 with the reason, never points):
     # the notebook's JSON inside a saved web page. Found: its cells were fished out of the page and graded (9/10).
     "x_notebook_inside_html": Expect(Case("ps1", raw=_inside_html, lost=PS1_ALL), {"*": ("not", "notebook")}),
     # files with odd names beside right work: graded like any other submission (held on this grader)
     "x_odd_file_names": Expect(Case("ps1", folder=_files({
         b"notes with spaces.txt": b"n", b"-rf": b"n", b"--help": b"n", b"-": b"n", b"x" * 250 + b".json": b"{}",
-        b"tab\there.txt": b"n", b"new\nline.txt": b"n", b"bad-\xff\xfe.txt": b"n", b"\xc3\xbcn\xc3\xafc\xc3\xb6de.txt": b"n",
+        b"tab\there.txt": b"n", b"new\nline.txt": b"n", b"bad-\xff\xfe.txt": b"n",
+        b"\xc3\xbcn\xc3\xafc\xc3\xb6de.txt": b"n",
         b" leading space.txt": b"n", b"*": b"n", b"$(id)": b"n", b"a;b": b"n", b"...": b"n", b"-dir \xff/": b""}))),
 }
 
@@ -233,7 +235,8 @@ CLASS_4: dict[str, Expect] = {
 XSS_MARK = "PPEDU_XSS"
 BEYOND: dict[str, Expect] = {
     "x_script_for_the_formgrader": Expect(Case("ps1", append={
-        "q1a_answer": f"from IPython.display import HTML, display\ndisplay(HTML('<script>window.{XSS_MARK}_OUT = 1</script>'))"},
+        "q1a_answer": ("from IPython.display import HTML, display\n"
+                       f"display(HTML('<script>window.{XSS_MARK}_OUT = 1</script>'))")},
         replace={"q2b_answer": f'Equal. <img src=x onerror="window.{XSS_MARK}_IMG=1"> '
                                f'<script>window.{XSS_MARK}_MD=1</script>'})),
     # Found: a function that returns a text echoing its arguments on every input the notebook does not show had the
@@ -311,8 +314,9 @@ def _forge():
         loss = cross_entropy(model(images), labels)
         loss.backward()
         grads = torch.cat([p.grad.reshape(-1) for p in model.parameters()]).float()
-        send({"call": [name, args], "result": {"loss": float(loss), "peak": list(simulate(schedule).peak_activations),
-                                                "left": 0, "grads": base64.b64encode(grads.numpy().tobytes()).decode()}})
+        grads = base64.b64encode(grads.numpy().tobytes()).decode()
+        peak = list(simulate(schedule).peak_activations)
+        send({"call": [name, args], "result": {"loss": float(loss), "peak": peak, "left": 0, "grads": grads}})
     getattr(system, "_ex" + "it")(0)
 
 

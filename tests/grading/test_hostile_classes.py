@@ -20,15 +20,14 @@ import threading
 import time
 import zipfile
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from conftest import ROOT, autograded_cells, make_course
-from hostile_classes import (CELL_SECONDS, CLASS_3, CLASS_4_TIME, CLASS_5, CLASS_6, COUNTING_POINTS, DUE, ECHO_MARK,
-                             GRADED_NOTEBOOK_BYTES, LISTENER, LOCK_NAMES, PRIVATE_MARK, PS1_CLASS, PS5_CLASS,
-                             SOCKET_SWAPPER, WHOLE_SUBMISSION_SECONDS, XSS_MARK, CLASS_2, CROSS, Expect, counting_answers,
+from hostile_classes import (CELL_SECONDS, CLASS_2, CLASS_3, CLASS_4_TIME, CLASS_5, CLASS_6, COUNTING_POINTS, CROSS,
+                             DUE, ECHO_MARK, GRADED_NOTEBOOK_BYTES, LISTENER, LOCK_NAMES, PRIVATE_MARK, PS1_CLASS,
+                             PS5_CLASS, SOCKET_SWAPPER, WHOLE_SUBMISSION_SECONDS, XSS_MARK, Expect, counting_answers,
                              solution_cells)
 from test_autograde import _submit
 
@@ -288,7 +287,7 @@ def test_class_4_a_submission_of_many_slow_cells_is_stopped_as_a_whole(classroom
     assert "time" in said.lower(), run.stdout
 
 
-# ---- class 5: archives -------------------------------------------------------------------------------------------------
+# ---- class 5: archives ------------------------------------------------------------------------------------------
 
 def _million_members(path):
     member = tarfile.TarInfo("x")
