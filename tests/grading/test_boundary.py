@@ -88,11 +88,12 @@ def test_zip_collect_takes_plain_files_out_of_archives(course):
         link = zipfile.ZipInfo("answers.json")
         link.external_attr = 0o120777 << 16
         zipped.writestr(link, str(course / "gradebook.db"))
-    regexp = r".*_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-]+)_\w+/(?P<file_id>[\w.]+)"  # archive/file
+    regexp = r"ps1_(?P<student_id>[^_]+)_attempt_(?P<timestamp>[0-9\-]+)_\w+\.zip"  # a platform's archive names
     nbgrader("zip_collect", "ps1", "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=course)
     folder = course / "submitted" / "zipper" / "ps1"
     assert (folder / "ps1.ipynb").read_bytes() == SOLVED.read_bytes()
     assert not (folder / "answers.json").exists()
+    assert (folder / "timestamp.txt").read_text().startswith("2026-12-01 10:00:00")  # the platform's time, from the name
     run = ppedu("grade", "ps1", "--student", "zipper", cwd=course)
     assert run.returncode == 0 and "zipper: 9/10" in run.stdout, run.stdout + run.stderr
 
