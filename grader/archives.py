@@ -48,7 +48,7 @@ from typing import IO, Any
 from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 from nbgrader.utils import parse_utc
 
-from grader.intake import Limits, copy_in, notes_for_instructor, plain_name
+from grader.intake import Limits, close_working_folders, copy_in, notes_for_instructor, plain_name, private_folder
 
 #: What ``zip_collect`` unpacks; any other file in archive/ is a hand-in of one file.
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
@@ -345,7 +345,9 @@ class Extractor(ExtractorPlugin):
             else:
                 handins.setdefault(found.student, []).append(found)
         target = Path(extracted_path)
+        private_folder(root / app.downloaded_directory, strict=False)  # the class's hand-ins
         target.chmod(0o700)
+        close_working_folders(app.coursedir)
         collector.extracted, collector.filed = target, {}
         kinds = tuple(collector.valid_ext) or None
         for student, theirs in sorted(handins.items()):

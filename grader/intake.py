@@ -67,20 +67,30 @@ def _kind(mode: int) -> str:
             stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def private_folder(path: Path) -> Path:
+def private_folder(path: Path, strict: bool = True) -> Path:
     """``path`` as a folder only this user can open: made (mode 0700) where it is missing; where it is there, it must
-    be a folder of this user's own, not a link (else ``PermissionError``), and is closed to everyone else."""
+    be a folder of this user's own, not a link, and is closed to everyone else. One that is not (``strict``:
+    ``PermissionError``; else it is left as it is: a folder someone else made, which nbgrader may still use)."""
     try:
         path.mkdir(mode=0o700)
     except FileExistsError:
         pass
     info = os.lstat(path)
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        if not strict:
+            return path
         raise PermissionError(f"{path} must be a folder of the grader's own, not a link or another user's: move it "
                               "away and run the command again")
     if stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(path, 0o700, follow_symlinks=False)
     return path
+
+
+def close_working_folders(coursedir: Any) -> None:
+    """nbgrader's working folders (submissions, graded copies, feedback) made, or closed, so that only the grader can
+    open them, whatever the course folder's own mode (``make private`` closes that too)."""
+    for name in (coursedir.submitted_directory, coursedir.autograded_directory, coursedir.feedback_directory):
+        private_folder(Path(coursedir.root) / name, strict=False)
 
 
 def plain_name(name: str) -> bool:
@@ -102,7 +112,8 @@ def copy_in(source: Path, target: Path, limits: Limits = Limits()) -> list[str]:
     except OSError:
         what = _kind(os.lstat(source).st_mode) if os.path.lexists(source) else "missing"
         return [f"the submission folder itself ({what}): nothing was taken from it"]
-    budget = {"files": limits.files, "bytes": limits.total_bytes}
+    # every entry looked at counts, taken or not: a folder of a million links or files is not read to its end
+    budget = {"files": limits.files, "bytes": limits.total_bytes, "entries": 2 * limits.files}
     dropped: list[str] = []
     try:
         _copy_folder(fd, target, "", limits, budget, dropped, 0)
@@ -113,10 +124,18 @@ def copy_in(source: Path, target: Path, limits: Limits = Limits()) -> list[str]:
 
 def _copy_folder(fd: int, target: Path, shown: str, limits: Limits, budget: dict[str, int], dropped: list[str],
                  depth: int) -> None:
-    for name in sorted(os.listdir(fd)):
+    # the answers and the submission's time first, whatever else a folder holds
+    names = sorted(os.listdir(fd), key=lambda n: (not n.endswith((".ipynb", ".json")) and n != "timestamp.txt", n))
+    for at, name in enumerate(names):
         where = f"{shown}{name}" if plain_name(name) else f"{shown}{name!r}"
         if name in IGNORED:
             continue
+        budget["entries"] -= 1
+        if budget["entries"] < 0 or budget["files"] <= 0:
+            dropped.append(f"{shown or './'} ({len(names) - at} more entries, not read: more than {limits.files} files "
+                           "in the submission)")
+            budget["entries"] = -1  # and nothing more of any folder
+            return
         if not plain_name(name) or name.startswith("."):
             dropped.append(f"{where} (a hidden file or a name that is not plain text)")
             continue
@@ -329,6 +348,7 @@ def fill_area(coursedir: Any) -> None:
     root = Path(coursedir.root)
     submitted = root / coursedir.submitted_directory
     area = private_folder(root / AREA)
+    close_working_folders(coursedir)
     if not submitted.is_dir() or submitted.is_symlink():
         return
     for student in sorted(os.listdir(submitted)):
@@ -429,6 +449,7 @@ class Collect(ExchangeCollect):
         self.src_records = [r for r in self.src_records if r["filename"] not in self._refused]
 
     def copy_files(self) -> None:
+        close_working_folders(self.coursedir)
         super().copy_files()
         for name, why in sorted(self._refused.items()):
             self.log.error("%s: not collected: %s", name, why)

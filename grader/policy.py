@@ -83,7 +83,7 @@ class Standing:
         """The status in words, for the export's ``status`` column and ``ppedu grade``."""
         said = [f"{self.status} ({self.reason})" if self.reason else self.status]
         if self.awaiting:
-            said[0] += f" ({self.awaiting:g} points)"
+            said[0] += f" ({self.awaiting:g} point{'s' if self.awaiting != 1 else ''})"
         if self.days_late:
             said.append(f"late {self.days_late} day{'s' if self.days_late > 1 else ''}")
         if self.untimed:

@@ -24,13 +24,15 @@ from pathlib import Path
 
 from ppedu.grading.students import student_id
 
+#: A course id, as a hand-in's name may hold it.
+ID = r"[A-Za-z0-9][A-Za-z0-9_.@-]*"
 #: The name of a hand-in, whole, as nbgrader's ``zip_collect`` reads whose it is (grader/archives.py).
-COLLECTOR_PATTERN = r"(?P<assignment>[^/+]+)\+(?P<student_id>[^/+]+)\.(?:zip|tar|tar\.gz|tgz)"
+COLLECTOR_PATTERN = rf"(?P<assignment>[^/+]+)\+(?P<student_id>{ID})\.(?:zip|tar|tar\.gz|tgz)"
 #: The files a hand-in carries: notebooks, and the answers widgets save beside them.
 KINDS = (".ipynb", ".json")
 #: Larger than this, a file is not an answer (nbgrader's intake takes at most 16 MB a file).
 MAX_BYTES = 16 * 2**20
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]*")
+_ID = re.compile(ID)
 _SAVED_ANSWERS = re.compile(r"""answers\s*=\s*["']([^"'/\\]+\.json)["']""")
 _SHOWN_STUDENT = re.compile(r"for student '([^']*)'")
 

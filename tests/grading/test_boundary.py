@@ -134,3 +134,34 @@ def test_make_private_closes_the_course_folder(tmp_path):
     shutil.copytree(ROOT / "student", tmp_path / "student")
     subprocess.run(["make", "-s", "private"], cwd=tmp_path, check=True, capture_output=True)
     assert Path(tmp_path).stat().st_mode & 0o777 == 0o700
+
+
+def test_saved_answers_in_an_archive_go_through_the_same_rules(course, tmp_path, monkeypatch):
+    """The counting exam's answers file arriving in a zip: plain, it is judged; a link in its place (to a classmate's
+    answers) is left out, the student's feedback names it, and the exam scores 0 with the reason."""
+    from grader.exam import POINTS
+    from test_exam import _answer
+
+    archive = course / "downloaded" / "counting" / "archive"
+    shutil.rmtree(archive.parent, ignore_errors=True)
+    archive.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    for student in ("honest_saver", "link_saver"):
+        _answer("honest_saver")  # the link's target: the honest student's own right answers
+        with zipfile.ZipFile(archive / f"counting+{student}.zip", "w") as zipped:
+            zipped.write(ROOT / "exercises" / "counting" / "counting.ipynb", "counting.ipynb")
+            if student == "honest_saver":
+                zipped.write(tmp_path / "counting.json", "counting.json")
+            else:
+                link = zipfile.ZipInfo("counting.json")
+                link.external_attr = 0o120777 << 16
+                zipped.writestr(link, str(course / "submitted" / "honest_saver" / "counting" / "counting.json"))
+    said = nbgrader("zip_collect", "counting", "--force", cwd=course).stderr
+    assert "counting+link_saver.zip: left out counting.json (a link or not a regular file)" in said, said[-3000:]
+    run = ppedu("grade", "counting", "--student", "honest_saver", "--student", "link_saver", cwd=course)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (score(course, "counting", "honest_saver"), score(course, "counting", "link_saver")) == (sum(POINTS.values()), 0)
+    graded = nbformat.read(course / "autograded" / "link_saver" / "counting" / "counting.ipynb", as_version=4)
+    assert "counting.json (a link or not a regular file)" in graded.cells[0].source
+    verdicts = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "counting.json was a link or not a regular file, which the autograder does not take" in verdicts, verdicts
