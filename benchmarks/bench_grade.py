@@ -97,7 +97,7 @@ def main() -> None:
     autograde = ["nbgrader", "autograde", "ps1", "--log-level=ERROR"]
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, tempfile.TemporaryDirectory() as c:
         made = submissions(Path(a) / "class", n)
-        plain_course, boxed_course, parallel_course = course(Path(a), made), course(Path(b), made), course(Path(c), made)
+        plain_course, boxed_course, parallel_course = (course(Path(x), made) for x in (a, b, c))
         plain = timed(autograde, plain_course, PPEDU_SANDBOX="off")
         boxed = timed(autograde, boxed_course)
         parallel = timed([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", jobs], parallel_course)

@@ -53,8 +53,9 @@ from grader.intake import Limits, close_working_folders, copy_in, notes_for_inst
 #: What ``zip_collect`` unpacks; any other file in archive/ is a hand-in of one file.
 ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 _DECOMPRESS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
-    ".tar": lambda raw: raw, ".tar.gz": lambda raw: gzip.GzipFile(fileobj=raw), ".tgz": lambda raw: gzip.GzipFile(fileobj=raw),
-    ".tar.bz2": lambda raw: bz2.BZ2File(raw), ".tar.xz": lambda raw: lzma.LZMAFile(raw)}
+    ".tar": lambda raw: raw, ".tar.gz": lambda raw: gzip.GzipFile(fileobj=raw),
+    ".tgz": lambda raw: gzip.GzipFile(fileobj=raw), ".tar.bz2": lambda raw: bz2.BZ2File(raw),
+    ".tar.xz": lambda raw: lzma.LZMAFile(raw)}
 _CHUNK = 2**20
 
 
@@ -180,7 +181,8 @@ def _tar_members(path: Path, kind: str, limits: Limits) -> Iterator[Member]:
                 if count > limits.files:
                     raise Refused(f"it holds more than {limits.files} members")
                 kind = "file" if info.isreg() else "folder" if info.isdir() else "other"
-                yield Member(info.name, info.size if kind == "file" else 0, kind, functools.partial(_read_tar, tarred, info))
+                yield Member(info.name, info.size if kind == "file" else 0, kind,
+                             functools.partial(_read_tar, tarred, info))
 
 
 # ---- writing --------------------------------------------------------------------------------------------------------
@@ -225,7 +227,8 @@ def unpack(archive: Path, target: Path, limits: Limits = Limits(), kinds: tuple[
     return dropped
 
 
-def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] | None, written: set[str]) -> str | None:
+def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] | None,
+           written: set[str]) -> str | None:
     """Write one member; why it was left out (``""`` for a folder entry: folders are made as their files need them)."""
     parts = _parts(member.name)
     if parts is None or any(len(p.encode("utf-8")) > 255 for p in parts):
@@ -249,12 +252,16 @@ def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] 
         folder.mkdir(mode=0o700, exist_ok=True)
     if (folder / parts[-1]).exists():
         return "a second member of the same name"
-    data = member.read(largest)
-    fd = os.open(folder / parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
+    _create(folder / parts[-1], member.read(largest))
     written.add("/".join(parts))
     return None
+
+
+def _create(path: Path, data: bytes) -> None:
+    """A new file of the grader's own (never one that is there, nor through a link)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def _empty(folder: Path) -> None:
@@ -295,7 +302,8 @@ class Collector(FileNameCollectorPlugin):
         """The hand-in named ``name``, or why its name says no student of ``assignment``."""
         match = re.fullmatch(self.named_regexp, name) if self.named_regexp else None
         if match is None or not match.groupdict().get("student_id"):
-            return f"its name does not say whose it is (ASSIGNMENT+ID.zip, as `ppedu handin` writes: {self.named_regexp})"
+            return ("its name does not say whose it is (ASSIGNMENT+ID.zip, as `ppedu handin` writes: "
+                    f"{self.named_regexp})")
         found = match.groupdict()
         student = found["student_id"]
         if not plain_name(student) or student.startswith((".", "-")) or "/" in student or len(student) > 128:
@@ -410,11 +418,8 @@ def _take(path: Path, target: Path, handin: Handin, kinds: tuple[str, ...] | Non
     if info.st_size > (limits.notebook_bytes if name.endswith(".ipynb") else limits.file_bytes):
         raise Refused("larger than a submission's file may be")
     target.mkdir(mode=0o700, exist_ok=True)
-    with path.open("rb") as handle:
-        data = _read_at_most(handle, limits.notebook_bytes)
-    fd = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as handle:
+        _create(target / name, _read_at_most(handle, limits.notebook_bytes))
     return []
 
 

@@ -364,7 +364,7 @@ def fill_area(coursedir: Any) -> None:
             release = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
             source = folder / assignment if not linked else folder  # copy_in refuses a link
             intake = take_in(source, area / student / assignment, release)
-            collected = intake_notes(root, student, assignment, "collected")  # left out of the archive or inbound folder
+            collected = intake_notes(root, student, assignment, "collected")  # left out of its archive or folder
             notes_for_instructor(root, student, assignment, "intake", [*collected, *intake.notes])
 
 

@@ -39,7 +39,8 @@ from ppedu.grading.assignments import TIMED
 
 class LatePolicy(Configurable):
     percent_per_day = Float(10.0, help="Percent of the total taken off per day or part of a day late").tag(config=True)
-    timed = List(Unicode(), default_value=list(TIMED), help="Timed exams: late by any time scores zero").tag(config=True)
+    timed = List(Unicode(), default_value=list(TIMED),
+                 help="Timed exams: late by any time scores zero").tag(config=True)
 
     def penalty(self, assignment: str, total: float, seconds_late: float) -> float:
         """What a total of ``total`` points loses for being ``seconds_late``."""

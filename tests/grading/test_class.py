@@ -120,7 +120,8 @@ def _students_python(names):
     Python 3 of the same version with this environment's packages on its path (an interpreter under /root is not
     theirs to run)."""
     anyone = next(iter(names.values()))
-    if subprocess.run(["runuser", "-u", anyone, "--", sys.executable, "-c", "pass"], capture_output=True).returncode == 0:
+    mine = subprocess.run(["runuser", "-u", anyone, "--", sys.executable, "-c", "pass"], capture_output=True)
+    if mine.returncode == 0:
         return [sys.executable], {}
     system = "/usr/bin/python3"
     version = subprocess.run([system, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True)

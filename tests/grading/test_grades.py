@@ -184,8 +184,8 @@ def test_a_submission_that_cannot_be_graded_is_reported_ungradeable_never_zero(g
         "        return nb, resources\n")
     with (copy / "nbgrader_config.py").open("a") as config:
         config.write("\nfrom too_much import TooMuch\nc.Autograde.autograde_preprocessors.insert(0, TooMuch)\n")
-    said = run("ppedu grade ps1 --student ontime --student latecomer", copy, like="ppedu grade counting --student alice",
-               status=1)
+    said = run("ppedu grade ps1 --student ontime --student latecomer", copy,
+               like="ppedu grade counting --student alice", status=1)
     assert "ontime: ungradeable (its output is over the notebook's 5 MB, graded: 1 of 9 cells)" in said, said
     assert "done: 1 graded, 1 ungradeable" in said
     run("nbgrader autograde ps1 --force", copy, like="nbgrader autograde counting --force", status=1)

@@ -197,7 +197,8 @@ def _million_member_zip(path, members=1_000_000):
 
     name, data = b"a.ipynb", b"{}"
     crc = zlib.crc32(data)
-    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0) + name + data
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
+    local += name + data
     central = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data), len(name),
                           0, 0, 0, 0, 0, 0) + name
     directory = central * members
@@ -256,7 +257,8 @@ def test_a_small_archive_that_unpacks_to_gigabytes_is_refused_as_it_streams(tmp_
     assert "unpacks to more than" in why and seconds < 20, (why, seconds)
 
 
-@pytest.mark.parametrize("name", ["my notes.ipynb", "-rf.ipynb", "x" * 250 + ".json", "caf\u00e9 \u2014 r\u00e9sum\u00e9.ipynb"])
+@pytest.mark.parametrize("name", ["my notes.ipynb", "-rf.ipynb", "x" * 250 + ".json",
+                                  "caf\u00e9 \u2014 r\u00e9sum\u00e9.ipynb"])
 def test_odd_but_plain_names_in_an_archive_are_taken_like_any_other(tmp_path, name):
     _zip(tmp_path / "ps1+odd.zip", [("ps1.ipynb", SOLVED, 0o100644), (name, b"{}", 0o100644)])
     assert unpack(tmp_path / "ps1+odd.zip", tmp_path / "out") == []
