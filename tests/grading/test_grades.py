@@ -135,6 +135,21 @@ def test_the_export_lists_the_class_with_each_students_status(graded):
     assert "no usable submission time" in untimed and float(rows["untimed"]["late_submission_penalty"]) == 0
     assert untimed.startswith("awaiting manual grading (") and rows["untimed"]["raw_score"]
     assert (course / "grades.csv").stat().st_mode & 0o077 == 0  # the grades are the grader's only
+    _submit(course, "newcomer", STUDENTS["ontime"])  # collected, not on the class list, never autograded
+    row = _export(course)["newcomer"]
+    assert row["status"] == "not autograded yet" and row["score"] == row["raw_score"] == "", row
+
+
+def test_a_submission_given_its_time_afterwards_is_judged_late_or_not(graded):
+    """The guide's way for a hand-in without a usable time: write when it came into its timestamp.txt, grade it
+    again."""
+    course, _ = graded
+    (course / "submitted" / "untimed" / "ps1" / "timestamp.txt").write_text("2026-12-02 09:00:00 UTC")
+    said = run("ppedu grade ps1 --student untimed", course, like="ppedu grade counting --student alice")
+    assert "untimed: " in said and "late 1 day" in said and "without a usable time" not in said, said
+    row = _export(course)["untimed"]
+    assert row["status"].endswith("; late 1 day") and float(row["late_submission_penalty"]) == pytest.approx(
+        float(row["raw_score"]) * 0.1)
 
 
 def test_grading_again_keeps_a_finished_manual_grade_until_the_answer_changes(graded):
