@@ -18,23 +18,39 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.policy import Standing
 
 CONFIG = "nbgrader_config.py"
 
 
 @dataclass(frozen=True)
 class Result:
-    """One student's autograding: nbgrader's verdict, the score it recorded, how long it took, and what the
-    instructor should know (files the intake left out, answer cells to read before trusting their score)."""
+    """One student's autograding: nbgrader's verdict, the standing it left (score, policies, status: see
+    :mod:`grader.policy`), how long it took, and what the instructor should know (files the intake left out, answer
+    cells to read before trusting their score)."""
 
     student: str
     ok: bool
-    score: float
-    max_score: float
+    standing: Standing
     seconds: float
     log: str = ""
     notes: tuple[str, ...] = ()
+
+    def verdict(self) -> str:
+        """The score as it will leave the gradebook, or why there is none."""
+        s = self.standing
+        if not self.ok and not s.reason:
+            return f"could not be autograded: {self.log}"
+        if s.raw is None:
+            return s.text()
+        if s.penalty:
+            score = f"{s.score:g}/{s.max_score:g} ({s.raw:g} less {s.penalty:g} for being late)"
+        else:
+            score = f"{s.raw:g}/{s.max_score:g}"
+        return score if s.status == "graded" and not s.days_late and not s.untimed else f"{score}; {s.text()}"
 
 
 def submitted_students(root: Path, assignment: str) -> list[str]:
@@ -123,18 +139,16 @@ def _ensure_assignment(root: Path, assignment: str) -> None:
 
 
 def _grade_one(assignment: str, student: str) -> Result:
+    from grader.intake import intake_notes
+    from grader.policy import LatePolicy, standing
+
     start = time.perf_counter()
     api = _api()
     outcome = api.autograde(assignment, student)
-    score = max_score = 0.0
-    if outcome["success"]:
-        with api.gradebook as gb:
-            submission = gb.find_submission(assignment, student)
-            score, max_score = submission.score, submission.max_score
-    from grader.intake import intake_notes
-
+    with api.gradebook as gb:
+        now = standing(gb, Path.cwd(), gb.find_assignment(assignment), student, LatePolicy(config=api.config))
     notes = (*intake_notes(Path.cwd(), student, assignment), *intake_notes(Path.cwd(), student, assignment, "review"))
-    return Result(student, bool(outcome["success"]), score, max_score, time.perf_counter() - start,
+    return Result(student, bool(outcome["success"]), now, time.perf_counter() - start,
                   "" if outcome["success"] else _reason(outcome.get("error", "") or "", outcome.get("log", "") or ""),
                   notes)
 
@@ -155,8 +169,7 @@ def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = 
     width = len(str(total))
     for r in results:
         done.append(r)
-        verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else f"could not be autograded: {r.log}"
-        write(f"[{len(done):>{width}}/{total}] {r.student}: {verdict}  ({r.seconds:.1f} s)")
+        write(f"[{len(done):>{width}}/{total}] {r.student}: {r.verdict()}  ({r.seconds:.1f} s)")
         for note in r.notes:
             write(f"{'':>{2 * width + 3}} {note}")
     return done

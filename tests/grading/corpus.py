@@ -13,7 +13,9 @@ replaced as plain text (the code's other braces are its own).
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,6 +252,43 @@ class Case:
     edit: Callable[[Any], None] | None = None
     raw: Callable[[bytes], bytes] | None = None
     folder: Callable[[Any, dict[str, str]], None] | None = None
+
+
+def victim(student: str) -> str:
+    """A classmate none of whose ps1 values equal ``student``'s."""
+    from ppedu.grading import my_values
+
+    mine = my_values("ps1", student)
+    return next(s for s in (f"classmate{i}" for i in range(100))
+                if all(my_values("ps1", s)[k] != mine[k] for k in mine))
+
+
+def write(case: Case, course: Path, student: str, target: Path) -> None:
+    """``case`` as ``student``'s submission folder ``target`` (made here), its templates filled for the ``course``."""
+    import nbformat
+
+    import ppedu
+
+    folder = "exercises" if case.release else "solutions"
+    nb = nbformat.read(course / folder / case.assignment / f"{case.assignment}.ipynb", as_version=4)
+    fill = {"{course}": str(course), "{ppedu}": str(Path(ppedu.__file__).parent), "{venv}": sys.prefix,
+            "{victim}": victim(student), "{student}": student}
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        parts = [case.prepend.get(gid, ""), case.replace.get(gid, cell.source), case.append.get(gid, "")]
+        source = "\n".join(p.strip("\n") for p in parts if p.strip())
+        for key, value in fill.items():
+            source = source.replace(key, value)
+        cell.source = source
+    if case.edit:
+        case.edit(nb)
+    target.mkdir(parents=True)
+    path = target / f"{case.assignment}.ipynb"
+    nbformat.write(nb, path)
+    if case.raw:
+        path.write_bytes(case.raw(path.read_bytes()))
+    if case.folder:
+        case.folder(target, fill)
 
 
 def _cell(nb: Any, gid: str) -> Any:

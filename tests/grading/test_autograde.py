@@ -19,7 +19,7 @@ import nbformat
 import pytest
 
 from conftest import ROOT, autograded_cells
-from corpus import CORPUS as WRITTEN, PS1_WRONG, Case
+from corpus import CORPUS as WRITTEN, PS1_WRONG, Case, write
 from hostile import CHECKS, HOSTILE
 
 import ppedu
@@ -42,35 +42,8 @@ def _graded_only(assignment):
         pytest.skip(f"PPEDU_CORPUS leaves {assignment} out")
 
 
-def _victim(student):
-    """A classmate none of whose ps1 values equal ``student``'s."""
-    mine = my_values("ps1", student)
-    return next(s for s in (f"classmate{i}" for i in range(100))
-                if all(my_values("ps1", s)[k] != mine[k] for k in mine))
-
-
 def _submit(course, student, case):
-    folder = "exercises" if case.release else "solutions"
-    nb = nbformat.read(course / folder / case.assignment / f"{case.assignment}.ipynb", as_version=4)
-    fill = {"{course}": str(course), "{ppedu}": str(PPEDU), "{venv}": sys.prefix, "{victim}": _victim(student),
-            "{student}": student}
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        parts = [case.prepend.get(gid, ""), case.replace.get(gid, cell.source), case.append.get(gid, "")]
-        source = "\n".join(p.strip("\n") for p in parts if p.strip())
-        for key, value in fill.items():
-            source = source.replace(key, value)
-        cell.source = source
-    if case.edit:
-        case.edit(nb)
-    target = course / "submitted" / student / case.assignment
-    target.mkdir(parents=True)
-    path = target / f"{case.assignment}.ipynb"
-    nbformat.write(nb, path)
-    if case.raw:
-        path.write_bytes(case.raw(path.read_bytes()))
-    if case.folder:
-        case.folder(target, fill)
+    write(case, course, student, course / "submitted" / student / case.assignment)
 
 
 #: Secrets planted outside the grading area (in the grader's environment, the course folder and the host's /tmp):
