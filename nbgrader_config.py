@@ -66,6 +66,9 @@ repair_version_stamp(c.CourseDirectory.db_url)  # one made while `alembic` could
 # The formgrader's pages load MathJax from a CDN; without a network nbgrader's own page script stops at the missing
 # MathJax and no score can be typed. grader/templates/formgrade/mathjax.html.j2 stands in where it is missing.
 c.HTMLExporter.extra_template_basedirs = [str(course / "grader" / "templates"), formgrader_templates]
+# A submission's HTML (its outputs, its written answers) is shown cleaned: a script in it would run in the
+# instructor's logged-in page, where it could set any grade through the formgrader's API.
+c.HTMLExporter.sanitize_html = True
 # The exchange (where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds
 # submissions) is the machine's, set for every user by `make exchange` in /etc/jupyter/nbgrader_config.py:
 # students' nbgrader commands, run in their own folders, read only that. PPEDU_EXCHANGE overrides it here.
@@ -74,8 +77,8 @@ if "PPEDU_EXCHANGE" in os.environ:
 
 # Every cell gets at most this long when autograding; a cell that runs over is interrupted and
 # scores 0, the rest of the notebook (and the class) still grades. A whole submission (its cells and its function
-# runs together) gets SandboxedExecute.budget seconds (900) and may output 2 MB (max_outputs) in all: past either it
-# is ungradeable, with the reason, and the class goes on.
+# runs together) gets SandboxedExecute.budget seconds (by default five times a cell's limit) and may output 2 MB
+# (max_outputs) in all: past either it is ungradeable, with the reason, and the class goes on.
 c.Execute.timeout = int(os.environ.get("PPEDU_CELL_TIMEOUT", "120"))
 c.Execute.interrupt_on_timeout = True
 # Every notebook runs in a bubblewrap sandbox, and so does every run of its functions;

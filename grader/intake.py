@@ -254,6 +254,12 @@ def repair(raw: bytes, release: NotebookNode | None) -> tuple[NotebookNode, list
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
         notes.append("it held bytes that are not UTF-8 text; they were replaced")
+    opening = text.lstrip("\ufeff \t\r\n")[:40]
+    if not opening.startswith("{"):  # not a notebook cut short or damaged: some other file under a notebook's name
+        if release is None:
+            raise ValueError("it is not a notebook file and there is no release to grade instead")
+        return nbformat.from_dict(release), notes + [f"it is not a notebook file (it begins {opening!r}): graded as "
+                                                     "the released notebook"]
     try:
         cells = _cells_of(json.loads(text))
         if not cells:

@@ -82,7 +82,11 @@ def _library_scalar(value: object) -> object:
     method; else ``_MISSING``. Only libraries already imported are looked at."""
     numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
     if numpy is not None and issubclass(kind, numpy.generic):
-        return numpy.generic.item(value)
+        item = numpy.generic.item(value)
+        if isinstance(item, numpy.generic):  # a type Python has no number for (long double): through float64
+            return float(numpy.ndarray.item(numpy.asarray(value).astype(numpy.float64))) if issubclass(
+                kind, numpy.floating) else _MISSING
+        return item
     if numpy is not None and issubclass(kind, numpy.ndarray) and numpy.ndarray.__dict__["ndim"].__get__(value) == 0:
         return numpy.ndarray.item(value)
     if torch is not None and issubclass(kind, torch.Tensor) and torch.Tensor.dim(value) == 0:
@@ -318,6 +322,12 @@ def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any,
             raise Wrong(f"`{name}` raised {str(result['__raised__'])[:60]} on an input the autograder chose (not shown)")
         if why := raised(result):
             raise Wrong(f"{call} {why}")
-        out[tuple(args)] = Number(call).read({call: result})
+        try:
+            out[tuple(args)] = Number(call).read({call: result})
+        except Wrong:
+            if secret:  # what it returned may echo the input: say only what kind of thing it was
+                raise Wrong(f"`{name}` did not return a number on an input the autograder chose (not shown): it "
+                            f"returned a {kind(result)}") from None
+            raise
     return out
 

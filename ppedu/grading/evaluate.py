@@ -24,6 +24,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -77,6 +78,12 @@ class Cell:
 
     source: str
     test: str | None = None
+
+
+def defining(cells: Sequence[Cell], errors: Sequence[tuple[int, str]], names: Sequence[str]) -> list[list[Any]]:
+    """Of ``errors``, those of cells that define one of ``names`` (the ones that can explain why it is missing)."""
+    pattern = re.compile(r"\b(?:def|class)\s+({0})\b|^\s*({0})\s*=".format("|".join(map(re.escape, names))), re.M)
+    return [[i, e] for i, e in errors if names and i < len(cells) and pattern.search(cells[i].source)]
 
 
 @dataclass(frozen=True)
@@ -190,7 +197,30 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
                   use_sandbox: bool = True) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
-    of its functions on each of its argument lists; all within ``timeout`` seconds."""
+    of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
+    interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
+    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel)."""
+    deadline = time.monotonic() + timeout
+    where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
+    results: dict[str, dict[str, Any]] = {}
+    errors: list[tuple[int, str]] = []
+    todo, stopped = dict(requests), None
+    while todo:
+        once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
+                             cell_timeout, limits, use_sandbox)
+        results.update(once.results)
+        errors += [e for e in once.errors if e not in errors]
+        stopped = once.stopped or stopped
+        if once.stopped is None or at not in where.values() or time.monotonic() >= deadline:
+            break
+        todo = {test: calls for test, calls in todo.items() if where.get(test, -1) > at}
+    return FunctionRun(results, tuple(errors[:5]), stopped)
+
+
+def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
+              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
+              cell_timeout: float, limits: Any, use_sandbox: bool) -> tuple[FunctionRun, int | None]:
+    """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
     from ppedu.grading import sandbox
 
     copy = view(library)
@@ -199,7 +229,8 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     request = json.dumps({
         "path": _search_path(sandbox.LIBRARY if use_sandbox else str(copy.parent)),
         "assignment": assignment, "student": student, "values": dict(values), "driver": driver,
-        "cells": [{"source": c.source, "test": c.test} for c in cells], "cell_timeout": cell_timeout,
+        "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
+        "cell_timeout": cell_timeout,
         "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with sandbox.prepared(library=copy, absent=_absent(library), env=env,
@@ -220,11 +251,13 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
                 process.stdin.close()
             except BrokenPipeError:
                 pass
-            records, stopped = _read(read, timeout, cell_timeout + GRACE)
+            records, stopped = _read(read, max(timeout, 0), cell_timeout + GRACE)
         finally:
             os.close(read)
             _stop(process)
-    return _collect(records, stopped, asked, process.returncode)
+    at = next((r["at"] for r in reversed(records) if isinstance(r, dict) and r.keys() == {"at"}
+               and isinstance(r["at"], int)), None)
+    return _collect(records, stopped, asked, process.returncode), at
 
 
 def _read(fd: int, timeout: float, quiet: float) -> tuple[list[Any], str | None]:
@@ -294,5 +327,5 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
             functions[name].append([args, record["result"]])
     if not done and stopped is None:
         stopped = "stopped before every call was made (it exited or crashed" + (
-            f", status {returncode})" if returncode else ")")
+            f", status {returncode})" if returncode and returncode > 0 else ")")
     return FunctionRun(results, tuple(errors[:5]), stopped)

@@ -41,7 +41,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
-from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
+from ppedu.grading.evaluate import Cell, Code, Ungradeable, defining, run_functions
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
 
@@ -66,8 +66,8 @@ class SandboxedExecute(Execute):
                          "the rest is cut").tag(config=True)
     max_outputs = Integer(2_000_000, help="bytes of output of all cells together; past it the submission is "
                           "ungradeable").tag(config=True)
-    budget = Integer(900, help="seconds the whole submission may take, its cells and its function runs together; "
-                     "past it the submission is ungradeable").tag(config=True)
+    budget = Integer(0, help="seconds the whole submission may take, its cells and its function runs together (0: "
+                     "five times a cell's time limit); past it the submission is ungradeable").tag(config=True)
     max_answers = Integer(1_000_000, help="bytes of a question's answers read from the kernel").tag(config=True)
     interrupt_grace = Integer(10, help="seconds a cell stopped at its time limit has to answer the interrupt "
                               "before the kernel is stopped").tag(config=True)
@@ -81,7 +81,8 @@ class SandboxedExecute(Execute):
         self._stopped_cell: Any = None
         self._used: dict[int, int] = {}
         self._ran = False
-        self._deadline = time.monotonic() + self.budget
+        self._budget = self.budget or 5 * (self.timeout or 120)
+        self._deadline = time.monotonic() + self._budget
         info = resources.get("nbgrader", {})
         self._assignment = info.get("assignment") if info.get("assignment") in ASSIGNMENTS else None
         env = {"PPEDU_STUDENT_ID": info.get("student") or student_id(),
@@ -103,7 +104,7 @@ class SandboxedExecute(Execute):
         return self._deadline - time.monotonic()
 
     def _over_budget(self) -> Ungradeable:
-        return Ungradeable(f"it ran over the {self.budget} s a submission may take, all its cells together")
+        return Ungradeable(f"it ran over the time a submission may take ({self._budget} s, all its cells together)")
 
     def _run(self, nb: NotebookNode, resources: dict[str, Any], km: Any) -> tuple[NotebookNode, dict[str, Any]]:
         try:
@@ -196,7 +197,8 @@ class SandboxedExecute(Execute):
         return cell, resources
 
     def _cap(self, cell: NotebookNode, index: int) -> None:
-        """The cell's outputs as they came to be (by whatever path), cut to :attr:`max_output` bytes, all fields."""
+        """The cell's outputs as they came to be (by whatever path), cut to :attr:`max_output` bytes, all fields; what
+        is kept is what counts towards :attr:`max_outputs`."""
         if cell.cell_type != "code":
             return
         kept, used = [], 0
@@ -207,7 +209,7 @@ class SandboxedExecute(Execute):
                 break
             kept.append(output)
         cell.outputs = kept
-        self._used[index] = max(self._used.get(index, 0), min(used, self.max_output + 1))
+        self._used[index] = size(kept)
 
     async def _stop_kernel(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
@@ -250,11 +252,11 @@ class SandboxedExecute(Execute):
         if out is None or not outs or outs[-1] is not out:
             return out
         used = self._used.get(cell_index, 0)
-        self._used[cell_index] = used + size(out)
         if used + size(out) <= self.max_output:
+            self._used[cell_index] = used + size(out)
             return out
         outs.pop()
-        if used <= self.max_output:
+        if not outs or outs[-1].get("text") != f"\n{self._cut}\n":
             outs.append(NotebookNode(output_type="stream", name="stdout", text=f"\n{self._cut}\n"))
         return None
 
@@ -310,9 +312,9 @@ class Evaluate(SandboxedExecute):
                 complete = all(isinstance(got.get(name), list) and len(got[name]) == len(cases) or
                                name in got and not isinstance(got[name], list) for name, cases in functions.items())
                 self._facts["functions"][question] = got
+                missing = [name for name in functions if not isinstance(got.get(name), list)]
                 self._facts["function_runs"][question] = {
-                    "errors": [[i, e] for i, e in run.errors if i < at], "stopped": None if complete else run.stopped,
-                    "missing": [name for name in functions if not isinstance(got.get(name), list)]}
+                    "errors": defining(cells[:at], run.errors, missing), "stopped": None if complete else run.stopped}
         return nb, resources
 
     @staticmethod

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ppedu.grading.answers import Missing, Wrong, plain
-from ppedu.grading.evaluate import Cell, run_functions
+from ppedu.grading.evaluate import Cell, defining, run_functions
 
 
 class Answer(Protocol):
@@ -102,16 +102,17 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
                         driver=form.code.driver, use_sandbox=unavailable() is None)
     got = run.results.get(question, {})
-    return got, {"errors": [list(e) for e in run.errors], "stopped": run.stopped,
-                 "missing": [name for name in requests[question] if not isinstance(got.get(name), list)]}
+    missing = [name for name in requests[question] if not isinstance(got.get(name), list)]
+    return got, {"errors": defining(cells, run.errors, missing), "stopped": run.stopped}
 
 
 def explain(run: Mapping[str, Any]) -> str:
-    """What went wrong running the notebook for a function question (an :class:`Evaluate` record), as sentences to
-    add to a lost question's message."""
+    """What went wrong running the notebook for a function question (an :class:`Evaluate` record: the errors of
+    cells meant to define a missing function, why the run stopped), as sentences to add to a lost question's
+    message."""
     lines = []
-    if run.get("errors") and run.get("missing"):  # a cell that raised may be why a function is not there
-        index, error = run["errors"][0]
+    if run.get("errors") and not run.get("stopped"):  # the cell that should define a function raised
+        index, error = run["errors"][-1]
         kind, _, what = str(error).partition(": ")
         if kind == "NotAvailable":
             lines.append(f"Run as the autograder runs it, cell {index + 1} used {what.split(' is not')[0]}, which "

@@ -371,12 +371,16 @@ PS1: dict[str, Case] = {
     "system_exit": Case("ps1", append={"q2_answer": "raise SystemExit(0)"}),
     "own_cells": Case("ps1", edit=lambda nb: nb.cells.insert(3, __import__("nbformat").v4.new_code_cell("x = 1"))),
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
-    "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"}, lost={"one_f_one_b": 1}),
+    # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
+    "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
+                    lost={"one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 2}),
-    # a function that needs a name from another cell: its cell alone does not define it
+                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+    # a cell that raises before it defines its function: the function is missing, and the message says why
+    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
+    # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
     "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return ratio(r)"},
-                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}, lost={"conversion": 1}),
+                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}),
     # test cells and metadata changed: put back as released
     "renamed_test_cell": Case("ps1", edit=_rename("gpipe_slots", "mine")),
     "ungraded_test_cell": Case("ps1", edit=_ungrade("gpipe_idle")),

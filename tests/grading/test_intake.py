@@ -119,7 +119,7 @@ def test_limits_on_size_count_and_depth(tmp_path):
     (lambda raw: raw.replace(b'"id": "', b'"id": "bad id!? ', 3), None),  # invalid cell ids
     (lambda raw: raw.replace(b"### BEGIN SOLUTION", b"\xff\xfe### BEGIN SOLUTION", 1), None),  # not UTF-8
     (lambda raw: raw.replace(b"the slow GPU sets the pace", b"\\ud800 the slow GPU sets the pace", 1), None),  # lone surrogate
-    (lambda raw: b"[" * 100_000 + raw, None),  # nested past any parser's depth
+    (lambda raw: raw.replace(b'"cells": [', b'"cells": [' + b"[" * 100_000, 1), None),  # nested past any parser's depth
 ])
 def test_an_unreadable_notebook_is_repaired_keeping_the_answers_that_can_be_read(damage, kept):
     release = nbformat.read(RELEASE / "ps1.ipynb", as_version=4)
@@ -281,3 +281,15 @@ def test_names_that_cannot_be_files_are_left_out_and_the_rest_taken(tmp_path):
     assert len(dropped) == 3 and all("not plain text" in d for d in dropped), dropped
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["ps1.ipynb"]
     assert json.dumps(dropped)
+
+
+@pytest.mark.parametrize("wrapped", [
+    lambda raw: b"<!DOCTYPE html><html><body><pre>" + raw + b"</pre></body></html>",  # a notebook saved as a web page
+    lambda raw: b"[" * 100_000 + raw,  # a notebook inside something else
+    lambda raw: b"PK\x03\x04" + raw,  # an archive's bytes
+])
+def test_a_file_that_is_not_a_notebook_is_graded_as_the_release_with_the_reason(wrapped):
+    release = nbformat.read(RELEASE / "ps1.ipynb", as_version=4)
+    notebook, notes = repair(wrapped(SOLVED), release)
+    assert answers(notebook) == answers(release)
+    assert any(note.startswith("it is not a notebook file (it begins ") for note in notes), notes
