@@ -1,4 +1,4 @@
-"""``ppedu grade``'s work, once ``ppedu`` (ppedu/grading/cli.py) has found the course directory."""
+"""``ppedu grade``'s work (run as ``python -m grader`` in the course directory, see grader/__main__.py)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Autograding a whole class in parallel, through nbgrader's own API (the one its formgrader uses).
 
-nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` hands the
-submissions to ``jobs`` worker processes, each running ``NbGraderAPI.autograde`` for one student at
-a time against the same gradebook (with the course's configuration: sandbox, restore, judge), and
-reports each result as it arrives.
+nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` grades ``jobs`` at a time,
+each in a process of its own made for that submission alone, running ``NbGraderAPI.autograde`` against the same
+gradebook (with the course's configuration: intake, evaluation, judge), and reports each result as it arrives.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,13 +74,46 @@ def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 
     _ensure_assignment(root, assignment)
     if reason := kernel_trouble(sandbox):
         raise ValueError(f"no notebook can be graded here, so none was: {reason}")
-    # fork where there is one: the workers inherit nbgrader already imported, which takes seconds.
+    yield from _each_in_a_process_of_its_own(root, assignment, list(students), jobs, timeout, sandbox)
+
+
+def _each_in_a_process_of_its_own(root: Path, assignment: str, students: list[str], jobs: int, timeout: int | None,
+                                   sandbox: bool) -> Iterator[Result]:
+    """Grade each submission in a process forked for it alone (``jobs`` at once), which ends with it: nothing of one
+    submission's grading — its kernel's messages, what its evaluation read — is there when the next is graded, and
+    the forks inherit nbgrader already imported, which takes seconds."""
+    from multiprocessing.connection import Connection, wait
+
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(students)), mp_context=context,
-                             initializer=_prepare, initargs=(root, timeout, sandbox)) as pool:
-        futures = [pool.submit(_grade_one, assignment, s) for s in students]
-        for future in as_completed(futures):
-            yield future.result()
+    running: dict[Connection, tuple[Any, str, float]] = {}
+    todo = list(students)
+    while todo or running:
+        while todo and len(running) < jobs:
+            student = todo.pop(0)
+            read, write = context.Pipe(duplex=False)
+            process = context.Process(target=_grade_in_child, args=(write, root, timeout, sandbox, assignment, student))
+            process.start()
+            write.close()
+            running[read] = (process, student, time.perf_counter())
+        for ready in wait(list(running)):
+            assert isinstance(ready, Connection)
+            process, student, start = running.pop(ready)
+            try:
+                result = ready.recv()
+            except EOFError:  # the grading process died (out of memory, killed): that student only
+                from grader.policy import Standing
+
+                result = Result(student, False, Standing(student, assignment, "not autograded", "its grading stopped"),
+                                time.perf_counter() - start, "its grading process ended without a result")
+            ready.close()
+            process.join()
+            yield result
+
+
+def _grade_in_child(out: Any, root: Path, timeout: int | None, sandbox: bool, assignment: str, student: str) -> None:
+    _prepare(root, timeout, sandbox)
+    out.send(_grade_one(assignment, student))
+    out.close()
 
 
 def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:
