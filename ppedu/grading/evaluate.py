@@ -211,7 +211,7 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
-        if once.stopped is None or at not in where.values() or time.monotonic() >= deadline:
+        if once.stopped is None or at is None or at not in where.values() or time.monotonic() >= deadline:
             break
         todo = {test: calls for test, calls in todo.items() if where.get(test, -1) > at}
     return FunctionRun(results, tuple(errors[:5]), stopped)
@@ -315,11 +315,12 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
         if record == {"done": True}:
             done = True
             break
-        test, name, args = next(calls, (None, None, None))
-        if not (isinstance(record, dict) and test is not None and record.get("test") == test
-                and record.get("call") == [name, args] and ("result" in record or "absent" in record)):
+        call = next(calls, None)
+        if call is None or not (isinstance(record, dict) and record.get("test") == call[0]
+                                and record.get("call") == list(call[1:]) and ("result" in record or "absent" in record)):
             stopped = stopped or "gave results that could not be read back (did it write on the grader's channel?)"
             break
+        test, name, args = call
         functions = results.setdefault(test, {})
         if "absent" in record:
             functions[name] = record["absent"]

@@ -86,10 +86,10 @@ def main(channel: int) -> None:
             outcome = shell.run_cell(cell["source"], store_history=False)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-        error = outcome.error_before_exec or outcome.error_in_exec
-        if error is not None and errors < MAX_ERRORS:
+        failure = outcome.error_before_exec or outcome.error_in_exec
+        if failure is not None and errors < MAX_ERRORS:
             errors += 1
-            send(channel, {"cell": index, "error": f"{type(error).__name__}: {error}"[:300]})
+            send(channel, {"cell": index, "error": f"{type(failure).__name__}: {failure}"[:300]})
     send(channel, {"done": True})
 
 

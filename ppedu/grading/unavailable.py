@@ -44,7 +44,7 @@ class Unavailable:
         return f"<{object.__getattribute__(self, '_where')}: not available while this question is checked>"
 
     __call__ = __iter__ = __len__ = __bool__ = __getitem__ = __contains__ = __mro_entries__ = _refuse
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _refuse  # type: ignore[assignment]
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _refuse
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
     __int__ = __float__ = __index__ = __enter__ = __exit__ = __setattr__ = _refuse
 

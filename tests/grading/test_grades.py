@@ -51,6 +51,9 @@ def graded(course, tmp_path_factory):
     copy = tmp_path_factory.mktemp("grades") / "course"
     shutil.copytree(course, copy, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "intake",
                                                                 "downloaded"))
+    with Gradebook(f"sqlite:///{copy / 'gradebook.db'}", "ppedu") as gb:  # students other tests added to the course
+        for student in gb.students:
+            gb.remove_student(student.id)
     run(f'nbgrader db assignment add ps1 --duedate="{DUE}"', copy)
     (copy / "students.csv").write_text("id,first_name,last_name,email\nontime,On,Time,\nlatecomer,Late,Comer,\n"
                                        "untimed,Un,Timed,\nabsent,Ab,Sent,absent@example.org\n")
