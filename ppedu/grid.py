@@ -85,7 +85,7 @@ def grid(timeline: Timeline, dt: float | None = None) -> Grid:
     """Cut ``timeline`` into time steps of ``dt`` (by default the largest step that every
     start and end falls on: 1 under unit costs)."""
     times = {t for e in timeline.events for t in (e.start, e.end)}
-    dt = dt or _resolution(times)
+    dt = dt or resolution(times)
     steps = round(timeline.makespan / dt)
     if timeline.p * steps > _MAX_CELLS:
         raise ValueError(f"a grid of {timeline.p}×{steps} cells is too large to draw; pass a larger dt")
@@ -100,7 +100,12 @@ def label(op: Op, timeline: Timeline) -> str:
     return op.label(chunk=timeline.schedule.chunks > timeline.schedule.p)
 
 
-def _resolution(times: set[float]) -> float:
+def resolution(times: set[float]) -> float:
+    """The largest step that every one of ``times`` falls on (1 for whole steps; at most a thousandth).
+
+    >>> resolution({0.0, 0.5, 1.25}), resolution({2.0, 3.0})
+    (0.25, 1.0)
+    """
     fractions = [Fraction(t).limit_denominator(1000) for t in times if t > 0]
     if not fractions:
         return 1.0

@@ -22,7 +22,9 @@ from itertools import accumulate
 class MemoryModel:
     """When activations die: a full backward frees all of them; with W split off, B frees
     ``1 - kept_for_w`` of them and W the rest. ``kept_for_w = 1`` (the default, :data:`FREE_AT_W`)
-    is what a framework does when W reruns autograd on the saved graph; ``0`` frees everything
+    is what a framework does when W reruns autograd on the saved graph (PyTorch's
+    ``stage_backward_input`` keeps it for ``stage_backward_weight``, ``torch/distributed/pipelining/_backward.py``;
+    ``tests/test_frameworks.py`` watches a layer's input live from B until W); ``0`` frees everything
     at B (:data:`FREE_AT_B`, W's inputs counted elsewhere); in between is the Zero Bubble paper's
     split, where W keeps only the layer inputs (:func:`zero_bubble_split`)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import textwrap
 from typing import Any
 
 #: As many as Python's ``:g`` shows, which the course's tables and diagrams use.
@@ -20,6 +21,9 @@ SIGNIFICANT = 6
 #: What a rounded number never shows: seven or more significant digits after the point, as in float noise
 #: (0.30000000000000004) or an unrounded quotient (0.6666666666666666); 0.000107022 and 33554432.0 are fine.
 UNROUNDED = re.compile(r"\d\.0*[1-9]\d{6,}")
+#: The longest expression :class:`Named` writes beside its value, and the longest line it writes.
+NAME_WIDTH, LINE = 40, 100
+_INDENT = 4
 
 
 def rounded(x: Any) -> Any:
@@ -38,12 +42,18 @@ def rounded(x: Any) -> Any:
 
 class Named(tuple):
     """A tuple that shows each value beside the expression it came from (a cell's last line ``a, b``); in every
-    other way the tuple of the values.
+    other way the tuple of the values. An expression longer than :data:`NAME_WIDTH` stands on lines of its own (at
+    most :data:`LINE` characters each) with its value indented below it, so no line outgrows a notebook column or a
+    slide.
 
     >>> from IPython.lib.pretty import pretty
     >>> print(pretty(Named(("t.makespan", "2 * 7"), (14.0, 14))))
     t.makespan  14.0
     2 * 7       14
+    >>> print(pretty(Named(("a", "[(x.name, f'{x.mfu:.1%}') for x in runs if x.fits and x.name != 'gpipe']"), (1, 2))))
+    a  1
+    [(x.name, f'{x.mfu:.1%}') for x in runs if x.fits and x.name != 'gpipe']
+        2
     >>> Named(("a", "b"), (1, 2)) == (1, 2)
     True
     """
@@ -58,11 +68,15 @@ class Named(tuple):
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         from IPython.lib.pretty import pretty
 
-        width = max(map(len, self.names))
+        width = max((len(name) for name in self.names if len(name) <= NAME_WIDTH), default=0)
         lines = []
         for name, value in zip(self.names, self):
-            shown = pretty(rounded(value), max_width=max(40, 100 - width)).replace("\n", "\n" + " " * (width + 2))
-            lines.append(f"{name:<{width}}  {shown}")
+            if len(name) > NAME_WIDTH:
+                shown = pretty(rounded(value), max_width=LINE - _INDENT).replace("\n", "\n" + " " * _INDENT)
+                lines += [*textwrap.wrap(name, LINE, subsequent_indent="  "), " " * _INDENT + shown]
+            else:
+                shown = pretty(rounded(value), max_width=LINE - width - 2).replace("\n", "\n" + " " * (width + 2))
+                lines.append(f"{name:<{width}}  {shown}")
         p.text("\n".join(lines))
 
 

@@ -85,7 +85,7 @@ LAWS: tuple[Law, ...] = (
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
         "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; ppedu, "
-        "current Megatron-LM and PyTorch also run other m); "
+        "ppedu runs any m, Megatron-LM any m ≥ p with its group size set, PyTorch 2.13 m a multiple of max(1, ⌊m/p⌋)); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
     Law("looped-bfs", "Looped BFS", *_bubble(1, "v·"), Formula("m", lambda p, m, v, j: m),
@@ -96,9 +96,10 @@ LAWS: tuple[Law, ...] = (
         Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
         lambda p, m, v: m >= p),
-    # Under equal costs ZB-H2 leaves 1F1B's idle time per GPU: its zero bubble needs the cooldown's W's to fill it,
-    # which they do only when W costs more than here (chapter 5); it keeps every micro-batch in flight.
-    Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("m", lambda p, m, v, j: m), _ONE,
+    # Under equal costs ZB-H2 idles as long as ZB-H1, p−1 per GPU, but only before a GPU's first op and after its
+    # last (from m ≥ 2p−1): the parallelogram the next step can overlap. Its W's run in the steady state, so every
+    # GPU keeps at most 2p−1 micro-batches in flight, and reaches it.
+    Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("min(2p−1, m)", lambda p, m, v, j: min(2 * p - 1, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
         lambda p, m, v: m >= p),
     Law("interleaved-zb", "Interleaved zero bubble", *_bubble(1, "3v·"),

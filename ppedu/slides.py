@@ -21,23 +21,31 @@ from typing import Any
 
 import nbformat
 
+from ppedu.lecture import CODE_VH, SLIDE, TEXT_VH, notes_path, read_notes, with_notes
+
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
 # nbconvert imports mermaid in every page; this module stands in for it, inline: a page opened from a file may not
 # import a module from another file (Chromium refuses file:// module scripts), but it may import a data: URL.
 _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7B%7D%20%7D%3B"
-#: The slide as reveal.js lays it out, 16:9. reveal.js scales it to the screen less a 4 % margin: 1.5 times at
-#: 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's still picture reads as the widget does.
-SLIDE = (1228, 691)
-# A spacetime grid is a wide text table: wrapped, its rows interleave, so let it scroll instead. Headings as the
-# chapter writes them (the theme shouts them in capitals); no prompts (the live deck shows none either); a widget's
-# still picture in its own sizes, its metrics beside its diagram.
-_STYLE = """<style>
-.reveal .jp-OutputArea-output pre { white-space: pre; overflow-x: auto; font-size: 0.75em; }
-.reveal h1, .reveal h2, .reveal h3 { text-transform: none; }
-.reveal .jp-InputPrompt, .reveal .jp-OutputPrompt { display: none; }
-.reveal .ppedu-static { font-size: 16px; }
-.reveal .ppedu-static table { font-size: 16px; margin: 0; }
+# The live deck's type (ppedu.lecture) in the slide's pixels, so a static slide holds what a live one does: prose,
+# code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
+# enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a
+# live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either);
+# a widget's still picture in the sizes of the widget it stands for (the code's, as a live deck shows a widget).
+_TEXT, _CODE = (f"{share * SLIDE[1] / 100:.1f}px" for share in (TEXT_VH, CODE_VH))
+_STYLE = f"""<style>
+.reveal {{ font-size: {_TEXT}; --jp-content-font-size1: {_TEXT}; --jp-code-font-size: {_CODE}; }}
+.reveal pre, .reveal div.highlight > pre, .reveal div.jp-OutputArea-output > pre {{
+  box-sizing: border-box; width: 100%; font-size: {_CODE}; white-space: pre-wrap; overflow-wrap: anywhere; }}
+.reveal table {{ font-size: {_CODE}; }}
+.reveal .jp-RenderedHTMLCommon :is(h1, h2, h3) {{ text-transform: none; margin: 0 0 0.4em; }}
+.reveal h1 {{ font-size: 2em; }} .reveal h2 {{ font-size: 1.6em; }} .reveal h3 {{ font-size: 1.3em; }}
+.reveal .slides > section, .reveal .slides > section > section {{ padding: 0; }}
+.reveal p, .reveal ul, .reveal ol {{ margin: 0.5em 0; }}
+.reveal .jp-InputPrompt, .reveal .jp-OutputPrompt {{ display: none; }}
+.reveal .ppedu-static, .reveal .ppedu-static table {{ font-size: {_CODE}; margin: 0; }}
+.reveal .ppedu-static :is(th, td) {{ padding: 0.1em 0.5em 0.1em 0; }}
 </style>"""
 
 _WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -76,7 +84,6 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
     from nbconvert.preprocessors import ExecutePreprocessor
     from traitlets.config import Config
 
-    from ppedu.lecture import notes_path, read_notes, with_notes
 
     notebook, out = Path(notebook), Path(out)
     nb = nbformat.read(notebook, as_version=4)
@@ -121,9 +128,16 @@ def _stills(nb: Any) -> None:
 
 
 def remote_references(html: str, folder: str | Path | None = None) -> list[str]:
-    """Every script, style sheet, module or font the page loads from the network (should be none); with ``folder``
-    (the deck's), also what the local style sheets it links import (a reveal.js theme may fetch web fonts)."""
-    found = re.findall(r"""(?:src|href)\s*=\s*["'](https?://[^"']+)""", html)
+    """Every script, style sheet, picture, frame, module or font the page loads from the network (should be none);
+    with ``folder`` (the deck's), also what the local style sheets it links import (a reveal.js theme may fetch web
+    fonts). A link to a web page (``<a href>``, a chapter pointing at a tool) is followed only if clicked: not loaded.
+
+    >>> remote_references('<a href="https://ui.perfetto.dev">Perfetto</a> <img src="https://x.org/a.png">')
+    ['https://x.org/a.png']
+    """
+    found = re.findall(r"""<(?:script|img|iframe|frame|embed|source|track|audio|video|input|link)\b[^>]*?\s"""
+                       r"""(?:src|href|poster|srcset)\s*=\s*["'](https?://[^"'\s]+)""", html, flags=re.IGNORECASE)
+    found += re.findall(r"""<object\b[^>]*?\sdata\s*=\s*["'](https?://[^"']+)""", html, flags=re.IGNORECASE)
     found += re.findall(r"""(?:import\s[^'"]*from\s*|require\(\s*\[?\s*)["'](https?://[^"']+)""", html)
     found += re.findall(r"""^\s*["'](https?://[^"']+\.js)["'],?\s*$""", html, flags=re.MULTILINE)
     found += re.findall(r"""url\(\s*["']?(https?://[^"')]+)""", html)

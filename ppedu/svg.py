@@ -4,8 +4,10 @@ The same picture as :func:`ppedu.plot.plot_timeline` (GPU 0 at the bottom, the c
 hatching of :mod:`ppedu.palette`), as a string an HTML widget or a notebook shows. Labels, idle
 time and outlines take JupyterLab's theme colours, so the diagram reads in light and dark themes.
 Each drawing names its own hatch patterns, so two drawings on a page (one on a hidden slide)
-never borrow each other's. A diagram too long to label at a readable size is drawn wider and
-scrolls sideways instead of shrinking its text.
+never borrow each other's. Every block is labelled at full size: along it where its label fits,
+up it where only that fits (as :func:`ppedu.plot.plot_timeline` does); a diagram too long for its
+width at that size is folded into bands of time, one under the other, rather than shrinking its
+text or growing wider than its place (to be scrolled out of sight on a slide).
 
 >>> from ppedu import schedules, simulate
 >>> svg = render_svg(simulate(schedules.gpipe(2, 2)))
@@ -16,17 +18,20 @@ scrolls sideways instead of shrinking its text.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from functools import lru_cache
 from html import escape
 
-from ppedu.grid import Grid, grid
+from ppedu.grid import Grid, grid, resolution
 from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import (BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade,
                            time_axis)
 from ppedu.simulate import Timeline
 
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
+_BAND = 26  # below a band that another follows: its ticks and a gap
+_LEGEND_ROW = 20
 #: The size of every text in px: 12 in a notebook, 18 on a slide at 1080p (outputs half as large again); and the
 #: width of one of its characters at most.
 _FONT, _CHAR = 12, 7.7
@@ -34,6 +39,7 @@ _FONT, _CHAR = 12, 7.7
 #: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
 _ADVANCE = {"c": 0.5, "'": 0.25}
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
+_UP_WIDTH = 1.1 * _FONT  # the narrowest block a label runs up
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>',
@@ -88,50 +94,112 @@ def render_svg(timeline: Timeline, upto: float | None = None, width: float = 560
     (the rest of the grid is left blank and a line marks "now"); with ``causes``, each idle
     interval hatched by why it is idle (:meth:`~ppedu.simulate.Timeline.idle_causes`).
 
-    ``width`` is the width to aim for; a diagram whose blocks would be too narrow for their
-    micro-batch numbers is drawn wider (up to 8000 px), to be scrolled, not shrunk. A block left
-    without a label names itself on hover. The time axis says its unit: "time (steps)" when every
-    op starts and ends on a whole step, else "time (cost units)"; or ``time``, a name and the
-    factor from the timeline's units to it (``("time (ms)", 1e3)`` for a timeline in seconds).
+    ``width`` is the drawing's width (a widget gives it its box's, :class:`ppedu.widgets._parts.Fitted`);
+    a diagram whose blocks would be too narrow there for their micro-batch numbers folds its time axis
+    into as many bands as the labels need (up to 8000 px of time), each band as wide as ``width``
+    allows (a block a fold cuts is labelled in its larger piece). A block left without a label (too
+    short even so) names itself on hover and carries the class ``ppedu-unlabelled``. The time axis says its unit: "time (steps)" when every op starts and ends
+    on a whole step, else "time (cost units)"; or ``time``, a name and the factor from the timeline's
+    units to it (``("time (ms)", 1e3)`` for a timeline in seconds).
 
     >>> from ppedu import schedules, simulate
     >>> render_svg(simulate(schedules.gpipe(2, 2)), causes=True).count('class="ppedu-idle ppedu-fill"')
     2
+    >>> long = simulate(schedules.dualpipe(8, 20))
+    >>> folded = render_svg(long, width=560)
+    >>> float(folded.split('width="')[1].split('"')[0]) <= 560, folded.count(">GPU 7<"), "ppedu-unlabelled" in folded
+    (True, 2, False)
     """
     p, end = timeline.p, timeline.makespan or 1.0
-    shortest = min((e.duration for e in timeline.events if e.duration > 0), default=1.0)
-    digits = len(str(max((e.op.microbatch for e in timeline.events), default=0)))
-    readable = (_CHAR * digits + 4) / shortest  # the unit at which every block shows its micro-batch
-    unit = min(max(2.0, min(36.0, (width - _LEFT - 8) / end), readable), (_MAX_WIDTH - _LEFT - 8) / end)
-    inner_w, inner_h = unit * end, p * _ROW
+    room = width - _LEFT - 8
+    unit = _unit(timeline, room / end)
+    bands = [(0.0, end)]
+    if unit * end > room:
+        # Folds fall on the timeline's own steps (where blocks begin and end: fewer cut), as evenly as that allows; a
+        # measured run's times have no steps of their own.
+        even = end / math.ceil(unit * end / room - 1e-9)
+        step = resolution({t for e in timeline.events for t in (e.start, e.end)})
+        span = math.ceil(even / step - 1e-9) * step if step >= even / 100 else even
+        span = span if span * unit <= room + 1e-9 else max(step, math.floor(even / step + 1e-9) * step)
+        unit = room / span  # at least the unit the labels need: the bands are as many as that takes
+        bands = [(k * span, min((k + 1) * span, end)) for k in range(math.ceil(end / span - 1e-9))]
     patterns = _Patterns()
-    y0 = _TOP + (20 if title else 0)
-    body = []
     shown = end if upto is None else max(0.0, min(upto, end))
-    for s in range(p):
-        y = y0 + (p - 1 - s) * _ROW
-        body.append(_rect(patterns, _LEFT, y + _GAP / 2, shown * unit, _ROW - _GAP, IDLE, "xx", "ppedu-idle", stroke="none"))
-        body.append(_text(_LEFT - 6, y + _ROW / 2 + 4, f"GPU {s}", "end"))
-    for idle in timeline.idle_causes() if causes else ():
-        if idle.start < shown:  # a pale tint, dimmed: no bright strip on a dark theme
-            body.append(_rect(patterns, _LEFT + idle.start * unit, y0 + (p - 1 - idle.stage) * _ROW + _GAP / 2,
-                              (min(idle.end, shown) - idle.start) * unit, _ROW - _GAP, *CAUSE_STYLE[idle.cause],
-                              f"ppedu-idle ppedu-{idle.cause.replace(' ', '-')}", stroke="none", tip=idle.cause,
-                              opacity=".6"))
-    body.append(_blocks(timeline, patterns, unit, y0, None if upto is None else shown))
-    if upto is not None:
-        x = _LEFT + shown * unit
-        body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
-                    'stroke="#D55E00" stroke-width="2"/>')
     name, scale = time or (time_axis(timeline), 1.0)
-    body.append(_axis(end, unit, y0 + inner_h, name, scale))
-    legend, legend_w = _legend(patterns, timeline, y0 + inner_h + _BOTTOM, causes)
+    largest = _largest_pieces(timeline, bands)
+    body, y = [], float(_TOP + (20 if title else 0))
+    for b, (t0, t1) in enumerate(bands):
+        body.append(_band(timeline, patterns, unit, y, (b, t0, t1), shown, upto is not None, causes, largest, scale))
+        y += p * _ROW + _BAND
+    body.append(_text(_LEFT + (bands[0][1] - bands[0][0]) * unit / 2, y - _BAND + 33, name, "middle"))
+    legend, legend_w, more = _legend(patterns, timeline, y - _BAND + _BOTTOM, causes, width)
     body.append(legend)
     if title:
         body.append(_text(_LEFT, 15, title))
-    w = max(_LEFT + inner_w + 8, legend_w, 420)
+    w = max(_LEFT + (bands[0][1] - bands[0][0]) * unit + 8, legend_w, min(420, width))
     summary = describe(timeline) + (f" Shown up to time {shown:g}." if upto is not None else "")
-    return _svg(w, inner_h + _BOTTOM + y0 + 22, summary, patterns, body)
+    return _svg(w, y - _BAND + _BOTTOM + 22 + more, summary, patterns, body)
+
+
+def _unit(timeline: Timeline, fitting: float) -> float:
+    """Pixels per time unit: ``fitting`` (at most 36) where every block can show its label there, else the least at
+    which each can (along it if that fits at ``fitting``'s scale or larger, else up it). A block that could show its
+    label only with more than 8000 px of time in all is left without one, and sets no unit."""
+    end = timeline.makespan or 1.0
+    most = (_MAX_WIDTH - _LEFT - 8) / end
+    along, either = 0.0, 0.0  # the least unit at which every block's label fits along it; along or up it
+    chunked = timeline.schedule.chunks > timeline.schedule.p
+    for e in timeline.events:
+        if e.duration > 0:
+            needs = _labels(e.op.label(chunk=chunked))[-1]
+            least = min(needs[0], _UP_WIDTH if needs[3] <= _ROW - _GAP else math.inf) / e.duration
+            if least <= most:
+                along, either = max(along, needs[0] / e.duration), max(either, least)
+    best = min(36.0, fitting)
+    return max(2.0, best if best >= along else max(best, either))
+
+
+def _largest_pieces(timeline: Timeline, bands: list[tuple[float, float]]) -> dict[int, int]:
+    """For each event a fold cuts, the band holding its largest piece (where its label goes)."""
+    if len(bands) == 1:
+        return {}
+    out = {}
+    for i, e in enumerate(timeline.events):
+        pieces = [(min(e.end, t1) - max(e.start, t0), b) for b, (t0, t1) in enumerate(bands)]
+        cut = [piece for piece in pieces if piece[0] > 1e-12]
+        if len(cut) > 1:
+            out[i] = max(cut)[1]
+    return out
+
+
+def _band(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, band: tuple[int, float, float],
+          shown: float, now: bool, causes: bool, largest: dict[int, int], scale: float) -> str:
+    """Band ``band`` (its number, first and last time) of the diagram: those times of every GPU (all of them unless
+    folded), its ticks below."""
+    _, t0, t1 = band
+    p, inner_h = timeline.p, timeline.p * _ROW
+    body = []
+    seen = max(0.0, min(shown, t1) - t0)
+    for s in range(p):
+        y = y0 + (p - 1 - s) * _ROW
+        body.append(_rect(patterns, _LEFT, y + _GAP / 2, seen * unit, _ROW - _GAP, IDLE, "xx", "ppedu-idle", stroke="none"))
+        body.append(_text(_LEFT - 6, y + _ROW / 2 + 4, f"GPU {s}", "end"))
+    for idle in timeline.idle_causes() if causes else ():
+        a, b = max(idle.start, t0), min(idle.end, shown, t1)
+        if a < b:  # a pale tint, dimmed: no bright strip on a dark theme
+            body.append(_rect(patterns, _LEFT + (a - t0) * unit, y0 + (p - 1 - idle.stage) * _ROW + _GAP / 2,
+                              (b - a) * unit, _ROW - _GAP, *CAUSE_STYLE[idle.cause],
+                              f"ppedu-idle ppedu-{idle.cause.replace(' ', '-')}", stroke="none", tip=idle.cause,
+                              opacity=".6"))
+    last = t1 >= (timeline.makespan or 1.0)  # its blocks run to the end, a block of no time at the end included
+    body.append(_blocks(timeline, patterns, unit, y0, shown if now else None, (band[0], t0, math.inf if last else t1),
+                        largest))
+    if now and t0 <= shown <= t1:
+        x = _LEFT + (shown - t0) * unit
+        body.append(f'<line class="ppedu-now" x1="{x:.1f}" y1="{y0 - 2}" x2="{x:.1f}" y2="{y0 + inner_h + 2}" '
+                    'stroke="#D55E00" stroke-width="2"/>')
+    body.append(_axis(t1, unit, y0 + inner_h, scale=scale, start=t0))
+    return "".join(body)
 
 
 def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None = None,
@@ -140,8 +208,10 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
     of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
     g = g if isinstance(g, Grid) else grid(g)
     p, steps = g.shape
-    unit = max(14.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)))
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
+    shortest = max((_CHAR * len(_cell_labels(labels[s, t])[-1]) + 2 for s in range(p) for t in range(steps)
+                    if kinds[s, t] and starts[s, t]), default=0.0)  # the cells widen until every label fits
+    unit = max(14.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)), shortest)
     events = g.timeline.events
     hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
     covered = sum(bool(x) for row in hidden for x in row)
@@ -158,10 +228,12 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
             elif kinds[s, t]:
                 op = events[g.rows[s][t]].op
                 colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
-                body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch, f"ppedu-op ppedu-{op.kind}", stroke=BACKGROUND,
+                text = next((label for label in _cell_labels(labels[s, t] if starts[s, t] else "·")
+                             if unit >= _CHAR * len(label) + 2), None)
+                body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch,
+                                  f"ppedu-op ppedu-{op.kind}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
                                   tip=labels[s, t]))
-                text = labels[s, t] if starts[s, t] else "·"
-                if unit >= _CHAR * len(text) + 2:
+                if text:
                     body.append(_label(x, y, unit, text, colour))
             else:
                 body.append(_rect(patterns, x, y, unit, _ROW, BACKGROUND, "", "ppedu-idle", stroke=BORDER))
@@ -175,6 +247,17 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
     return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
 
 
+def _cell_labels(text: str) -> tuple[str, ...]:
+    """A grid cell's label, longest first: the op's whole name, without its chunk, without its ', its micro-batch.
+
+    >>> _cell_labels("B12c3'")
+    ("B12c3'", "B12'", 'B12', '12')
+    """
+    kind_batch = text.split("c")[0].rstrip("'")
+    return tuple(dict.fromkeys((text, kind_batch + ("'" if text.endswith("'") else ""), kind_batch,
+                                kind_batch.lstrip("FBW") or kind_batch)))
+
+
 def _svg(w: float, h: float, summary: str, patterns: _Patterns, body: list[str]) -> str:
     # Drawn at its own size (text stays readable); the widget around it scrolls a wide one.
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0f}" height="{h:.0f}" viewBox="0 0 {w:.0f} {h:.0f}" '
@@ -182,7 +265,9 @@ def _svg(w: float, h: float, summary: str, patterns: _Patterns, body: list[str])
             f'<title>{escape(summary)}</title>{patterns.defs()}{"".join(body)}</svg>')
 
 
-def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = False) -> tuple[str, float]:
+def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = False,
+            width: float = math.inf) -> tuple[str, float, float]:
+    """The legend's entries in rows no wider than ``width``; its width and the height of the rows after the first."""
     entries = [(STYLE[k][0], STYLE[k][1], NAMES[k[0]] + ("'" if k[1] else "")) for k in drawn_kinds(timeline)]
     if laps(timeline.schedule)[1] > 1:
         entries.append((shade(STYLE["F", 0][0], 1, 2), "", "later chunk: darker"))
@@ -191,30 +276,38 @@ def _legend(patterns: _Patterns, timeline: Timeline, y: float, causes: bool = Fa
         entries += [(*CAUSE_STYLE[cause], cause) for cause, time in totals.items() if time > 0]
     else:
         entries.append((IDLE, "xx", "idle"))
-    out, x = [], float(_LEFT)
+    out, x, widest, first = [], float(_LEFT), 0.0, y
     for fill, hatch, name in entries:
+        if x > _LEFT and x + 16 + _CHAR * len(name) > width:
+            x, y = float(_LEFT), y + _LEGEND_ROW
         out.append(_rect(patterns, x, y, 12, 12, fill, hatch, "ppedu-key", stroke="currentColor"))
         out.append(_text(x + 16, y + 11, name))
+        widest = max(widest, x + 16 + _CHAR * len(name))
         x += 30 + _CHAR * len(name)
-    return "".join(out), x
+    return "".join(out), widest, y - first
 
 
-def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upto: float | None) -> str:
-    """Each operation's block (run by ``upto``, if given) with its label. The big diagrams have thousands, redrawn on
-    every slider move, and a browser lays out each element on its own: so the labelled blocks of one look are one
-    path, and the labels of one look on one GPU one text, each glyph placed (and centred) at its own x."""
+def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upto: float | None,
+            band: tuple[int, float, float] = (0, 0.0, math.inf), largest: dict[int, int] | None = None) -> str:
+    """Each operation's block in ``band`` (its number, first and last time; run by ``upto``, if given) with its label,
+    along the block or up it; a block a fold cuts has its label in its ``largest`` piece. The big diagrams have
+    thousands, redrawn on every slider move, and a browser lays out each element on its own: so the labelled blocks of
+    one look are one path, and the labels of one look on one GPU one text, each glyph placed (and centred) at its own
+    x (the labels up their blocks of one look: one text, turned a quarter, each glyph at its own x and y)."""
+    number, t0, t1 = band
     p, chunked = timeline.p, timeline.schedule.chunks > timeline.schedule.p
     looks: dict[tuple[str, int, int], tuple[str, str]] = {}  # per kind, direction and chunk: the block's and label's
-    shapes: dict[str, list[str]] = {}  # per block look: the outlines of its labelled blocks
+    shapes: dict[str, list[str]] = {}  # per block look: the outlines of its blocks
     glyphs: dict[tuple[float, str], tuple[list[str], list[str]]] = {}  # per row and label look: x positions, glyphs
+    upright: dict[str, tuple[list[str], list[str], list[str]]] = {}  # per label look: the turned labels' x, y, glyphs
     alone = []  # unlabelled blocks, each naming itself on hover
     height = _ROW - _GAP
     rows = [y0 + (p - 1 - s) * _ROW + _GAP / 2 for s in range(p)]
     row_text = [f"{y:g}" for y in rows]
-    for e in timeline.events:
-        start = e.start
-        if upto is not None and start >= upto:
+    for i, e in enumerate(timeline.events):
+        if e.start >= t1 or e.end < t0 or (e.end == t0 and e.duration > 0) or (upto is not None and e.start >= upto):
             continue
+        start, end = max(e.start, t0), min(e.end, t1, math.inf if upto is None else upto)
         op = e.op
         look = looks.get((op.kind, op.direction, op.chunk))
         if look is None:
@@ -222,22 +315,31 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
             look = looks[op.kind, op.direction, op.chunk] = (
                 f'class="ppedu-op ppedu-{op.kind}" {patterns.fill(colour, STYLE[op.kind, op.direction][1])}',
                 f'fill="{ink(colour)}" stroke="{colour}"')
-        x, w = _LEFT + start * unit, ((e.end if upto is None else min(e.end, upto)) - start) * unit
-        # The micro-batch and chunk if they fit, else the micro-batch alone, else nothing.
+        x, w = _LEFT + (start - t0) * unit, (end - start) * unit
         text = op.label(chunk=chunked)
-        for label in _labels(text):
-            if w >= label[0]:
-                break
-        else:
-            alone.append(f'<rect {look[0]} x="{x:.1f}" y="{row_text[e.stage]}" width="{w:.1f}" height="{height}">'
-                         f'<title>{text}</title></rect>')
+        elsewhere = (largest or {}).get(i, number) != number  # labelled in another band's piece
+        # The micro-batch and chunk if they fit, else the micro-batch (and its ' ), else the micro-batch alone; along
+        # the block, else up it.
+        fits = w + 1e-6  # the unit was chosen so the least label fits exactly: no rounding may undo that
+        along = next((label for label in _labels(text) if fits >= label[0]), None)
+        up = None if along else next((label for label in _labels(text) if fits >= _UP_WIDTH and label[3] <= height), None)
+        if elsewhere or not (along or up):
+            cut_short = upto is not None and e.end > upto  # still running: labelled once it is long enough
+            flag = "" if elsewhere or cut_short or e.duration == 0 else " ppedu-unlabelled"
+            alone.append(f'<rect {look[0].replace("ppedu-op", "ppedu-op" + flag, 1)} x="{x:.1f}" '
+                         f'y="{row_text[e.stage]}" width="{w:.1f}" height="{height}"><title>{text}</title></rect>')
             continue
         shapes.setdefault(look[0], []).append(f"M{x:.1f},{row_text[e.stage]}h{w:.1f}v{height}h{-w:.1f}z")
-        xs, chars = glyphs.setdefault((rows[e.stage] + _ROW / 2 + 2, look[1]), ([], []))
-        middle = x + w / 2
-        for dx in label[1]:
-            xs.append(f"{middle + dx:.1f}")
-        chars.append(label[2])
+        middle, centre = x + w / 2, rows[e.stage] + height / 2
+        if along:
+            xs, chars = glyphs.setdefault((rows[e.stage] + _ROW / 2 + 2, look[1]), ([], []))
+            xs += [f"{middle + dx:.1f}" for dx in along[1]]
+            chars.append(along[2])
+        elif up:  # turned a quarter: x runs up the page, y across it
+            xs, ys, chars = upright.setdefault(look[1], ([], [], []))
+            xs += [f"{-centre + dx:.1f}" for dx in up[1]]
+            ys += [f"{middle + 4:.1f}"] * len(up[2])
+            chars.append(up[2])
     # What every block and label shares is said once: the outline, and the label's size, centring and halo (a stroke
     # in its block's colour, painted under the letters: it keeps hatch lines out from under them).
     return (f'<g class="ppedu-blocks" stroke="#000" stroke-width=".6" font-size="{_FONT}" text-anchor="middle">'
@@ -245,19 +347,28 @@ def _blocks(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, upt
             + "".join(alone) + "".join(f'<path {look} d="{"".join(d)}"/>' for look, d in shapes.items())
             + "".join(f'<text class="ppedu-label" x="{" ".join(xs)}" y="{y:g}" {look}>{escape("".join(chars))}</text>'
                       for (y, look), (xs, chars) in glyphs.items())
+            + "".join(f'<text class="ppedu-label" x="{" ".join(xs)}" y="{" ".join(ys)}" transform="rotate(-90)" '
+                      f'{look}>{escape("".join(chars))}</text>' for look, (xs, ys, chars) in upright.items())
             + "</g>")
 
 
 @lru_cache(maxsize=4096)
-def _labels(text: str) -> tuple[tuple[float, tuple[float, ...], str], ...]:
-    """A block's label, longest first (micro-batch and chunk, then the micro-batch alone): each with the width a
-    block needs to show it and its glyphs' offsets from the block's middle."""
+def _labels(text: str) -> tuple[tuple[float, tuple[float, ...], str, float], ...]:
+    """A block's label, longest first (micro-batch and chunk, then the micro-batch with a second direction's ', then
+    the micro-batch alone: its colour says the direction): each with the width a block needs to show it along, its
+    glyphs' offsets from the block's middle, and the height a block needs to show it up.
+
+    >>> [label[2] for label in _labels("B11c7'")], [label[2] for label in _labels("F3")]
+    (["11c7'", "11'", '11'], ['3'])
+    """
     short = text.lstrip("FBW")
+    micro_batch = short.split("c")[0].rstrip("'")
     out = []
-    for label in dict.fromkeys((short, short.split("c")[0] + ("'" if text.endswith("'") else ""))):
+    for label in dict.fromkeys((short, micro_batch + ("'" if text.endswith("'") else ""), micro_batch)):
         advances = [_ADVANCE.get(c, 0.6) * _FONT for c in label]
         edges = [x - sum(advances) / 2 for x in itertools.accumulate(advances, initial=0.0)]
-        out.append((_CHAR * len(label) + 3, tuple((a + b) / 2 for a, b in zip(edges, edges[1:])), label))
+        out.append((_CHAR * len(label) + 3, tuple((a + b) / 2 for a, b in zip(edges, edges[1:])), label,
+                    sum(advances) + 4))
     return tuple(out)
 
 
@@ -288,10 +399,11 @@ def _label(x: float, y: float, w: float, text: str, background: str) -> str:
             f'paint-order="stroke" pointer-events="none">{escape(text)}</text>')
 
 
-def _axis(end: float, unit: float, y: float, name: str = "", scale: float = 1.0, columns: bool = False) -> str:
-    """Tick labels along the time axis, as far apart as their text needs, and the axis's name with its unit.
-    ``columns``: a grid's columns, labelled t1, t2, … at their centres; else the times, in the timeline's units
-    times ``scale``, at steps of 1, 2 or 5 × 10ⁿ."""
+def _axis(end: float, unit: float, y: float, name: str = "", scale: float = 1.0, columns: bool = False,
+          start: float = 0.0) -> str:
+    """Tick labels along the time axis from ``start`` to ``end``, as far apart as their text needs, and the axis's name
+    with its unit. ``columns``: a grid's columns, labelled t1, t2, … at their centres; else the times, in the
+    timeline's units times ``scale``, at steps of 1, 2 or 5 × 10ⁿ."""
     ticks = []
     if columns:
         every = next(k for k in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10**9)
@@ -301,10 +413,12 @@ def _axis(end: float, unit: float, y: float, name: str = "", scale: float = 1.0,
         shown = end * scale
         steps = (m * 10.0**k for k in range(-9, 12) for m in (1, 2, 5))
         step = next(d for d in steps if d / scale * unit >= _CHAR * len(_number(shown, d)) + 8)
-        ticks = [(_LEFT + i * step / scale * unit, _number(i * step, step)) for i in range(int(shown / step + 1e-9) + 1)]
+        first = math.ceil(start * scale / step - 1e-9)
+        ticks = [(_LEFT + (i * step / scale - start) * unit, _number(i * step, step))
+                 for i in range(first, int(shown / step + 1e-9) + 1)]
     out = [_text(x, y + 16, text, "middle") for x, text in ticks]
     if name:
-        out.append(_text(_LEFT + end * unit / 2, y + 33, name, "middle"))
+        out.append(_text(_LEFT + (end - start) * unit / 2, y + 33, name, "middle"))
     return "".join(out)
 
 

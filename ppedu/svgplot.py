@@ -29,12 +29,12 @@ _W, _H, _LEFT, _BOTTOM, _TOP, _RIGHT = 560.0, 200.0, 48.0, 34.0, 10.0, 70.0
 
 @dataclass(frozen=True)
 class SvgFigure:
-    """An SVG drawing that a notebook shows (in a box that scrolls sideways when it is wider than the page)."""
+    """An SVG drawing that a notebook shows (as wide as it was drawn: a long diagram folds into bands)."""
 
     svg: str
 
     def _repr_html_(self) -> str:
-        return f'<div class="ppedu-scroll" style="overflow-x:auto;max-width:100%">{self.svg}</div>'
+        return self.svg
 
 
 def plot_timeline(timeline: Timeline, title: str | None = None) -> SvgFigure:

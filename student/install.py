@@ -105,6 +105,7 @@ def install(venv: Path, args: argparse.Namespace) -> None:
     # jupyterlab-slideshow's deck instead. Take it out of an environment made before.
     subprocess.run([*pip[:3], "uninstall", "--quiet", "--yes", "jupyterlab-rise"], capture_output=True)
     terminals_config(venv)
+    no_news(venv)
     print(report(venv, torch_from))
     (venv / STAMP).write_text("made by install.py\n")
 
@@ -119,6 +120,20 @@ def terminals_config(venv: Path) -> None:
     settings = json.loads(path.read_text()) if path.is_file() else {}  # enabling extensions only)
     command = f'PATH="{scripts(venv)}:$PATH"; export PATH; exec "${{SHELL:-/bin/sh}}" -i'
     settings.setdefault("ServerApp", {})["terminado_settings"] = {"shell_command": ["/bin/sh", "-lc", command]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+#: JupyterLab's news and update check (a pop-up asking to fetch Jupyter's news, over the deck's arrows on a slide).
+ANNOUNCEMENTS = "@jupyterlab/apputils-extension:announcements"
+
+
+def no_news(venv: Path) -> None:
+    """JupyterLab in the environment without its news pop-up and update check: students and lecturers never see it
+    (in the environment's own ``labconfig``, which every JupyterLab started from it reads, the hub's included)."""
+    path = venv / "etc" / "jupyter" / "labconfig" / "page_config.json"
+    settings = json.loads(path.read_text()) if path.is_file() else {}
+    settings.setdefault("disabledExtensions", {})[ANNOUNCEMENTS] = True
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(settings, indent=2) + "\n")
 
@@ -174,6 +189,7 @@ def report(venv: Path, torch_from: str | None) -> str:
 def lab(venv: Path, args: argparse.Namespace) -> int:
     if not (venv / STAMP).exists():
         install(venv, args)
+    no_news(venv)  # an environment installed before the course switched the news off
     env = {**os.environ, "PATH": f"{scripts(venv)}{os.pathsep}{os.environ.get('PATH', '')}"}
     command = [str(scripts(venv) / "jupyter"), "lab", f"--ServerApp.ip={args.host}", f"--ServerApp.port={args.port}",
                f"--ServerApp.open_browser={not args.no_browser}", f"--ServerApp.root_dir={COURSE}",

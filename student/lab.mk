@@ -21,7 +21,8 @@ INSTALL_FLAGS = $(if $(TORCH),--torch "$(TORCH)") $(if $(EXTRAS),--extras $(EXTR
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# Again when install.py changes: it also writes the environment's Jupyter settings (terminals, no news pop-up).
+$(VENV)/.installed: pyproject.toml $(dir $(lastword $(MAKEFILE_LIST)))install.py
 	$(SETUP) $(INSTALL_FLAGS)
 
 lab: install

@@ -162,3 +162,29 @@ def test_interleaving_keeps_one_stage_of_parameters_per_gpu_against_the_textbook
     claim = next(c for c in textbook_claims("4.4.5") if "static" in c.statement)
     assert not claim.holds
     assert claim.computed.startswith(f"{parameter_copies(interleaved_1f1b(4, 8, 2)):g} stage")
+
+
+def test_the_fourth_editions_textbook_errata_each_refuted_by_its_computation():
+    rows = {c.statement: c for c in textbook_claims()}
+    g = grid(simulate(gpipe(4, 4)))
+    busy = [sum(1 for row in g.kinds() if row[t]) for t in range(4, 10)]
+    assert max(busy) == 3 and not rows["between t5 and t10 only one or two GPUs compute (GPipe, p = 4, m = 4)"].holds
+    memory = rows["raising m raises GPipe's activation memory linearly"]
+    assert not memory.holds and "holds {1} mini-batches" in memory.computed  # constant when the mini-batch is fixed
+    formula = rows["interleaving cuts the bubble fraction to ≈ (1/v)(p−1)/m (p = 4, m = 8, v = 2)"]
+    assert formula.claimed == f"{bubble_over_ideal(4, 8, 2):.2%}" and f"{bubble_ratio(4, 8, 2):.2%}" in formula.computed
+    waits = rows["upstream GPUs wait during the warm-up (1F1B, p = 4, m = 8)"]
+    assert not waits.holds and "GPU 0 0, GPU 1 1, GPU 2 2, GPU 3 3" in waits.computed
+    assert dualpipe(8, 20).overlapped and not rows["DualPipe's tasks on a GPU are mutually exclusive (p = 8, m = 20)"].holds
+    near = rows["DualPipe achieves a near-zero pipeline bubble (p = 8, m = 20)"]
+    assert not near.holds and "all-to-all" in near.computed
+    assert not rows["MLA's smaller communication volume frees bandwidth for DualPipe's streams"].holds
+    assert "stage 1 only" in rows["DeepSpeed's 1F1B pipeline runs beside ZeRO's partitioning"].computed
+
+
+def test_dualpipes_bubble_is_near_zero_only_far_beyond_deepseeks_m():
+    # The "near-zero bubble" verdict can flip: with enough micro-batches any schedule's share vanishes.
+    from ppedu.costs import EQUAL
+
+    shares = {m: simulate(dualpipe(8, m), EQUAL).bubble_ratio for m in (20, 2000)}
+    assert shares[20] > 0.05 and shares[2000] < 0.01

@@ -165,29 +165,37 @@ def test_looped_bfs_runs_as_fast_as_interleaving_but_holds_every_activation(p, m
     assert max(inter.peak_activations) == min((p - 1) * 2 + (v - 1) * p + 1, m * v)
 
 
-# The zero-bubble authors' drawing of this shape (zb.py, p = 4, m = 12), one row per stage.
-AUTHORS_ZB_2P = """fffffffbfbfbfbfbfbwbwbwbwbwbwbwwwwww
-fffffbfbfbfbfbfbfbfbwbwbwbwbwwwwwwww
-fffbfbfbfbfbfbfbfbfbfbwbwbwwwwwwwwww
-fbfbfbfbfbfbfbfbfbfbfbfbwwwwwwwwwwww"""
+# The paper's ZB-H2 at p = 4, m = 12, one row per stage: 2(p-1-j)+1 forwards, then B, W, F in turn; the last
+# 2p-2 backwards one op apart (a forward while any is left, else a W); the 2j+1 W's still owed.
+PAPERS_ZB_H2 = """fffffffbwfbwfbwfbwfbwfbwbwbwbwbwbwbw
+fffffbwfbwfbwfbwfbwfbfbfbwbwbwbwbwww
+fffbwfbwfbwfbwfbwfbfbfbfbfbwbwbwwwww
+fbwfbwfbwfbwfbwfbfbfbfbfbfbfbwwwwwww"""
 
 
-def test_zb_h2_is_the_zero_bubble_authors_shape():
+def test_zb_h2_runs_its_ws_in_the_steady_state():
     rows = ["".join(op.kind for op in stage).lower() for stage in zero_bubble_h2(4, 12).stages]
-    assert rows == AUTHORS_ZB_2P.splitlines()
+    assert rows == PAPERS_ZB_H2.splitlines()
 
 
-@pytest.mark.parametrize("p,m", [(4, 12), (4, 8), (8, 32), (3, 5)])
-def test_zb_h2_leaves_no_gap_on_any_stage_at_twice_1f1bs_activations(p, m):
-    # The paper counts what B needs (W's layer inputs apart): B frees the activations.
-    t = simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_B)
+@pytest.mark.parametrize("p,m", [(4, 12), (4, 7), (8, 32), (3, 5), (4, 16)])
+def test_zb_h2_leaves_no_gap_on_any_stage_within_2p_minus_1_micro_batches(p, m):
+    # Qi et al.: ZB-H2 peaks at (2p-1) micro-batches' activations, 1F1B and ZB-H1 at p.
+    t = simulate(zero_bubble_h2(p, m), UNIT_SPLIT)
     for s in range(p):
         events = t.on_stage(s)
-        assert max(e.end for e in events) - min(e.start for e in events) == 3 * m  # busy from first op to last
-    assert t.peak_activations == tuple(min(2 * (p - 1 - j) + 1, m) for j in range(p))  # 2p-1 on stage 0
-    assert simulate(one_f_one_b(p, m)).peak_activations[0] == min(p, m)
-    # If W keeps everything until it ends, the held-back W's keep every micro-batch alive.
-    assert max(simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_W).peak_activations) == m
+        assert min(e.start for e in events) == s and max(e.end for e in events) == 3 * m + s  # a parallelogram
+    assert t.peak_activations == (2 * p - 1,) * p  # W frees them: every stage reaches 2p-1 once, none passes it
+    assert simulate(zero_bubble_h2(p, m), UNIT_SPLIT, memory=FREE_AT_B).peak_activations == \
+        tuple(2 * (p - 1 - j) + 1 for j in range(p))  # B frees them: the warm-up's forwards
+    assert simulate(zero_bubble_h1(p, m), UNIT_SPLIT).peak_activations == (p,) * p
+    assert simulate(one_f_one_b(p, m)).peak_activations[0] == p
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(1, 8), m=st.integers(1, 30))
+def test_zb_h2_never_holds_more_than_2p_minus_1_micro_batches(p, m):
+    assert max(simulate(zero_bubble_h2(p, m), UNIT_SPLIT).peak_activations) == min(m, 2 * p - 1)
 
 
 @pytest.mark.parametrize("p", [2, 4, 6, 8, 10, 12])

@@ -36,9 +36,29 @@ def test_hand_overs_are_milliseconds_and_405b_is_over_3_2():
 
 
 def test_the_claims_table_gives_each_figure_a_computed_verdict():
-    naive, speedup, one_node, latency, streaming, asynchronous, zero = claims()
+    naive, speedup, one_node, latency, streaming, asynchronous, zero, *_ = claims()
     assert not naive.holds and "50%" in naive.computed
     assert not speedup.holds and "27.71 %" in speedup.computed and "a node is 8 GPUs" in speedup.computed
     assert not one_node.holds and latency.holds and not streaming.holds
     assert not asynchronous.holds and "staleness 0" in asynchronous.computed
     assert not zero.holds and "15.79%" in zero.computed
+
+
+def test_the_briefs_remaining_words_are_refuted_by_their_computations():
+    from ppedu import Costs, simulate
+    from ppedu.cluster import GPUS, LINKS, MODELS
+    from ppedu.schedules import build
+    from ppedu.vendor import claims, hand_over_ms
+
+    words = {c.statement: c for c in claims()}
+    unit = Costs(f=1, b=1)
+    assert simulate(build("1f1b", 4, 8), unit).bubble_ratio == simulate(build("gpipe", 4, 8), unit).bubble_ratio
+    assert not words["1F1B schedule bubble elimination"].holds
+    naive = simulate(build("gpipe", 4, 1), Costs(f=1, b=2))
+    assert set(naive.busy_per_stage) == {naive.makespan / 4}
+    assert not words["naive schedules leave early GPU stages completely idle"].holds
+    mfu = words["94.2 % cluster utilization (read as MFU, as training reports use the word)"]
+    assert not mfu.holds and f"{GPUS['h100-80gb'].efficiency * 0.942:.1%}" in mfu.computed
+    latency = hand_over_ms(MODELS["405b"], LINKS["ib-400"])
+    both = words["inter-stage latency under 10 ms, activations streamed in under 3.2 ms"]
+    assert 3.2 < latency < 10 and not both.holds and words["sub-10 ms inter-stage latency"].holds

@@ -20,8 +20,9 @@ The arithmetic is the usual back-of-the-envelope one, stated so that a student c
   recomputed, as flash attention does), ``2·s·b·h`` (the block's input) with full recomputation,
   which costs one more forward inside every backward.
 
-Tensor parallelism, the data-parallel all-reduce and the CUDA context are not modelled; sharding
-Adam's state over data-parallel replicas (ZeRO stage 1) is a smaller ``optimizer_bytes``.
+Tensor and sequence parallelism, data parallelism with ZeRO's sharding and every parallelism's traffic
+are :mod:`ppedu.cluster.parallel`'s; the CUDA context and a framework's own buffers are not modelled.
+Sizes are in GB of 10⁹ bytes (:data:`GB`), bandwidths in GB/s of 10⁹ bytes per second.
 
 >>> m = MODELS["70b"]
 >>> round(m.params / 1e9, 1), m.layers

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ppedu.costs import Comm
 from ppedu.validate import whole
 
+#: A gigabyte, 10⁹ bytes: every size the course computes and prints in GB or GB/s (never a GiB, 2³⁰ bytes).
 GB = 1e9
 #: How much of the forward pass a backward recomputes: nothing, the attention core, a whole block.
 RECOMPUTE = ("none", "selective", "full")
@@ -206,7 +207,8 @@ def _check(recompute: str) -> None:
 @dataclass(frozen=True)
 class GPU:
     """An accelerator: dense 16-bit peak ``tflops`` (TFLOP/s, without sparsity), ``memory`` in
-    bytes, and ``efficiency``, the fraction of peak its kernels reach while they compute. What a
+    bytes (its marketed size taken in :data:`GB`: an "80 GB" card holds 80 GiB, about 85.9 GB, so a
+    plan that fits here has that much to spare), and ``efficiency``, the fraction of peak its kernels reach while they compute. What a
     whole step achieves (MFU) is lower still: the bubble, recomputation and communication come off
     it (:attr:`ppedu.cluster.PlanRow.mfu`)."""
 

@@ -14,8 +14,11 @@ The arithmetic, stated once so that a student can redo it (ring algorithms; ``n`
   the ``d`` replicas the optimizer state (stage 1), the gradients too (2), the weights too (3, as
   FSDP). Beside a pipeline, whose ``m`` micro-batches each add to every gradient, stage 2 must
   reduce-scatter the gradients after every micro-batch and stage 3 gather the weights before each
-  micro-batch's forward and backward: ``m`` times the traffic of stage 1, which is why Megatron-LM's
-  distributed optimizer is stage 1 and DeepSpeed refuses stages 2 and 3 with its pipeline;
+  micro-batch's forward and backward (FSDP reshards after each forward by default:
+  ``torch/distributed/fsdp/_fully_shard/_fully_shard.py``): ``m`` times the traffic of stage 1.
+  Megatron-LM's distributed optimizer shards what stage 1 shards (its ``docs/user-guide/features/
+  dist_optimizer.md``), and DeepSpeed's ``PipelineEngine`` refuses stages 2 and 3
+  (``deepspeed/runtime/pipe/engine.py``);
 * a mixture of experts sends each token to its ``top_k`` experts and back (dispatch and combine) in
   the forward, and the same again in the backward: four all-to-alls of ``tokens·top_k·h`` per layer.
 

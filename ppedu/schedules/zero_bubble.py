@@ -27,32 +27,45 @@ def zero_bubble_h1(p: int, m: int) -> Schedule:
 
 
 def zero_bubble_h2(p: int, m: int) -> Schedule:
-    """ZB-H2: stage ``j`` warms up with ``2(p-1-j)+1`` forwards, then runs B and F in turn with
-    every W held back, then B and W in turn, then the W's still owed.
+    """ZB-H2 (Qi et al., ICLR 2024, section 2.2): stage ``j`` warms up with ``2(p-1-j)+1`` forwards,
+    then runs B, W, F in turn; for its last ``2p-2`` backwards (where the next stage, no longer
+    running W's, sends them back two steps apart) it puts one op between two B's, a forward while
+    any is left, else a W; it ends with the ``2j+1`` W's still owed.
 
-    The extra warm-up forwards fill the bubble before the first B, and the held-back W's the one
-    after the last F; under equal F, B and W times and with ``m ≥ 2p-1`` (enough micro-batches for
-    stage 0's warm-up) each stage then runs without a gap from its first operation to its last
-    (the parallelogram the paper overlaps with the next step); with fewer, the early stages still
-    wait for their first B. It holds
-    about twice 1F1B's activations (2p-1 micro-batches on stage 0 against p) when B frees them,
-    as the paper counts (``memory=FREE_AT_B``); if W holds them all until it ends
-    (``FREE_AT_W``), the held-back W's keep all ``m`` alive. The zero-bubble authors' generator
-    (``zb.py``) draws this shape.
+    The extra warm-up forwards fill the bubble before the first B, the owed W's the one after the
+    last B. With equal F, B and W times and ``m ≥ 2p-1`` (enough micro-batches for stage 0's
+    warm-up), every stage then runs without a gap from its first operation to its last, stage ``j``
+    from ``j`` to ``3m+j``: the parallelogram the paper overlaps with the next step; with fewer, the
+    early stages wait for their first B. Each W runs in the steady state, so no stage ever holds
+    more than ``2p-1`` micro-batches' activations, the paper's peak, even where W frees them
+    (:data:`~ppedu.memory.FREE_AT_W`): stage 0 reaches it after its warm-up, stage ``j`` when its
+    last forward is done and ``2j+1`` W's are still owed. Where B frees them
+    (:data:`~ppedu.memory.FREE_AT_B`) stage ``j`` holds ``2(p-1-j)+1``.
 
     >>> "".join(op.kind for op in zero_bubble_h2(2, 4).stages[0])
-    'FFFBFBWBWBWW'
+    'FFFBWFBWBWBW'
+    >>> "".join(op.kind for op in zero_bubble_h2(2, 4).stages[1])
+    'FBWFBFBFBWWW'
     """
     require_counts(p=p, m=m)
+    steady = max(0, m - 2 * p + 1)  # the backwards that take a W and a forward after them
     stages = []
     for j in range(p):
         warmup = min(2 * (p - 1 - j) + 1, m)
         ops = [Op("F", i, j) for i in range(warmup)]
-        for i in range(m - warmup):
-            ops += [Op("B", i, j), Op("F", warmup + i, j)]
-        for i in range(m - warmup, m):
-            ops += [Op("B", i, j), Op("W", i - (m - warmup), j)]
-        ops += [Op("W", i, j) for i in range(warmup, m)]
+        forwards, weights = warmup, 0
+        for i in range(m):
+            ops.append(Op("B", i, j))
+            if i < steady:
+                ops += [Op("W", weights, j), Op("F", forwards, j)]
+                weights, forwards = weights + 1, forwards + 1
+            elif i < m - 1 and forwards < m:
+                ops.append(Op("F", forwards, j))
+                forwards += 1
+            elif i < m - 1:
+                ops.append(Op("W", weights, j))
+                weights += 1
+        ops += [Op("W", i, j) for i in range(weights, m)]
         stages.append(tuple(ops))
     return Schedule(tuple(stages), "zb-h2", (tuple(range(p)),), m)
 

@@ -1,5 +1,5 @@
-"""Parts the widgets share: a grid of clickable cells, feedback as HTML, and a still picture
-beside each widget's live view."""
+"""Parts the widgets share: a grid of clickable cells, feedback as HTML, a diagram drawn for the width it is shown
+at, and a still picture beside each widget's live view."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ppedu.feedback import Feedback
+from ppedu.lecture import SLIDE
 from ppedu.palette import ALERT, BACKGROUND, BORDER, OK, TEXT, ink
 
 #: An empty cell's text: ipywidgets' button keeps its old text when the description becomes "".
@@ -27,10 +28,54 @@ def feedback_html(feedback: Feedback) -> str:
             f'<ul style="margin:0;padding-left:1.2em;white-space:normal">{lines}</ul></div>')
 
 
-def scrolling(html: str) -> str:
-    """``html`` (a wide SVG) in a box that scrolls sideways rather than shrinking it. Its width is
-    its container's (width 0, at least 100%): never its content's, which would widen the widget."""
-    return f'<div class="ppedu-scroll" style="overflow-x:auto;width:0;min-width:100%">{html}</div>'
+# In the page: the HTML (a diagram) shown, and the width of the box it is shown in, reported back whenever it changes
+# (the window resized, a deck presenting it half as large again), so the kernel draws it for that width. Until the
+# kernel has, a drawing too wide for the box is shrunk to fit rather than cut off; ``data-drawn`` says the width the
+# drawing was made for.
+_FITTED_ESM = """
+function render({ model, el }) {
+  el.classList.add("ppedu-fitted");
+  const style = document.createElement("style");
+  style.textContent = ".ppedu-fitted { display: block; width: 100%; min-width: 0; } .ppedu-fitted svg { max-width: 100%; height: auto; }";
+  const draw = () => { el.innerHTML = model.get("value"); el.prepend(style); el.dataset.drawn = model.get("drawn"); };
+  draw();
+  model.on("change:value", draw);
+  model.on("change:drawn", draw);
+  let frame = 0;
+  const measure = () => {
+    frame = 0;
+    const width = Math.floor(el.clientWidth);
+    if (width > 0 && width !== model.get("width")) { model.set("width", width); model.save_changes(); }
+  };
+  const observer = new ResizeObserver(() => { frame = frame || requestAnimationFrame(measure); });
+  observer.observe(el);
+  return () => { cancelAnimationFrame(frame); observer.disconnect(); };
+}
+export default { render };
+"""
+
+
+class Fitted(anywidget.AnyWidget):
+    """HTML (a diagram) drawn for the width its box has on the page: the page reports that width (``width``, CSS px,
+    0 until it has) and the widget's owner draws ``value`` for it, saying which width it drew for (``drawn``). So a
+    diagram fits a notebook column and a slide alike, never cut off and never scrolling out of sight.
+
+    >>> box = Fitted("<svg/>")
+    >>> box.value, box.width_or(560)
+    ('<svg/>', 560)
+    """
+
+    _esm = _FITTED_ESM
+    value = traitlets.Unicode("").tag(sync=True)
+    width = traitlets.Int(0).tag(sync=True)
+    drawn = traitlets.Int(0).tag(sync=True)
+
+    def __init__(self, value: str = "", **kwargs: Any) -> None:
+        super().__init__(value=value, **kwargs)
+
+    def width_or(self, default: int) -> int:
+        """The box's width on the page, or ``default`` before the page has said (no page: a headless run)."""
+        return self.width or default
 
 
 # In the page: name each slider handle (role="slider") inside the parent widget by its description, or by the longer
@@ -110,6 +155,11 @@ class EnterChecks(anywidget.AnyWidget):
 
     def __init__(self) -> None:
         super().__init__(layout=widgets.Layout(display="none"))
+
+
+#: How wide a still picture draws its diagram: as wide as a static deck's slide (:data:`ppedu.lecture.SLIDE`) lets an
+#: output be, where a still is shown.
+STILL_WIDTH = SLIDE[0] - 40
 
 
 class StaticFallback:

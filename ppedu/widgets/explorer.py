@@ -16,9 +16,10 @@ from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_svg
 from ppedu.validate import one_of, require_counts
-from ppedu.widgets._parts import ControlNames, StaticFallback, scrolling
+from ppedu.widgets._parts import STILL_WIDTH, ControlNames, Fitted, StaticFallback
 
 _COUNTS = {"p": (1, 8), "m": (1, 32), "v": (1, 4)}
+_WIDTH = 560  # the diagram's width until the page has said how wide its box is
 _COSTS = {"f": (0.25, 4.0, 0.25), "b": (0.25, 4.0, 0.25), "w": (0.0, 4.0, 0.25), "comm": (0.0, 2.0, 0.05)}
 #: What a screen reader calls each slider (its visible letter first).
 NAMES = {
@@ -65,24 +66,27 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         self.message = widgets.HTML().add_class("ppedu-message")
         self.fix = widgets.Button(layout=widgets.Layout(visibility="hidden")).add_class("ppedu-fix")
         self.fix.on_click(lambda _b: self.set(m=self.nearest_m) if self.nearest_m else None)
-        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%", flex="1 1 560px")).add_class("ppedu-diagram")
+        self.diagram = Fitted(layout=widgets.Layout(width="100%")).add_class("ppedu-diagram")
+        self.diagram.observe(lambda _change: self._draw_diagram(), names="width")
         self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 1em", flex="0 0 auto")).add_class("ppedu-metrics")
         self.timeline: Timeline | None = None
         self.error: str | None = None
         self.nearest_m: int | None = None
         self._holding = False
-        self._drawn = ("", "")  # the last valid diagram and table, shown dimmed while a choice is impossible
-        # The two columns of controls sit side by side where there is room, one above the other where not.
+        self._last: Timeline | None = None  # the last valid choice's, shown dimmed while a choice is impossible
+        self._drawn = (0, "")  # its diagram, and the width it was drawn for
+        # The two columns of controls and the metrics sit side by side where there is room (a slide), one above the
+        # other where not; the diagram below them has the widget's whole width, and is drawn for it (it folds its
+        # time axis into bands rather than scroll), so a lecturer sees all of it.
         controls = widgets.HBox([
             widgets.VBox([self.picker, *(self.sliders[k] for k in _COUNTS)]),
             widgets.VBox([self.sliders[k] for k in _COSTS]),
-        ], layout=widgets.Layout(flex_flow="row wrap"))
-        # The message line keeps its height whether or not it has something to say; the metrics sit beside the
-        # diagram where there is room (a slide), below it where not.
+            self.table,
+        ], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))
+        # The message line keeps its height whether or not it has something to say.
         self.message.layout.flex = "1 1 auto"
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
-        drawn = widgets.HBox([self.diagram, self.table], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))
-        super().__init__([controls, status, drawn, ControlNames(NAMES)], layout=widgets.Layout(max_width="100%"))
+        super().__init__([controls, status, self.diagram, ControlNames(NAMES)], layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
         for control in (self.picker, *self.sliders.values()):
             control.observe(self._changed, names="value")
@@ -140,10 +144,11 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     def _static_html(self) -> str:
         # Says which settings it shows: a later cell that moves the sliders must not contradict it.
         shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.values.items())
-        return (f"<p><em>A still picture of the schedule explorer at {escape(shown)}; "
-                "run the notebook to move its sliders.</em></p>" + self.message.value
-                + '<div style="display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start">'
-                + f'<div style="flex:1 1 560px;min-width:0">{self.diagram.value}</div>{self.table.value}</div>')
+        # Laid out as the widget is: the metrics at the top (beside what the picture shows), the diagram below.
+        return ('<div style="display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start">'
+                f'<div style="flex:1 1 20em"><p><em>A still picture of the schedule explorer at {escape(shown)}; '
+                f"run the notebook to move its sliders.</em></p>{self.message.value}</div>{self.table.value}</div>"
+                + self._diagram(STILL_WIDTH))
 
     def _changed(self, _change: object) -> None:
         if not self._holding:
@@ -164,14 +169,25 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
                                   f'style="color:{ALERT}">⚠ </span>{escape(self.error or "")}</span>')
             self.fix.description = f"use m = {self.nearest_m}" if self.nearest_m else ""
             self.fix.layout.visibility = "visible" if self.nearest_m else "hidden"
-            diagram, table = self._drawn
-            self.diagram.value = f'<div style="opacity:.3" aria-hidden="true">{diagram}</div>'
+            table = _table(self._last) if self._last else ""
             self.table.value = f'<div style="opacity:.3" aria-hidden="true">{table}</div>' if table else ""
-            return
-        self.nearest_m = None
-        self.message.value, self.fix.layout.visibility = _cut(self.timeline.schedule), "hidden"
-        self.diagram.value, self.table.value = scrolling(render_svg(self.timeline)), _table(self.timeline)
-        self._drawn = (self.diagram.value, self.table.value)
+        else:
+            self.nearest_m, self._last = None, self.timeline
+            self.message.value, self.fix.layout.visibility = _cut(self.timeline.schedule), "hidden"
+            self.table.value = _table(self.timeline)
+        self._draw_diagram()
+
+    def _draw_diagram(self) -> None:
+        width = self.diagram.width_or(_WIDTH)
+        self.diagram.value, self.diagram.drawn = self._diagram(width), width
+
+    def _diagram(self, width: int) -> str:
+        """The diagram drawn for ``width`` px (the last valid one dimmed while the choice is impossible)."""
+        if self.timeline is not None:
+            self._drawn = (width, render_svg(self.timeline, width=width))
+            return self._drawn[1]
+        drawn = self._drawn[1] if self._drawn[0] == width or not self._last else render_svg(self._last, width=width)
+        return f'<div style="opacity:.3" aria-hidden="true">{drawn}</div>'
 
     def _build(self, m: int) -> Schedule:
         values = self.values
@@ -231,7 +247,9 @@ def _table(t: Timeline) -> str:
         ("hand-overs between GPUs", str(t.schedule.hand_overs)),
         ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
-    cell = "padding:.1em .5em .1em 0;line-height:1.3"
-    body = "".join(f"<tr><th style='text-align:left;{cell}'>{k}</th><td style='{cell}'>{v}</td></tr>" for k, v in rows)
+    # Narrow enough to sit beside the controls on a slide (a long name or value takes a second line).
+    cell = "padding:.1em .5em .1em 0;line-height:1.3;white-space:normal;vertical-align:top"
+    body = "".join(f"<tr><th style='text-align:left;max-width:15em;{cell}'>{k}</th>"
+                   f"<td style='max-width:13em;{cell}'>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
 

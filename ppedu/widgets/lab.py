@@ -16,7 +16,7 @@ from ppedu.mnist.measure import AGREEMENT, gap, measure_step
 from ppedu.mnist.models import split_model
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.svg import render_svg
-from ppedu.widgets._parts import ControlNames, StaticFallback
+from ppedu.widgets._parts import STILL_WIDTH, ControlNames, Fitted, StaticFallback
 from ppedu.widgets.explorer import NAMES
 
 
@@ -50,7 +50,8 @@ class StepPicker(StaticFallback, widgets.VBox):
         self.v = widgets.IntSlider(value=v, min=1, max=4, description="v (chunked)")
         self.button = widgets.Button(description="Run step", button_style="primary")
         self.message = widgets.HTML().add_class("ppedu-message")
-        self.diagrams = widgets.HTML().add_class("ppedu-diagram")
+        self.diagrams = Fitted(layout=widgets.Layout(width="100%")).add_class("ppedu-diagram")
+        self.diagrams.observe(lambda _change: self._draw(), names="width")
         self.result: StepResult | None = None
         self.error: str | None = None
         names = ControlNames({"m": NAMES["m"], "v (chunked)": NAMES["v"]})
@@ -88,18 +89,25 @@ class StepPicker(StaticFallback, widgets.VBox):
         return self
 
     def _draw(self) -> None:
+        width = self.diagrams.width_or(560)
+        self.diagrams.value, self.diagrams.drawn = self._diagrams(width), width
         if self.result is None:
             self.message.value = f'<span style="color:#B00020">{escape(self.error or "")}</span>'
-            self.diagrams.value = ""
             return
         r = self.result
         peaks = ", ".join(f"{b / 1024:.0f}" for b in r.peak_activation_bytes)
         self.message.value = (f"loss {r.loss:.4f} · measured {r.measured.makespan * 1e3:.2f} ms, predicted "
                               f"{r.predicted.makespan * 1e3:.2f} ms (gap {gap(r):+.1%}, the lab's tolerance "
                               f"±{AGREEMENT:.0%}) · peak saved activations per GPU (KiB): {peaks}")
+
+    def _diagrams(self, width: int) -> str:
+        """The measured and the predicted diagram, each drawn for ``width`` px (none while the choice is impossible)."""
+        if self.result is None:
+            return ""
         ms = ("time (ms)", 1e3)
-        self.diagrams.value = (render_svg(r.measured, title="measured", time=ms)
-                               + render_svg(r.predicted, title="predicted from the measured mean costs", time=ms))
+        return (render_svg(self.result.measured, title="measured", time=ms, width=width)
+                + render_svg(self.result.predicted, title="predicted from the measured mean costs", time=ms,
+                             width=width))
 
     def _static_html(self) -> str:
-        return self.message.value + self.diagrams.value
+        return self.message.value + self._diagrams(STILL_WIDTH)

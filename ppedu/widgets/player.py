@@ -9,7 +9,7 @@ import ipywidgets as widgets
 from ppedu.grid import grid
 from ppedu.simulate import Timeline
 from ppedu.svg import render_svg
-from ppedu.widgets._parts import ControlNames, StaticFallback, scrolling
+from ppedu.widgets._parts import STILL_WIDTH, ControlNames, Fitted, StaticFallback
 
 #: What a screen reader calls the time slider.
 NAME = "t, time step shown"
@@ -40,7 +40,8 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         self.play.observe(self._toggled, names="value")
         self.slider = widgets.IntSlider(value=0, min=0, max=self.steps, description="t",
                                         tooltip=NAME).add_class("ppedu-time")
-        self.diagram = widgets.HTML(layout=widgets.Layout(max_width="100%")).add_class("ppedu-diagram")
+        self.diagram = Fitted(layout=widgets.Layout(width="100%")).add_class("ppedu-diagram")
+        self.diagram.observe(lambda _change: self._draw(), names="width")
         self.caption = widgets.HTML().add_class("ppedu-caption")
         self.slider.observe(lambda _change: self._draw(), names="value")
         super().__init__([widgets.HBox([self.play, self.slider]), self.diagram, self.caption,
@@ -66,7 +67,7 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         return tuple(str(row[self.step - 1]) for row in self._labels)
 
     def _static_html(self) -> str:
-        return render_svg(self.timeline)
+        return render_svg(self.timeline, width=STILL_WIDTH)
 
     def _toggled(self, change: dict) -> None:
         self.play.description = "❚❚ pause" if change["new"] else "▶ play"
@@ -84,7 +85,9 @@ class TimelinePlayer(StaticFallback, widgets.VBox):
         self.play.value = False
 
     def _draw(self) -> None:
-        self.diagram.value = scrolling(render_svg(self.timeline, upto=self.step * self.dt))
+        width = self.diagram.width_or(560)
+        self.diagram.value = render_svg(self.timeline, upto=self.step * self.dt, width=width)
+        self.diagram.drawn = width
         doing = ", ".join(f"GPU {s}: {x}" for s, x in enumerate(self.running()) if x)
         text = f"t{self.step}: {doing}" if self.step else "t0: nothing has run yet"
         self.caption.value = f'<span aria-live="polite">{text}</span>'

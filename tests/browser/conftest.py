@@ -1,8 +1,9 @@
 """JupyterLab in a real browser: a server on a temporary copy of the course, Debian's Chromium driven by Playwright.
 
 The server is the project's own (this interpreter's `jupyter lab`), on 127.0.0.1 with a free port and a token; its
-config, data and runtime folders are temporary, so no workspace tabs are restored and no news pop-up appears. It is
-stopped (with its kernels) when the session ends, failed tests included.
+config, data and runtime folders are temporary, so no workspace tabs are restored. Otherwise it is JupyterLab as the
+course sets it up for students and lecturers (the environment's own settings, such as no news pop-up), so a test sees
+what they see. It is stopped (with its kernels) when the session ends, failed tests included.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ EXCEPTION = re.compile(r"Traceback \(most recent call last\)|^\s*\w*(Error|Excep
 # User settings for the temporary JupyterLab: every cell stays in the DOM (no virtual scrolling), so what the
 # tests look for is there whether or not it has been scrolled into view.
 USER_SETTINGS = {"@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
-PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 
 
 def _free_port() -> int:
@@ -73,8 +73,6 @@ def _start(root: Path, home: Path) -> tuple[subprocess.Popen[bytes], Server]:
     for name, settings in USER_SETTINGS.items():
         (config / "lab" / "user-settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (config / "lab" / "user-settings" / name).write_text(json.dumps(settings))
-    (config / "labconfig").mkdir(parents=True)
-    (config / "labconfig" / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
     # The kernels get a student's environment: not the test suite's MPLBACKEND=Agg, which hides figures.
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {
         "JUPYTER_CONFIG_DIR": str(config),
@@ -87,7 +85,6 @@ def _start(root: Path, home: Path) -> tuple[subprocess.Popen[bytes], Server]:
         sys.executable, "-m", "jupyterlab", "--no-browser",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if os.geteuid() == 0:
         command.append("--allow-root")  # as root, jupyter lab exits without it

@@ -6,8 +6,10 @@ a slider moves, and a SlotCountingExercise must answer a wrong and then a right 
 messages come from ppedu in this process, built from the same call the notebook makes; a widget whose call
 depends on the notebook's own variables is still checked for rendering, but not driven.
 
-In the deck, at 1920×1080 and at 1280×720: every output of a code cell is on some slide, no slide scrolls or runs
-off the screen, and every widget with a slider answers it there.
+In the deck, at 1920×1080 and at 1280×720: every output of a code cell is on some slide; no slide scrolls or runs
+off the screen, nothing on it is cut off or scrolls inside it (an output, a table, a widget, a diagram), no diagram
+block is left without its label, and nothing covers the deck's arrows; at 1920×1080 every text on a slide is at least
+18 px and every widget with a slider answers it there.
 """
 
 import ast
@@ -23,7 +25,7 @@ from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
 from .conftest import ROOT, SCREENSHOTS
-from .test_slides import deck
+from .test_slides import MEASURE_JS, SLIDE_TEXT_PX, deck
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 ROOT_CLASS = {
@@ -182,8 +184,7 @@ DRIVE = {"ScheduleExplorer": drive_explorer, "SlotCountingExercise": drive_exerc
 
 SIZES = ((1920, 1080), (1280, 720))
 # In the page: what the deck shows now. The cells on screen and among them the ones shown (a fragment not yet
-# reached is on screen, but transparent); how far the slide runs past the screen (px, down and across); what inside
-# it scrolls sideways (a wide diagram does, on purpose).
+# reached is on screen, but transparent); how far the slide runs past the screen (px, down and across).
 DECK_JS = """
 panel => {
   const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
@@ -194,11 +195,7 @@ panel => {
   const notebook = panel.querySelector('.jp-Notebook');
   const below = Math.max(notebook.scrollHeight - notebook.clientHeight, ...boxes.map(b => b.bottom - innerHeight), 0);
   const across = Math.max(notebook.scrollWidth - notebook.clientWidth, ...boxes.map(b => b.right - innerWidth), 0);
-  const scrolls = on.flatMap(i => [...cells[i].querySelectorAll('*')].filter(e => {
-    const style = getComputedStyle(e);
-    return /(auto|scroll)/.test(style.overflowX) && e.scrollWidth > e.clientWidth + 1;
-  }).map(e => e.className.baseVal ?? e.className));
-  return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across, scrolls};
+  return {active: cells.findIndex(c => is(c, 'jp-mod-active')), on, shown, below, across};
 }
 """
 # In the page: wait until the deck has moved on from the cell ``before`` (false if it has not within a second: the
@@ -215,27 +212,34 @@ NEXT_JS = """
   check();
 })
 """
-# In the page: how large the figures on the shown cells are on screen: each SVG text's size (px, zoom and scaling
-# included) and each picture's scale (on-screen width over its own).
-FIGURES_JS = """
-(panel, shown) => {
-  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')], out = [];
-  for (const i of shown) {
-    for (const t of cells[i].querySelectorAll('.jp-OutputArea-output svg text')) {
-      const svg = t.ownerSVGElement, box = svg.getBoundingClientRect();
-      if (!t.textContent.trim() || !t.getBoundingClientRect().width || !svg.viewBox.baseVal?.width) continue;
-      out.push([`${i + 1}: svg text ${t.textContent.trim().slice(0, 20)}`,
-                parseFloat(getComputedStyle(t).fontSize) * box.width / svg.viewBox.baseVal.width, 'px']);
-    }
-    for (const img of cells[i].querySelectorAll('.jp-OutputArea-output img'))
-      if (img.naturalWidth) out.push([`${i + 1}: picture`, img.getBoundingClientRect().width / img.naturalWidth, '×']);
-  }
+# In the page: whether every diagram on the shown cells that is drawn for its box's width (ppedu.widgets' Fitted) has
+# been drawn for the width its box has now (the kernel redraws it once the page reports a new width).
+FITTED_JS = """
+([panel, shown]) => {
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  return shown.every(i => [...cells[i].querySelectorAll('.ppedu-fitted')].every(
+    e => !e.checkVisibility() || Math.abs(Math.floor(e.clientWidth) - Number(e.dataset.drawn)) <= 1));
+}
+"""
+# In the page: what the shown cells of the slide show cut off, too small (``least`` px, 0: not checked) or unlabelled
+# (MEASURE_JS), and each button of the deck's remote (its arrows) where anything but the slide lies under or over it
+# (a pop-up beneath the arrows hides them just as well).
+SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + """
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const out = measure(shown.map(i => [`cell ${i + 1}`, cells[i]]), least, true);
+  const remote = document.querySelector('.jp-Deck-Remote'), buttons = [...remote?.querySelectorAll('button') ?? []];
+  const covered = buttons.flatMap(button => {
+    const box = button.getBoundingClientRect();
+    const over = document.elementsFromPoint(box.x + box.width / 2, box.y + box.height / 2)
+      // the slide's own boxes and JupyterLab's around it aside, anything seen above or below the button
+      .find(e => !remote.contains(e) && !e.contains(remote) && !panel.contains(e) && !e.contains(panel)
+                 && e.checkVisibility({opacityProperty: true, visibilityProperty: true}));
+    return box.width && over ? [`${over.tagName.toLowerCase()} ${String(over.className?.baseVal ?? over.className)}`] : [];
+  });
+  if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${buttons.length} buttons lie under or over ${covered[0]}`);
   return out;
 }
 """
-#: On a 1080p slide every text of a figure is at least 18 px: an SVG's own text, and a picture's (matplotlib's
-#: smallest, its default 10 pt at 100 dpi, 13.9 px; the course's own are 15.3 px) shown at least this much enlarged.
-SLIDE_TEXT_PX, PICTURE_SCALE = 18, 18 / (10 * 100 / 72)
 # In the page: a widget's text and drawings, without its controls (what a moved slider must change).
 WIDGET_TEXT_JS = """
 root => { const copy = root.cloneNode(true);
@@ -263,16 +267,20 @@ def present(lab, panel, name: str) -> None:
                     problems.append(f"{where} runs {state['below']:.0f} px below and {state['across']:.0f} px across the screen")
                 if width == 1920:
                     driven |= drive_sliders(lab, panel, state["shown"], driven, where, problems)
-                    problems += [f"{where}: cell {what} {size:.2f}{unit}" for what, size, unit in
-                                 panel.evaluate(FIGURES_JS, state["shown"]) if size < (SLIDE_TEXT_PX - 0.01 if unit == "px"
-                                                                                      else PICTURE_SCALE)]
+                lab.page.mouse.move(width // 2, height // 3)  # off JupyterLab's side bars, which show under a pointer
+                try:
+                    lab.page.wait_for_function(FITTED_JS, arg=[panel.element_handle(), state["shown"]], timeout=15_000)
+                except Exception:
+                    problems.append(f"{where}: a diagram was not redrawn for the width of its box")
+                problems += [f"{where if problem.startswith('cell') else f'{name} at {width}×{height}'}: {problem}"
+                             for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0])]
                 shoot(lab, panel, name, width, step, state, shot)
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()
                 lab.page.keyboard.press("Space")
                 if not panel.evaluate(NEXT_JS, state["active"]):
                     break
     assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join(dict.fromkeys(problems))
 
 
 def shoot(lab, panel, name, width, step, state, shot) -> None:

@@ -5,10 +5,13 @@ stopped are each reported, a warning is not; and a widget counts as shown only w
 """
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from ppedu import lecture
+
 from .conftest import EXCEPTION
-from .test_chapters import widget_calls
+from .test_chapters import present, widget_calls
 
 
 def _write(server, name, *sources):
@@ -35,6 +38,35 @@ def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab,
     assert len(errors) == 3, errors
     assert "the harness must see this" in errors[0]
     assert errors[1].startswith("a figure shown as text") and "code cell 4 did not run" in errors[2]
+
+
+# What the deck test must see on a slide: an output cut off inside a scroll box, a table too small to read, a diagram
+# block without its label, and something over the deck's arrows (the news pop-up was such a thing).
+FLAWED_SLIDES = [
+    "from IPython.display import HTML\nfrom ppedu import Costs, schedules, simulate\nfrom ppedu.svg import render_svg",
+    "HTML('<div style=\"overflow:auto;width:300px\"><div style=\"width:900px\">a line that runs off</div></div>')",
+    "HTML('<table style=\"font-size:9px\"><tr><td>tiny</td></tr></table>')",
+    "HTML(render_svg(simulate(schedules.gpipe(2, 2), Costs(f=(1, 0.001), b=1))))",
+]
+
+
+def test_the_deck_checks_see_what_a_lecturer_would_miss(lab, server):
+    nb = new_notebook(cells=[new_markdown_cell("# Flawed slides"), *map(new_code_cell, FLAWED_SLIDES)],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    folder = server.root / "harness"
+    folder.mkdir(exist_ok=True)
+    nbformat.write(lecture.lecture(nb)[0], folder / "flawed.ipynb")
+    panel = lab.open("harness/flawed.ipynb")
+    lab.run_all(panel)
+    lab.page.evaluate("""() => { const cover = document.createElement('div');  // a pop-up in the corner
+      cover.style.cssText = 'position:fixed;right:0;bottom:0;width:320px;height:90px;background:#eee;z-index:10000';
+      document.body.append(cover); }""")
+    with pytest.raises(AssertionError) as seen:
+        present(lab, panel, "flawed")
+    said = str(seen.value)
+    assert "cuts off 600 px across" in said.replace("601", "600").replace("599", "600"), said
+    assert 'td writes "tiny" at 13.5 px' in said and "diagram blocks without a label" in said, said
+    assert "buttons lie under or over div" in said, said
 
 
 def test_an_exception_line_tells_a_traceback_from_a_warning():

@@ -70,6 +70,11 @@ def test_a_widget_in_a_deck_shows_its_still_picture(tmp_path):
 def test_the_check_for_remote_references_can_fail(tmp_path):
     page = '<script src="https://unpkg.com/reveal.js@4.0.2/dist/reveal.js"></script>\n  "https://x.org/notes.js",\n'
     assert slides.remote_references(page) == ["https://unpkg.com/reveal.js@4.0.2/dist/reveal.js", "https://x.org/notes.js"]
+    # A chapter's link to a web tool (chapter 11's Perfetto) is no load; a picture or a frame from the web is.
+    linked = '<p>Open it in <a href="https://ui.perfetto.dev">ui.perfetto.dev</a></p>'
+    assert slides.remote_references(linked) == []
+    assert slides.remote_references(linked + '<img alt="" src="https://x.org/a.png"><iframe src="https://x.org/f">') == [
+        "https://x.org/a.png", "https://x.org/f"]
     # reveal.js's "simple" theme, nbconvert's default, imports two web fonts
     (tmp_path / "simple.css").write_text("@import url(https://fonts.googleapis.com/css?family=Lato:400,700);\n")
     assert slides.remote_references('<link rel="stylesheet" href="simple.css" id="theme">', tmp_path) == [
