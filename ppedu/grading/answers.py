@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from ppedu.feedback import Wrong
+from ppedu.grading.unavailable import NotAvailable, Unavailable
 
 
 
@@ -43,6 +44,8 @@ def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> obj
     budget[0] -= 1
     data: Any = value
     kind = type(data)  # never the value's own attributes: isinstance would ask it for __class__
+    if kind is Unavailable:  # what a forbidden module gave: the answer is not the student's own
+        Unavailable._refuse(data)
     try:
         if issubclass(kind, bool):
             return bool.__bool__(data)
@@ -72,6 +75,8 @@ def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> obj
         if issubclass(kind, dict) and depth < 4:
             pairs = [(k, x) for k, x in dict.items(data) if type(k) in (str, int)][:max(budget[0], 0)]
             return {str(k)[:MAX_TEXT]: plain(x, depth + 1, budget) for k, x in pairs}
+    except NotAvailable:  # an item a forbidden module gave
+        raise
     except Exception:  # a value that breaks on conversion is no answer; say what it was
         pass
     return {"__type__": str(type.__getattribute__(kind, "__name__"))[:60]}

@@ -81,8 +81,14 @@ class Cell:
 
 
 def defining(cells: Sequence[Cell], errors: Sequence[tuple[int, str]], names: Sequence[str]) -> list[list[Any]]:
-    """Of ``errors``, those of cells that define one of ``names`` (the ones that can explain why it is missing)."""
-    pattern = re.compile(r"\b(?:def|class)\s+({0})\b|^\s*({0})\s*=".format("|".join(map(re.escape, names))), re.M)
+    """Of ``errors``, those of cells that define (or import) one of ``names``: the ones that can explain why it is
+    missing.
+
+    >>> defining([Cell("x = simulate()\\nimport math")], [(0, "NotAvailable: …")], ["math"])
+    [[0, 'NotAvailable: …']]
+    """
+    pattern = re.compile(r"\b(?:def|class)\s+({0})\b|^\s*({0})\s*=|\bimport\b.*\b({0})\b".format(
+        "|".join(map(re.escape, names))), re.M)
     return [[i, e] for i, e in errors if names and i < len(cells) and pattern.search(cells[i].source)]
 
 
@@ -95,6 +101,21 @@ class FunctionRun:
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: tuple[tuple[int, str], ...] = ()
     stopped: str | None = None
+
+    def account(self, cells: Sequence[Cell], question: str, functions: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+        """What went wrong for ``question`` (its ``functions`` and their inputs), for
+        :func:`ppedu.grading.questions.explain`: the errors of the cells before its test that should have defined
+        a function it lacks or a name one of them missed, and why the run stopped, if it stopped short of it."""
+        got = self.results.get(question, {})
+        at = next((i for i, c in enumerate(cells) if c.test == question), len(cells))
+        complete = all(isinstance(got.get(name), list) and len(got[name]) == len(cases) or
+                       name in got and not isinstance(got[name], list) for name, cases in functions.items())
+        missing = [name for name in functions if not isinstance(got.get(name), list)]
+        unknown = sorted({m.group(1) for entries in got.values() if isinstance(entries, list) for entry in entries
+                          if isinstance(entry[1], dict) and entry[1].get("__raised__") == "NameError"
+                          for m in [re.search(r"name '(\w+)' is not defined", str(entry[1].get("message")))] if m})
+        return {"errors": defining(cells[:at], self.errors, missing + unknown),
+                "stopped": None if complete else self.stopped}
 
 
 def _module_files() -> dict[str, Path]:

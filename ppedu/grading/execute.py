@@ -41,7 +41,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
-from ppedu.grading.evaluate import Cell, Code, Ungradeable, defining, run_functions
+from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
 
@@ -307,14 +307,8 @@ class Evaluate(SandboxedExecute):
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():
-                at = next((i for i, c in enumerate(cells) if c.test == question), len(cells))
-                got = run.results.get(question, {})
-                complete = all(isinstance(got.get(name), list) and len(got[name]) == len(cases) or
-                               name in got and not isinstance(got[name], list) for name, cases in functions.items())
-                self._facts["functions"][question] = got
-                missing = [name for name in functions if not isinstance(got.get(name), list)]
-                self._facts["function_runs"][question] = {
-                    "errors": defining(cells[:at], run.errors, missing), "stopped": None if complete else run.stopped}
+                self._facts["functions"][question] = run.results.get(question, {})
+                self._facts["function_runs"][question] = run.account(cells, question, functions)
         return nb, resources
 
     @staticmethod

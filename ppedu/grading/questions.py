@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ppedu.grading.answers import Missing, Wrong, plain
-from ppedu.grading.evaluate import Cell, defining, run_functions
+from ppedu.grading.evaluate import Cell, run_functions
 
 
 class Answer(Protocol):
@@ -101,9 +101,7 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     requests = {question: form.calls(values)}
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
                         driver=form.code.driver, use_sandbox=unavailable() is None)
-    got = run.results.get(question, {})
-    missing = [name for name in requests[question] if not isinstance(got.get(name), list)]
-    return got, {"errors": defining(cells, run.errors, missing), "stopped": run.stopped}
+    return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 
 def explain(run: Mapping[str, Any]) -> str:
@@ -115,8 +113,9 @@ def explain(run: Mapping[str, Any]) -> str:
         index, error = run["errors"][-1]
         kind, _, what = str(error).partition(": ")
         if kind == "NotAvailable":
-            lines.append(f"Run as the autograder runs it, cell {index + 1} used {what.split(' is not')[0]}, which "
-                         "this question does not allow.")
+            lines.append(f"Run as the autograder runs it, cell {index + 1} stopped where it used "
+                         f"{what.split(' is not')[0]}, which is not available while this question is checked, so "
+                         "what that cell defines after it is missing: the answer must be your own code.")
         else:
             lines.append(f"Run as the autograder runs it (every cell in order, where what the question forbids is "
                          f"not installed), cell {index + 1} raised {error}")

@@ -7,8 +7,9 @@ there. nbgrader's Validate prints its findings but exits 0 even when tests fail 
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,18 @@ def no_answers(index: int, facts: Mapping[str, Any]) -> str:
     return "No answers could be read after this test: did the notebook change how Python runs?"
 
 
+def shown(calls: Mapping[str, Sequence[Sequence[Any]]], results: Mapping[str, Any]) -> dict[str, Any]:
+    """Of what a question's functions gave, the calls its visible test makes (the autograder also calls them on
+    inputs no feedback may name).
+
+    >>> shown({"f": [(1,)]}, {"f": [[[1], 2.0], [[7], 9.0]], "g": None})
+    {'f': [[[1], 2.0]]}
+    """
+    asked = {name: [json.loads(json.dumps(list(args))) for args in cases] for name, cases in calls.items()}
+    return {name: [entry for entry in results[name] if entry[0] in asked[name]]
+            if isinstance(results.get(name), list) else results.get(name) for name in asked if name in results}
+
+
 def visible_verdict(form: Any, question: str, facts: Mapping[str, Any], values: Any, index: int,
                     points: float) -> tuple[float, str]:
     """The points and message of ``question``'s visible test (``form``, cell ``index``) on the evaluation ``facts``:
@@ -98,7 +111,7 @@ def visible_verdict(form: Any, question: str, facts: Mapping[str, Any], values: 
     functions = hasattr(form, "code")
     try:
         if functions:
-            result = form.visible(facts.get("functions", {}).get(question, {}), values)
+            result = form.visible(shown(form.calls(values), facts.get("functions", {}).get(question, {})), values)
         elif (answers := facts.get("answers", {}).get(question)) is None:
             return 0.0, no_answers(index, facts)
         elif isinstance(answers, dict) and "__raised__" in answers:  # reading the answers itself broke

@@ -11,9 +11,10 @@ rebuilt grader's rules:
 2. value questions are read from the kernel's variables by the grader, right after their test cell (nothing the
    notebook prints counts); a cell that kills the kernel or hangs ignoring the interrupt loses the value questions
    from there on, and only those;
-3. function questions run their answer cell alone in a fresh interpreter (ps1, ps4: stdlib and numpy; ps3: and
-   ``ppedu.ops``; ps5: torch and ppedu without the executors), on inputs the grader chooses: nothing of another cell,
-   of the folder, or of the library the question forbids is there;
+3. function questions run the notebook's cells in order, as nbgrader does, in a fresh interpreter whose library holds
+   only what the question allows (ps1, ps4: stdlib and numpy; ps3: and ``ppedu.ops``; ps5: torch and ppedu without
+   the executors), on inputs the grader chooses: the student's other cells are there, nothing of the folder or of the
+   library the question forbids is;
 4. ps5's memory is measured from the activations' real lifetimes, not from the ``saved`` dict;
 5. test cells, locks and metadata are put back as released; the student's own cells are kept and run.
 
@@ -376,12 +377,12 @@ INTAKE: dict[str, Case] = {
 }
 
 
-# ---- 2. the library un-hidden: function questions answered by ppedu, or by another cell -----------
+# ---- 2. the library un-hidden: function questions answered by ppedu ---------------------------------
 # Old: a function question ran in the student's kernel with ppedu's implementations hidden in memory or by a
 # bind mount, so the kernel could take them back: a copy of a swapped function's code, a private copy of its
 # module, the hide list emptied (functions relabelled, the hiding helper replaced), answers memoised before the
 # hiding, a ppedu/ (or a .pyc) shipped beside the notebook that shadows the installed one, a table of answers in a
-# file. Now the answer cell runs alone where none of that exists: each of these loses the question it answers.
+# file. Now the notebook runs where none of that exists: each of these loses the question it answers.
 
 CODE_SNAPSHOT = """
 import types
@@ -680,12 +681,13 @@ UNHIDING: dict[str, dict[str, Case]] = {
         "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS},
                                               folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
-        # careless: the function leans on an import made in another cell (the fresh interpreter has no `math`)
+        # the function leans on an import made in another cell: the notebook runs whole, as nbgrader runs it, so
+        # `math` is there and the answer is right
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
 def fewest_microbatches(p, target, v):
     m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)
     return max(m, p if v > 1 else 1)
-"""}, lost={"microbatches": 2}),
+"""}, lost={}),
     },
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
@@ -693,10 +695,9 @@ def fewest_microbatches(p, target, v):
                                               folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
                                                 lost={"interleaved_1f1b": 4}),
-        # careless: question 2 calls a helper defined in question 1's cell
+        # question 2 calls a helper defined in question 1's cell: there, as in the notebook run top to bottom
         "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
-                                           replace={"q2_answer": USES_Q1_HELPER},
-                                           lost={"one_f_one_b": 4}),
+                                           replace={"q2_answer": USES_Q1_HELPER}, lost={}),
     },
     "ps4": {
         "h_simulator_snapshot": Case("ps4", replace={"q3_answer": SIMULATOR_SNAPSHOT}, lost={"waves": 2}),

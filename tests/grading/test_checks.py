@@ -15,7 +15,7 @@ from ppedu import schedules
 from ppedu.grading import Wrong, my_values
 from ppedu.grading.answers import Choice, Counts, Flag, Number, calls, plain
 from ppedu.grading.assignments import ASSIGNMENTS, load
-from ppedu.grading.evaluate import Cell, defining, run_functions
+from ppedu.grading.evaluate import Cell, run_functions
 from ppedu.grading.questions import explain
 from ppedu.grading.schedule_checks import grade_schedule
 from ppedu.grading.students import student_id
@@ -37,12 +37,10 @@ def judged(assignment, question, source, student="alice"):
     cells, requests = [Cell(source, None), Cell("", question)], {question: judge.calls(v)}
     run = run_functions(cells, form.code.library, requests, assignment, student, v, timeout=120,
                         driver=form.code.driver)
-    got = run.results.get(question, {})
-    missing = [name for name in requests[question] if not isinstance(got.get(name), list)]
     try:
-        return judge.judge(got, v)
+        return judge.judge(run.results.get(question, {}), v)
     except Wrong as wrong:
-        return str(wrong) + explain({"errors": defining(cells[:1], run.errors, missing), "stopped": run.stopped})
+        return str(wrong) + explain(run.account(cells, question, requests[question]))
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
