@@ -123,8 +123,10 @@ class _Session:
         if type(handle) is not int or not 0 <= handle < len(self.forwards):
             raise Refused("a backward of no forward")
         f = self.forwards[handle]
-        if f.backward or f.released:
-            raise Refused("a forward's backward runs once, while its activations are held")
+        if f.backward:
+            raise Refused(f"the backward of a forward of chunk {f.chunk} ran twice")
+        if f.released:
+            raise Refused(f"a backward of chunk {f.chunk} after its forward's activations were let go of")
         grad = decode(data, self.images.numel())
         if grad.shape != f.out.shape:
             raise Refused(f"a gradient of shape {tuple(grad.shape)} for an output of shape {tuple(f.out.shape)}")
