@@ -157,8 +157,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
             worst = float(np.abs(own - reference.numpy()).max())
             if not worst <= TOLERANCE:
                 failures.setdefault(props[1], f"{where}: differ by up to {worst:.2g}")
-        if why := _not_the_schedules(schedule, seen, secret):
-            failures.setdefault(props[2], f"{where}: {why}")
+        if off := _not_the_schedules(schedule, seen, secret):
+            failures.setdefault(props[2], f"{where}: {off}")
         if seen.get("left"):
             failures.setdefault(props[3], f"{where}: {seen['left']} forwards' activations still held (your code "
                                 "still refers to their outputs, or kept their graph)")
