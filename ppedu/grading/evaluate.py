@@ -66,10 +66,12 @@ class Library:
 @dataclass(frozen=True)
 class Code:
     """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
-    through ``driver`` (``module:function``, called as ``driver(function, *args)``)."""
+    through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
+    side serves the driver while it runs (:mod:`ppedu.grading.service`)."""
 
     library: Library = Library()
     driver: str | None = None
+    service: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ def _search_path(library: str) -> list[str]:
 def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
-                  use_sandbox: bool = True) -> FunctionRun:
+                  use_sandbox: bool = True, service: str | None = None) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
@@ -228,7 +230,7 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     todo, stopped = dict(requests), None
     while todo:
         once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
-                             cell_timeout, limits, use_sandbox)
+                             cell_timeout, limits, use_sandbox, service)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
@@ -240,9 +242,11 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
 
 def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
               assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
-              cell_timeout: float, limits: Any, use_sandbox: bool) -> tuple[FunctionRun, int | None]:
+              cell_timeout: float, limits: Any, use_sandbox: bool,
+              service: str | None = None) -> tuple[FunctionRun, int | None]:
     """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
     from ppedu.grading import sandbox
+    from ppedu.grading.service import serving
 
     copy = view(library)
     asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
@@ -254,15 +258,17 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
         "cell_timeout": cell_timeout,
         "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
-    with sandbox.prepared(library=copy, absent=_absent(library), env=env,
-                          limits=limits or sandbox.Limits()) as box:
+    with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
+            library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
+            limits=limits or sandbox.Limits()) as box:
         read, write = os.pipe()
         argv = [sys.executable, "-I", "-S", "-c", HARNESS.read_text(), str(write)]
         command = box.wrap(argv) if use_sandbox else argv
         try:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, pass_fds=(write,), start_new_session=True,
-                                       env=None if use_sandbox else {**os.environ, **env})
+                                       stderr=subprocess.DEVNULL, pass_fds=(write, *([line.fd] if line else [])),
+                                       start_new_session=True,
+                                       env=None if use_sandbox else {**os.environ, **env, **(line.env if line else {})})
         finally:
             os.close(write)
         try:
@@ -278,7 +284,8 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
             _stop(process)
     at = next((r["at"] for r in reversed(records) if isinstance(r, dict) and r.keys() == {"at"}
                and isinstance(r["at"], int)), None)
-    return _collect(records, stopped, asked, process.returncode), at
+    run = _collect(records, stopped, asked, process.returncode)
+    return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
 
 
 def _read(fd: int, timeout: float, quiet: float) -> tuple[list[Any], str | None]:

@@ -303,7 +303,8 @@ class Evaluate(SandboxedExecute):
             cells = [Cell(str(c.source), self._test_of(c, requests)) if c.cell_type == "code" else Cell("")
                      for c in nb.cells]
             run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
-                                driver=code.driver, cell_timeout=self.timeout or 120, use_sandbox=self.sandbox)
+                                driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
+                                use_sandbox=self.sandbox)
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():

@@ -329,6 +329,62 @@ except Exception:
 def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
     raise NotImplementedError()
 '''
+# The forger again, written for the harness as it is now (its records, its request's shape): the unpipelined model's
+# loss sent as every call's result, then exit. Rebuilt design: all but the loss is what the grader saw its own chunks
+# do (nothing here), and the loss counts only if every example went through the grader's last chunk.
+CURRENT_CHANNEL_FORGER = '''
+import json, sys
+
+
+def _forge():
+    frame, request = getattr(sys, "_get" + "frame")(), None
+    while frame is not None:
+        found = getattr(frame, "f_lo" + "cals").get("request")
+        if isinstance(found, dict) and isinstance(found.get("calls"), dict):
+            request = found
+            break
+        frame = getattr(frame, "f_ba" + "ck")
+    if request is None:
+        return
+    channel, system = int(sys.argv[1]), __import__("o" + "s")
+    grading = __import__("ppedu.grad" + "ing.assignments.ps5", fromlist=["_"])
+
+    def send(record):
+        getattr(system, "wr" + "ite")(channel, (json.dumps(record) + "\\n").encode())
+
+    for test, calls in request["calls"].items():
+        for name, args in calls:
+            schedule, model, images, labels = getattr(grading, "_set" + "ting")(tuple(args[0]))
+            send({"test": test, "call": [name, args], "result": {"loss": float(cross_entropy(model(images), labels))}})
+    send({"done": True})
+    getattr(system, "_ex" + "it")(0)
+
+
+try:
+    _forge()
+except Exception:
+    pass
+
+
+def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+    raise NotImplementedError()
+'''
+# The hoarder, its side of the grader's chunks patched to say every forward is let go of as soon as it has run: the
+# grader frees that forward's activations then, so its backward cannot run.
+EARLY_RELEASE = '''
+_grading = __import__("ppedu.grad" + "ing.assignments.ps5", fromlist=["_"])
+
+
+class _Gone(getattr(_grading, "Life" + "times")):
+    def watch(self, handle, out):
+        self.gone.append(handle)
+
+    def _lost(self, handle):
+        pass
+
+
+setattr(_grading, "Life" + "times", _Gone)
+'''
 PS5_CLASS: dict[str, Expect] = {
     # as hostile.py's h_hoards_activations and h_unpipelined_forged_trace: the memory properties the real lifetimes
     # break are lost, patch or no patch
@@ -340,6 +396,10 @@ PS5_CLASS: dict[str, Expect] = {
         lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2})),
     "x_stub_quiet_channel_forger": Expect(Case("ps5", release=True, replace={"executor_answer": QUIET_CHANNEL_FORGER},
                                                lost=PS5_ALL)),
+    "x_stub_current_channel_forger": Expect(Case("ps5", release=True, replace={
+        "executor_answer": CURRENT_CHANNEL_FORGER}, lost=PS5_ALL), {"one_f_one_b": ("never ran the chunks",)}),
+    "x_hoarder_early_release": Expect(Case("ps5", release=True, replace={
+        "executor_answer": EARLY_RELEASE + HOARDS_ACTIVATIONS}, lost=PS5_ALL), {"one_f_one_b": ("let go of",)}),
     "zz_honest_right": Expect(Case("ps5")),
 }
 
