@@ -82,8 +82,6 @@ class Judge(NbGraderPreprocessor):
             shown, said = visible_verdict(form, question, facts, values, index, points)
             if hasattr(form, "code"):
                 data = dict(facts.get("functions", {}).get(question, {}))
-                if tampering := [u for u in uses if u in getattr(judge, "tampering", ())]:
-                    data["__reaches__"] = tampering
                 score, message = self._verdict(judge, data, values, points, question, student)
                 message += explain(facts.get("function_runs", {}).get(question, {})) if score < points else ""
             elif shown < points:

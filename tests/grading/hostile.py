@@ -1017,9 +1017,11 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
-        # the channel forged from inside: what it sends is what the forger's own code computed (GPipe's order,
-        # 3 of 4 as if returned: "gpipe_for_1f1b"), never more; the cell is listed for the instructor to read
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 1}),
+        # the channel forged from inside: the records no longer match what the grader asked, so the run is read no
+        # further — the questions from this cell on are lost (as a cell that ends the kernel loses them), never
+        # more credit; the cell is listed for the instructor to read
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER},
+                                 lost={"one_f_one_b": 4, "interleaved_1f1b": 4}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
