@@ -54,6 +54,9 @@ class Report:
 
     def __str__(self) -> str:
         lines = [f"{self.name}: {self.score:g}/{self.points:g} points"]
+        if len(self.results) > 1 and len({(ok, why) for _, ok, why in self.results}) == 1 and not self.results[0][1]:
+            return "\n".join([*lines, f"  ✗ every property ({', '.join(p for p, _, _ in self.results)}): "
+                               f"{self.results[0][2].lstrip('— ')}"])  # one reason, said once
         lines += [f"  {'✓' if ok else '✗'} {prop}" + ("" if ok else f" {why}") for prop, ok, why in self.results]
         return "\n".join(lines)
 

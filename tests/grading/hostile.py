@@ -682,12 +682,13 @@ UNHIDING: dict[str, dict[str, Case]] = {
                                               folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
         # the function leans on an import made in another cell: the notebook runs whole, as nbgrader runs it, so
-        # `math` is there and the answer is right
+        # `math` is there (the old evaluator's NameError is gone) and the function is judged on its values: its
+        # interleaved floor is wrong on an input the autograder chose
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
 def fewest_microbatches(p, target, v):
     m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)
     return max(m, p if v > 1 else 1)
-"""}, lost={}),
+"""}, lost={"microbatches": 2}),
     },
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
