@@ -336,3 +336,17 @@ def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any,
             raise
     return out
 
+
+def describe(name: str, score: float, points: float, results: Sequence[tuple[str, bool, str]]) -> str:
+    """A question's points and, per property, ✓ or ✗ with why not; a reason every property failed for, said once.
+
+    >>> print(describe("gpipe", 0, 2, [("one", False, "— it raised"), ("two", False, "— it raised")]))
+    gpipe: 0/2 points
+      ✗ every property (one, two): it raised
+    """
+    lines = [f"{name}: {score:g}/{points:g} points"]
+    if len(results) > 1 and len({(ok, why) for _, ok, why in results}) == 1 and not results[0][1]:
+        return "\n".join([*lines, f"  ✗ every property ({', '.join(p for p, _, _ in results)}): "
+                           f"{results[0][2].removeprefix('— ')}"])
+    lines += [f"  {'✓' if ok else '✗'} {prop}" + ("" if ok else f" {why}") for prop, ok, why in results]
+    return "\n".join(lines)

@@ -25,7 +25,7 @@ from io import StringIO
 from itertools import accumulate
 from typing import Any
 
-from ppedu.grading.answers import kind, plain, raised
+from ppedu.grading.answers import describe, kind, plain, raised
 from ppedu.grading.evaluate import Code, Library
 from ppedu.grading.stages import Lifetimes, Remote, Stages
 from ppedu.grading.students import pick
@@ -91,9 +91,7 @@ class Report:
         return min(self.points, round(sum(points for _, points, ok, _ in self.results if ok), 6))
 
     def __str__(self) -> str:
-        lines = [f"{self.name}: {self.score:g}/{self.points:g} points"]
-        lines += [f"  {'✓' if ok else '✗'} {prop}" + ("" if ok else f" {why}") for prop, _, ok, why in self.results]
-        return "\n".join(lines)
+        return describe(self.name, self.score, self.points, [(prop, ok, why) for prop, _, ok, why in self.results])
 
 
 PROPERTIES = (("returns the mini-batch's mean loss, as the whole model computes it", 0.2),
