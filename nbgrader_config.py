@@ -68,7 +68,11 @@ repair_version_stamp(c.CourseDirectory.db_url)  # one made while `alembic` could
 c.HTMLExporter.extra_template_basedirs = [str(course / "grader" / "templates"), formgrader_templates]
 # A submission's HTML (its outputs, its written answers) is shown cleaned: a script in it would run in the
 # instructor's logged-in page, where it could set any grade through the formgrader's API.
+# nbgrader's formgrade template renders markdown cells itself, past `sanitize_html`: nbconvert's SanitizeHTML
+# preprocessor cleans the cells before any template sees them.
 c.HTMLExporter.sanitize_html = True
+c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.SanitizeHTML"]
+c.SanitizeHTML.enabled = True
 # The exchange (where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds
 # submissions) is the machine's, set for every user by `make exchange` in /etc/jupyter/nbgrader_config.py:
 # students' nbgrader commands, run in their own folders, read only that. PPEDU_EXCHANGE overrides it here.

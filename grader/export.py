@@ -1,8 +1,8 @@
 """``nbgrader export``: one row per student of the class list and assignment, with the course's policies applied to
 the final total (:mod:`grader.policy`) and a ``status`` column saying what the score is: "graded", "awaiting manual
 grading (N points)", "no submission", "not autograded yet", "ungradeable (reason)" or "not autograded (reason)",
-with "late N days" or "no usable submission time: lateness not judged" where that applies. A student without a
-grade (ungradeable, not autograded) has empty score columns, never a silent 0.
+with "late N days" or "no usable submission time (timestamp.txt): lateness not judged" where that applies. A
+student without a grade (ungradeable, not autograded) has empty score columns, never a silent 0.
 
 The assignments exported are those students were given: an assignment only generated (in the gradebook, never
 released to the exchange, nobody's submission) would otherwise be a column of zeros for the whole class; the ones

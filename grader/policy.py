@@ -88,7 +88,7 @@ class Standing:
         if self.days_late:
             said.append(f"late {self.days_late} day{'s' if self.days_late > 1 else ''}")
         if self.untimed:
-            said.append("no usable submission time: lateness not judged")
+            said.append("no usable submission time (timestamp.txt): lateness not judged")
         return "; ".join(said)
 
 

@@ -201,15 +201,20 @@ CROSS: dict[str, Expect] = {
 
 
 # ---- 2. the grade and the student's check agree ----------------------------------------------------------------
-# Rebuilt design (class 2): a function redefined in a later cell is what the notebook, run top to bottom, holds —
-# what nbgrader grades and what `ppedu check` checked. Found: the grader took the answer cell's first definition,
+# Rebuilt design (class 2): a function redefined in a later cell, before its test, is what the notebook, run top to
+# bottom, holds when its test runs — what nbgrader grades and what `ppedu check` checked. Found: the grader took the answer cell's first definition,
 # so a fix in a later cell scored 0 while `ppedu check` said every test passed, and a later break scored full marks.
 
 CLASS_2: dict[str, Expect] = {
     "x_fixed_in_a_later_cell": Expect(Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
-                                           edit=_after("closed_form", RIGHT_CLOSED_FORMS))),
-    "x_broken_in_a_later_cell": Expect(Case("ps1", edit=_after("closed_form", PS1_WRONG["q3_answer"]),
+                                           edit=_after("q3_answer", RIGHT_CLOSED_FORMS))),
+    "x_broken_in_a_later_cell": Expect(Case("ps1", edit=_after("q3_answer", PS1_WRONG["q3_answer"]),
                                             lost={"closed_form": 2}), {"closed_form": ("bubble_ratio",)}),
+    # the same after the test cell: nbgrader's test ran before it, and so does the grader's (the fix is too late,
+    # the break harmless)
+    "x_fixed_after_its_test": Expect(Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
+                                          edit=_after("closed_form", RIGHT_CLOSED_FORMS), lost={"closed_form": 2})),
+    "x_broken_after_its_test": Expect(Case("ps1", edit=_after("closed_form", PS1_WRONG["q3_answer"]))),
 }
 
 
@@ -224,7 +229,6 @@ CLASS_4: dict[str, Expect] = {
     "x_output_metadata_bomb": Expect(Case("ps1", append={"q2_answer": (
         "from IPython.display import display\nfor _ in range(4):\n"
         "    display({'text/plain': 'hi'}, metadata={'padding': 'y' * 10_000_000}, raw=True)")})),
-    "x_many_capped_cells": Expect(Case("ps1", edit=_at_end(*["print('z' * 99_000)"] * 300))),
 }
 
 
@@ -442,6 +446,8 @@ WHOLE_SUBMISSION_SECONDS = 100  # what the test allows the class of two (the lim
 CLASS_4_TIME: dict[str, Expect] = {
     "x_time_many_slow_cells": Expect(Case("ps1", edit=_at_end(*["import time\ntime.sleep(3.5)"] * SLOW_CELLS)),
                                      {"*": ("time",)}),
+    # each cell's output under its cap, 30 MB in all: past the whole notebook's cap (issue 27, class 4)
+    "x_many_capped_cells": Expect(Case("ps1", edit=_at_end(*["print('z' * 99_000)"] * 300)), {"*": ("2 MB",)}),
     "zz_time_honest_right": Expect(Case("ps1")),
 }
 

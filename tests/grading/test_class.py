@@ -203,7 +203,7 @@ def expected(school, late=frozenset(), untimed=frozenset(), hand_graded=frozense
         penalty = round(raw * SHARE, 2) if is_late else 0  # part of a day late: one day's share
         status = [f"awaiting manual grading ({WRITTEN:g} point)" if answered and case not in hand_graded else "graded"]
         status += ["late 1 day"] if is_late else []
-        status += ["no usable submission time: lateness not judged"] if case in untimed else []
+        status += ["no usable submission time (timestamp.txt): lateness not judged"] if case in untimed else []
         rows[name] = (f"{raw:g}", f"{penalty:g}", f"{round(raw - penalty, 2):g}", f"{AUTO + WRITTEN:g}",
                       "; ".join(status))
     return rows
