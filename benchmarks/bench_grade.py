@@ -1,4 +1,5 @@
-"""Autograding a class, three ways on the same 30 submissions of ps1, in this one run:
+"""Autograding a class, three ways on the same 30 submissions of ps1 (made once, copied into three fresh course
+copies), in this one run:
 
 * plain sequential ``nbgrader autograde``, unconfined (``PPEDU_SANDBOX=off``: nbgrader's own way);
 * sequential ``nbgrader autograde`` with the course's sandbox (every kernel, and every answer cell run on
@@ -12,7 +13,7 @@ Run: ``.venv/bin/python benchmarks/bench_grade.py [N] [JOBS]``. Prints the wall 
 Targets on this course's 2-core machine: the sandbox costs under 1.2 × per submission (sandboxed ÷
 plain, both sequential); ``ppedu grade --jobs 2`` at least 1.5 × faster than plain sequential
 nbgrader; the per-question interpreters add at most 1.5 × to a sandboxed submission's time (its time ÷
-its time without them). Each run gets its own fresh copy of the course.
+its time without them). Each run gets its own fresh copy of the course, with the same submissions.
 """
 
 from __future__ import annotations
@@ -31,23 +32,29 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = str(Path(sys.executable).parent)
 
 
-def course(where: Path, n: int) -> Path:
-    """A course copy with ps1 generated and ``n`` submissions: solutions, with every third one wrong."""
+def submissions(where: Path, n: int) -> Path:
+    """``n`` submissions of ps1 (submitted/<student>/ps1/ps1.ipynb): solutions, with every third one wrong."""
+    solution = nbformat.read(ROOT / "solutions" / "ps1" / "ps1.ipynb", as_version=4)
+    for i in range(n):
+        nb = nbformat.from_dict(solution)
+        if i % 3 == 2:  # busy counted as idle
+            cell = next(c for c in nb.cells if c.metadata.nbgrader.get("grade_id") == "q1b_answer")
+            cell.source = "idle_slots = 3 * values.p * values.m\nbubble = idle_slots / total_slots"
+        folder = where / "submitted" / f"student{i:02d}" / "ps1"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / "ps1.ipynb")
+    return where / "submitted"
+
+
+def course(where: Path, submitted: Path) -> Path:
+    """A course copy with ps1 generated and a copy of ``submitted``."""
     root = where / "course"
     root.mkdir()
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions")
     shutil.copytree(ROOT / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(["nbgrader", "generate_assignment", "ps1", "--log-level=ERROR"], cwd=root, check=True)
-    solution = nbformat.read(root / "solutions" / "ps1" / "ps1.ipynb", as_version=4)
-    for i in range(n):
-        nb = nbformat.from_dict(solution)
-        if i % 3 == 2:  # busy counted as idle
-            cell = next(c for c in nb.cells if c.metadata.nbgrader.get("grade_id") == "q1b_answer")
-            cell.source = "idle_slots = 3 * values.p * values.m\nbubble = idle_slots / total_slots"
-        folder = root / "submitted" / f"student{i:02d}" / "ps1"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / "ps1.ipynb")
+    shutil.copytree(submitted, root / "submitted")
     return root
 
 
@@ -89,7 +96,8 @@ def main() -> None:
     os.environ["PATH"] = BIN + os.pathsep + os.environ["PATH"]
     autograde = ["nbgrader", "autograde", "ps1", "--log-level=ERROR"]
     with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b, tempfile.TemporaryDirectory() as c:
-        plain_course, boxed_course, parallel_course = course(Path(a), n), course(Path(b), n), course(Path(c), n)
+        made = submissions(Path(a) / "class", n)
+        plain_course, boxed_course, parallel_course = (course(Path(x), made) for x in (a, b, c))
         plain = timed(autograde, plain_course, PPEDU_SANDBOX="off")
         boxed = timed(autograde, boxed_course)
         parallel = timed([sys.executable, "-m", "ppedu", "grade", "ps1", "--jobs", jobs], parallel_course)

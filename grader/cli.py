@@ -1,8 +1,9 @@
-"""``ppedu grade``'s work, once ``ppedu`` (ppedu/grading/cli.py) has found the course directory."""
+"""``ppedu grade``'s work (run as ``python -m grader`` in the course directory, see grader/__main__.py)."""
 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 
 from grader import runner
@@ -14,6 +15,13 @@ def grade(args: argparse.Namespace, root: Path) -> int:
     print(f"autograding {len(students)} submission(s) of {args.assignment} in {root}, {args.jobs} at a time"
           + ("" if not args.no_sandbox else ", WITHOUT a sandbox (--no-sandbox)"))
     done = runner.report(results, len(students))
-    failed = sum(not r.ok for r in done)
-    print(f"done: {len(done) - failed} graded" + (f", {failed} could not be autograded" if failed else ""))
+    failed = [r for r in done if not r.ok]
+    kinds = Counter(r.standing.status if r.standing.reason else "could not be autograded" for r in failed)
+    print(f"done: {len(done) - len(failed)} graded" + "".join(f", {n} {kind}" for kind, n in sorted(kinds.items())))
+    waiting = [r.standing for r in done if r.standing.awaiting]
+    if waiting:
+        print(f"{sum(s.awaiting for s in waiting):g} point(s) in {len(waiting)} submission(s) await manual grading "
+              "(the formgrader's Manual Grading)")
+    if untimed := [r.student for r in done if r.standing.untimed]:
+        print(f"{len(untimed)} submission(s) without a usable time, lateness not judged: {', '.join(sorted(untimed))}")
     return 1 if failed else 0

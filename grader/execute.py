@@ -1,6 +1,20 @@
-"""Autograding's execution: :class:`ppedu.grading.execute.SandboxedExecute` (the sandbox itself is
-generic and ships with ppedu, for ``ppedu check``)."""
+"""Autograding's evaluation: :class:`ppedu.grading.execute.Evaluate` (generic, shipped with ppedu for the students'
+own check), with every question's functions called on the inputs its key chooses — the student's visible and own
+inputs, and inputs of the autograder's own that no feedback names."""
 
-from ppedu.grading.execute import SandboxedExecute
+from __future__ import annotations
 
-__all__ = ["SandboxedExecute"]
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from grader import keys
+from ppedu.grading.execute import Evaluate as StudentsEvaluate, SandboxedExecute
+
+
+class Evaluate(StudentsEvaluate):
+    def calls(self, question: str, form: Any, values: Any) -> Mapping[str, Sequence[Sequence[Any]]]:
+        judge = keys.load(self._assignment or "").KEYS.get(question)
+        return judge.calls(values) if judge is not None and hasattr(judge, "calls") else super().calls(question, form, values)
+
+
+__all__ = ["Evaluate", "SandboxedExecute"]

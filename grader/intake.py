@@ -10,10 +10,12 @@ every cell that could still be read (its answers, never its outputs); one that i
 dropped becomes the release, so the student is graded as blank with a note saying why.
 
 Every path from a student's bytes to a grade goes through :func:`take_in`: nbgrader's ``collect``
-(:class:`Collect`, from the exchange's inbound folder) and ``zip_collect`` (:class:`Extractor`, from
-zip and tar archives) copy with it into ``submitted/``; autograding (``ppedu grade``, ``nbgrader
-autograde`` and the formgrader's button, which all use nbgrader's Autograde) reads submissions only
-from the grading area :data:`AREA`, which :func:`guard_autograde` fills from ``submitted/`` first.
+(:class:`Collect`, from the exchange's inbound folder) copies with :func:`copy_in` into ``submitted/``, and
+``zip_collect`` unpacks archives with the same rules (:mod:`grader.archives`); autograding (``ppedu grade``,
+``nbgrader autograde`` and the formgrader's button, which all use nbgrader's Autograde) reads submissions only
+from the grading area :data:`AREA`, which :func:`guard_autograde` fills from ``submitted/`` first. The area is the
+grader's alone (:func:`private_folder`): it also keeps, beside each submission, what collecting and taking it in
+left out, for the student's feedback and the instructor.
 
 >>> import tempfile; folder = Path(tempfile.mkdtemp())
 >>> _ = (folder / "ps1.ipynb").write_text("{}"); (folder / "link").symlink_to("/etc/hostname")
@@ -29,9 +31,7 @@ import os
 import re
 import shutil
 import stat
-import tarfile
 import uuid
-import zipfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +41,6 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default.collect import ExchangeCollect
-from nbgrader.plugins import ExtractorPlugin
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 #: The grading area, beside submitted/ in the course directory: what autograding reads.
@@ -68,7 +67,33 @@ def _kind(mode: int) -> str:
             stat.S_IFCHR: "a device", stat.S_IFBLK: "a device"}.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def _plain_name(name: str) -> bool:
+def private_folder(path: Path, strict: bool = True) -> Path:
+    """``path`` as a folder only this user can open: made (mode 0700) where it is missing; where it is there, it must
+    be a folder of this user's own, not a link, and is closed to everyone else. One that is not (``strict``:
+    ``PermissionError``; else it is left as it is: a folder someone else made, which nbgrader may still use)."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        if not strict:
+            return path
+        raise PermissionError(f"{path} must be a folder of the grader's own, not a link or another user's: move it "
+                              "away and run the command again")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700, follow_symlinks=False)
+    return path
+
+
+def close_working_folders(coursedir: Any) -> None:
+    """nbgrader's working folders (submissions, graded copies, feedback) made, or closed, so that only the grader can
+    open them, whatever the course folder's own mode (``make private`` closes that too)."""
+    for name in (coursedir.submitted_directory, coursedir.autograded_directory, coursedir.feedback_directory):
+        private_folder(Path(coursedir.root) / name, strict=False)
+
+
+def plain_name(name: str) -> bool:
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:  # bytes that are not UTF-8 (os.fsdecode's surrogates)
@@ -87,7 +112,8 @@ def copy_in(source: Path, target: Path, limits: Limits = Limits()) -> list[str]:
     except OSError:
         what = _kind(os.lstat(source).st_mode) if os.path.lexists(source) else "missing"
         return [f"the submission folder itself ({what}): nothing was taken from it"]
-    budget = {"files": limits.files, "bytes": limits.total_bytes}
+    # every entry looked at counts, taken or not: a folder of a million links or files is not read to its end
+    budget = {"files": limits.files, "bytes": limits.total_bytes, "entries": 2 * limits.files}
     dropped: list[str] = []
     try:
         _copy_folder(fd, target, "", limits, budget, dropped, 0)
@@ -98,11 +124,19 @@ def copy_in(source: Path, target: Path, limits: Limits = Limits()) -> list[str]:
 
 def _copy_folder(fd: int, target: Path, shown: str, limits: Limits, budget: dict[str, int], dropped: list[str],
                  depth: int) -> None:
-    for name in sorted(os.listdir(fd)):
-        where = f"{shown}{name}" if _plain_name(name) else f"{shown}{name!r}"
+    # the answers and the submission's time first, whatever else a folder holds
+    names = sorted(os.listdir(fd), key=lambda n: (not n.endswith((".ipynb", ".json")) and n != "timestamp.txt", n))
+    for at, name in enumerate(names):
+        where = f"{shown}{name}" if plain_name(name) else f"{shown}{name!r}"
         if name in IGNORED:
             continue
-        if not _plain_name(name) or name.startswith("."):
+        budget["entries"] -= 1
+        if budget["entries"] < 0 or budget["files"] <= 0:
+            dropped.append(f"{shown or './'} ({len(names) - at} more entries, not read: more than {limits.files} files "
+                           "in the submission)")
+            budget["entries"] = -1  # and nothing more of any folder
+            return
+        if not plain_name(name) or name.startswith("."):
             dropped.append(f"{where} (a hidden file or a name that is not plain text)")
             continue
         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -220,6 +254,12 @@ def repair(raw: bytes, release: NotebookNode | None) -> tuple[NotebookNode, list
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
         notes.append("it held bytes that are not UTF-8 text; they were replaced")
+    opening = text.lstrip("\ufeff \t\r\n")[:40]
+    if not opening.startswith("{"):  # not a notebook cut short or damaged: some other file under a notebook's name
+        if release is None:
+            raise ValueError("it is not a notebook file and there is no release to grade instead")
+        return nbformat.from_dict(release), notes + [f"it is not a notebook file (it begins {opening!r}): graded as "
+                                                     "the released notebook"]
     try:
         cells = _cells_of(json.loads(text))
         if not cells:
@@ -287,15 +327,25 @@ def take_in(source: Path, target: Path, release: Path, limits: Limits = Limits()
 # ---- nbgrader's ways in ------------------------------------------------------------------------------------
 
 def notes_path(root: Path, student: str, assignment: str, kind: str = "intake") -> Path:
-    """Where the grading area keeps a submission's notes of one ``kind`` (beside its folder, not in it): the
-    intake's, for the student too, and the judge's ``review`` list, for the instructor only."""
+    """Where the grading area keeps a submission's notes of one ``kind`` (beside its folder, not in it): what
+    collecting it (``collected``) and taking it in (``intake``) left out, for the student too; the judge's ``review``
+    list, for the instructor only; and its autograding status (:mod:`grader.status`)."""
     return root / AREA / student / f"{assignment}.{kind}.json"
 
 
-def notes_for_instructor(root: Path, student: str, assignment: str, kind: str, notes: list[str]) -> None:
+def keep(root: Path, student: str, assignment: str, kind: str, data: Any) -> None:
+    """Keep ``data`` (JSON) of one ``kind`` on a submission in the grading area (made private first)."""
+    if not plain_name(student) or student.startswith("."):
+        raise ValueError(f"{student!r} is not a student id")
     path = notes_path(root, student, assignment, kind)
-    if path.parent.is_dir():
-        path.write_text(json.dumps(notes))
+    private_folder(root / AREA)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def notes_for_instructor(root: Path, student: str, assignment: str, kind: str, notes: list[str]) -> None:
+    """Keep ``notes`` of one ``kind`` on a submission in the grading area."""
+    keep(root, student, assignment, kind, notes)
 
 
 def fill_area(coursedir: Any) -> None:
@@ -303,25 +353,25 @@ def fill_area(coursedir: Any) -> None:
     from ``submitted/`` into the grading area."""
     root = Path(coursedir.root)
     submitted = root / coursedir.submitted_directory
-    area = root / AREA
-    area.mkdir(mode=0o700, exist_ok=True)
-    area.chmod(0o700)
+    area = private_folder(root / AREA)
+    close_working_folders(coursedir)
     if not submitted.is_dir() or submitted.is_symlink():
         return
     for student in sorted(os.listdir(submitted)):
-        if not fnmatch.fnmatchcase(student, coursedir.student_id or "*") or not _plain_name(student):
+        if not fnmatch.fnmatchcase(student, coursedir.student_id or "*") or not plain_name(student):
             continue
         folder = submitted / student
         linked = folder.is_symlink()  # a student's folder that is a link: nothing in it is theirs, all is blank
         if not linked and not folder.is_dir():
             continue
         for assignment in sorted(os.listdir(root / coursedir.source_directory if linked else folder)):
-            if not fnmatch.fnmatchcase(assignment, coursedir.assignment_id) or not _plain_name(assignment):
+            if not fnmatch.fnmatchcase(assignment, coursedir.assignment_id) or not plain_name(assignment):
                 continue
             release = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
             source = folder / assignment if not linked else folder  # copy_in refuses a link
             intake = take_in(source, area / student / assignment, release)
-            notes_for_instructor(root, student, assignment, "intake", list(intake.notes))
+            collected = intake_notes(root, student, assignment, "collected")  # left out of its archive or folder
+            notes_for_instructor(root, student, assignment, "intake", [*collected, *intake.notes])
 
 
 def guard_autograde() -> None:
@@ -389,19 +439,37 @@ class Collect(ExchangeCollect):
             record = super()._path_to_record(path)
         except (ValueError, OverflowError):
             record, why = {"username": parts[0], "filename": name}, "its name holds no time"
+        if why is None and (not plain_name(record["username"]) or record["username"].startswith(".")):
+            why = "its name holds no student id"  # `..+ps1+…` would be collected into the course folder itself
         if why is None and self.check_owner and (owner := _owner(path)) not in (None, record["username"]):
             why = f"it is {owner}'s, not {record['username']}'s"
         if why:
-            self.log.warning("%s: not collected: %s", name, why)
             record["timestamp"] = datetime.min  # older than any real submission (nbgrader's times are naive UTC)
             self._refused = {**self._refused, name: why}
         return record
 
+    def init_src(self) -> None:
+        """nbgrader's choice of each student's newest folder, without the refused ones: not even an older real
+        submission of the named student is replaced by them (or, with ``--update``, deleted for them)."""
+        super().init_src()
+        self.src_records = [r for r in self.src_records if r["filename"] not in self._refused]
+
+    def copy_files(self) -> None:
+        close_working_folders(self.coursedir)
+        super().copy_files()
+        for name, why in sorted(self._refused.items()):
+            self.log.error("%s: not collected: %s", name, why)
+        if self._refused:
+            self.log.error("%d folder(s) in the exchange left out (above); the class's submissions were collected",
+                           len(self._refused))
+
     def do_copy(self, src: str, dest: str, log: Any = None) -> None:
-        if Path(src).name in self._refused:  # the named student has nothing else in the exchange
-            return
-        for line in copy_in(Path(src), Path(dest)):
+        dropped = copy_in(Path(src), Path(dest))
+        for line in dropped:
             self.log.warning("%s: left out %s", Path(src).name, line)
+        student = Path(src).name.rsplit("+", 3)[0]  # as nbgrader's collect reads it
+        notes_for_instructor(Path(self.coursedir.root), student, self.coursedir.assignment_id, "collected",
+                             [f"left out: {line}" for line in dropped])
 
 
 def _owner(path: str) -> str | None:
@@ -419,68 +487,6 @@ def _owner(path: str) -> str | None:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
         return f"user id {uid}"
-
-
-class Extractor(ExtractorPlugin):
-    """zip_collect's extractor for hand-ins downloaded from a learning platform or written by ``ppedu handin``:
-    zip and tar archives and plain files, regular files only (no link, no path outside the archive's folder),
-    within :class:`Limits`."""
-
-    def extract(self, archive_path: str, extracted_path: str) -> None:
-        limits, target = Limits(), Path(extracted_path)
-        for line in copy_in(Path(archive_path), target, limits):
-            self.log.warning("left out %s", line)
-        for archive in sorted(p for p in target.rglob("*") if p.is_file()):
-            if archive.suffix == ".zip" or archive.name.endswith((".tar", ".tar.gz", ".tgz")):
-                folder = archive.with_name(re.sub(r"(\.tar)?\.(zip|tar|gz|tgz)$", "", archive.name))
-                for line in unpack(archive, folder, limits):
-                    self.log.warning("%s: left out %s", archive.name, line)
-                archive.unlink()
-
-
-def unpack(archive: Path, target: Path, limits: Limits = Limits()) -> list[str]:
-    """The regular files of a zip or tar ``archive`` written under ``target``; what was left out, one line each."""
-    dropped: list[str] = []
-    target.mkdir(parents=True, exist_ok=True)
-    try:
-        if archive.suffix == ".zip":
-            with zipfile.ZipFile(archive) as zipped:
-                members = [(i.filename, i.file_size, stat.S_IFMT(i.external_attr >> 16) in (0, stat.S_IFREG)
-                            and not i.is_dir(), lambda i=i: zipped.read(i)) for i in zipped.infolist()
-                           if not i.is_dir()]
-                dropped += _write_members(members, target, limits)
-        else:
-            with tarfile.open(archive) as tarred:
-                members = [(m.name, m.size, m.isreg(), lambda m=m: tarred.extractfile(m).read())  # type: ignore[union-attr]
-                           for m in tarred.getmembers() if not m.isdir()]
-                dropped += _write_members(members, target, limits)
-    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as error:
-        dropped.append(f"{archive.name} (not an archive that can be read: {type(error).__name__})")
-    return dropped
-
-
-def _write_members(members: list[tuple[str, int, bool, Any]], target: Path, limits: Limits) -> list[str]:
-    dropped, files, total = [], 0, 0
-    for name, size, regular, read in members:
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
-            parts = [".."]  # an absolute name: outside the archive's folder
-        if not regular:
-            dropped.append(f"{name} (a link or not a regular file)")
-        elif not parts or ".." in parts or not all(_plain_name(p) and not p.startswith(".") for p in parts):
-            dropped.append(f"{name!r} (a name outside the archive's folder, hidden, or not plain text)")
-        elif len(parts) > limits.depth or size > limits.notebook_bytes or (
-                size > limits.file_bytes and not name.endswith(".ipynb")):
-            dropped.append(f"{name} (too large or too deep)")
-        elif files >= limits.files or total + size > limits.total_bytes:
-            dropped.append(f"{name} (the archive holds more than a submission may)")
-        else:
-            data = read()[: max(size, 0)]
-            path = target.joinpath(*parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            files, total = files + 1, total + len(data)
-    return dropped
 
 
 def safe_timestamps() -> None:

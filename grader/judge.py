@@ -1,23 +1,20 @@
-"""The judge: an nbgrader preprocessor, after Execute, that decides every test cell's score and
-message in the grading process, from data only.
+"""The judge: an nbgrader preprocessor, after the evaluation (:class:`grader.execute.Evaluate`), that decides every
+test cell's score and message in the grading process, from the evaluation's data only — the answers read out of the
+kernel after each test cell, and what each function gave when the notebook was run where its question's forbidden
+modules have no code. It never sees an object a student built, and it runs in a process that ran none of their code.
 
-A question answered in variables is judged on the answers the grader itself asked the kernel for
-right after the question's test cell ran (``resources["ppedu"]["answers"]``, see
-:mod:`ppedu.grading.execute`). A question answered by functions never asks the kernel: its answer
-cell runs on its own in a fresh sandboxed interpreter where what the question forbids is not
-installed (:mod:`ppedu.grading.evaluate`), called on inputs the key chooses here (``calls(values)``,
-the hidden ones included), and its results come back over the grader's own pipe. The key is
-computed for the student named by the submission's folder (nbgrader's ``resources``, not the
-notebook); each test cell's outputs are replaced by the verdict: a line of stdout when right,
-nbgrader's partial-credit value when partly right, an error whose only line is the message when
-wrong. Nothing the kernel printed or raised in a test cell counts.
+Each question is judged first by its visible test (:func:`ppedu.grading.verdict.visible_verdict`, the one the
+student's own check runs on the same data), then against its key, computed here for the student named by the
+submission's folder (nbgrader's ``resources``, not the notebook): the lower of the two stands, so a check the student
+saw fail never scores here. Each test cell's outputs are replaced by the verdict: a line of stdout when right,
+nbgrader's partial-credit value when partly right, an error whose only line is the message when wrong. Nothing the
+kernel printed or raised in a test cell counts.
 """
 
 from __future__ import annotations
 
 import ast
 import traceback
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,35 +22,15 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer
 
 from grader import keys
 from grader.intake import notes_for_instructor
 from ppedu.grading.answers import Wrong
-from ppedu.grading.assignments import my_values
-from ppedu.grading.evaluate import evaluate
+from ppedu.grading.assignments import load, my_values
 from ppedu.grading.questions import explain
+from ppedu.grading.verdict import visible_verdict
 
-
-def _defines(source: str) -> set[str]:
-    try:
-        return {node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)}
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
-
-
-def answer_cell(nb: NotebookNode, cell: str, functions: Iterable[str]) -> str:
-    """The text of answer cell ``cell``; if it does not define ``functions`` (the student deleted it and wrote
-    the answer in a cell of their own), the last cell of the student's own that defines them all."""
-    wanted = set(functions)
-    released = next((c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == cell), "")
-    if wanted <= _defines(released):
-        return str(released)
-    own = [c.source for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata]
-    return str(next((source for source in reversed(own) if wanted <= _defines(source)), released))
-
-
-#: What, in an answer cell, reaches into the process it runs in (the harness that measures it) instead of
+#: What, in a student's cells, reaches into the process it runs in (the harness that measures it) instead of
 #: computing an answer. A cell may use one honestly (``gc.collect()`` frees memory): each use is listed for the
 #: instructor to read, never scored.
 REACHING = ("gc", "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes", "inspect", "importlib",
@@ -80,31 +57,8 @@ def reaching(source: str) -> list[str]:
     return [r for r in REACHING if any(u == r or u.startswith(r + ".") or u.endswith("." + r) for u in used)]
 
 
-def run_functions(judge: Any, source: str, values: Any, timeout: float, use_sandbox: bool = True) -> tuple[Any, str]:
-    """What the functions of answer cell ``source`` give on ``judge``'s inputs, run on its own (the data the
-    judge reads), and what went wrong running it, as sentences for a lost question's message."""
-    run = evaluate(judge.form.code, source, judge.calls(values), values, timeout, use_sandbox=use_sandbox)
-    return run.results, explain(run)
-
-
-def _no_answers(index: int, facts: dict[str, Any]) -> str:
-    """Why a test cell has no answers, as the trusted record of the run says."""
-    if index in facts.get("timed_out", ()):
-        return (f"This test ran over its time limit ({facts.get('timeout')} s) and was stopped: does one of your "
-                "cells loop forever, or take far longer than it should?")
-    died = facts.get("died")
-    if died is not None and died <= index:
-        return (f"The notebook's kernel stopped at cell {died + 1} ({facts.get('why') or 'the code exited or crashed'}),"
-                " so this test never ran.")
-    return "No answers could be read after this test: did the notebook change how Python runs?"
-
-
 class Judge(NbGraderPreprocessor):
     """Score every autograded test cell (see the module's text)."""
-
-    timeout = Integer(120, help="seconds an answer cell run on its own may take, all its calls together").tag(config=True)
-    sandbox = Bool(True, help="run answer cells on their own in a sandbox (False: only for notebooks you "
-                   "trust)").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         info, facts = resources["nbgrader"], resources.get("ppedu", {})
@@ -113,31 +67,32 @@ class Judge(NbGraderPreprocessor):
             judges = keys.load(assignment).KEYS
         except ValueError:  # not one of ppedu's assignments: nbgrader's own grading applies
             return nb, resources
-        values = my_values(assignment, student)
-        review: list[str] = []
+        forms, values = load(assignment).QUESTIONS, my_values(assignment, student)
+        own = "\n".join(str(c.source) for c in nb.cells if c.cell_type == "code" and not utils.is_grade(c)
+                        and not c.get("metadata", {}).get("nbgrader", {}).get("locked"))
+        uses = reaching(own)
+        review = [f"its cells use {', '.join(uses)}; read them before trusting the score"] if uses else []
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or not utils.is_grade(cell):
                 continue
             question = cell.metadata.nbgrader["grade_id"]
-            if question not in judges:
+            if question not in judges or question not in forms:
                 continue
-            judge, points = judges[question], float(cell.metadata.nbgrader.get("points", 0))
-            if hasattr(judge, "calls"):  # answered by functions: their cell, on its own
-                source = answer_cell(nb, judge.form.code.cell, judge.calls(values))
-                if uses := reaching(source):
-                    review.append(f"{question}: its answer cell uses {', '.join(uses)}; read it before trusting the score")
-                data, why = run_functions(judge, source, values, self.timeout, self.sandbox)
-                if tampering := [u for u in uses if u in getattr(judge, "tampering", ())]:
-                    data = {**data, "__reaches__": tampering}
+            judge, form, points = judges[question], forms[question], float(cell.metadata.nbgrader.get("points", 0))
+            shown, said = visible_verdict(form, question, facts, values, index, points)
+            if hasattr(form, "code"):
+                data = dict(facts.get("functions", {}).get(question, {}))
                 score, message = self._verdict(judge, data, values, points, question, student)
-                message += why if score < points else ""
-            elif (answers := facts.get("answers", {}).get(question)) is None:
-                score, message = 0.0, _no_answers(index, facts)
+                message += explain(facts.get("function_runs", {}).get(question, {})) if score < points else ""
+            elif shown < points:
+                score, message = shown, said
             else:
-                score, message = self._verdict(judge, answers, values, points, question, student)
+                score, message = self._verdict(judge, facts["answers"][question], values, points, question, student)
                 if score < points and facts.get("timed_out") and min(facts["timed_out"]) < index:
                     message += (f"\n(Cell {min(facts['timed_out']) + 1} ran over its time limit "
                                 f"({facts.get('timeout')} s) and was stopped: answers after it may be missing.)")
+            if shown < score or (shown == score < points):  # what the student's check said stands where it is lower
+                score, message = shown, said
             cell.outputs = _outputs(score, points, message, question, cell.get("execution_count"))
         for line in review:
             self.log.warning("%s: %s", student, line)

@@ -1,9 +1,8 @@
 """Autograding a whole class in parallel, through nbgrader's own API (the one its formgrader uses).
 
-nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` hands the
-submissions to ``jobs`` worker processes, each running ``NbGraderAPI.autograde`` for one student at
-a time against the same gradebook (with the course's configuration: sandbox, restore, judge), and
-reports each result as it arrives.
+nbgrader grades one submission after another (jupyter/nbgrader#174); :func:`autograde` grades ``jobs`` at a time,
+each in a process of its own made for that submission alone, running ``NbGraderAPI.autograde`` against the same
+gradebook (with the course's configuration: intake, evaluation, judge), and reports each result as it arrives.
 """
 
 from __future__ import annotations
@@ -15,26 +14,41 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from grader.policy import Standing
 
 CONFIG = "nbgrader_config.py"
 
 
 @dataclass(frozen=True)
 class Result:
-    """One student's autograding: nbgrader's verdict, the score it recorded, how long it took, and what the
-    instructor should know (files the intake left out, answer cells to read before trusting their score)."""
+    """One student's autograding: nbgrader's verdict, the standing it left (score, policies, status: see
+    :mod:`grader.policy`), how long it took, and what the instructor should know (files the intake left out, answer
+    cells to read before trusting their score)."""
 
     student: str
     ok: bool
-    score: float
-    max_score: float
+    standing: Standing
     seconds: float
     log: str = ""
     notes: tuple[str, ...] = ()
+
+    def verdict(self) -> str:
+        """The score as it will leave the gradebook, or why there is none."""
+        s = self.standing
+        if not self.ok and not s.reason:
+            return f"could not be autograded: {self.log}"
+        if s.raw is None:
+            return s.text()
+        if s.penalty:
+            score = f"{s.score:g}/{s.max_score:g} ({s.raw:g} less {s.penalty:g} for being late)"
+        else:
+            score = f"{s.raw:g}/{s.max_score:g}"
+        return score if s.status == "graded" and not s.days_late and not s.untimed else f"{score}; {s.text()}"
 
 
 def submitted_students(root: Path, assignment: str) -> list[str]:
@@ -60,13 +74,46 @@ def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 
     _ensure_assignment(root, assignment)
     if reason := kernel_trouble(sandbox):
         raise ValueError(f"no notebook can be graded here, so none was: {reason}")
-    # fork where there is one: the workers inherit nbgrader already imported, which takes seconds.
+    yield from _each_in_a_process_of_its_own(root, assignment, list(students), jobs, timeout, sandbox)
+
+
+def _each_in_a_process_of_its_own(root: Path, assignment: str, students: list[str], jobs: int, timeout: int | None,
+                                   sandbox: bool) -> Iterator[Result]:
+    """Grade each submission in a process forked for it alone (``jobs`` at once), which ends with it: nothing of one
+    submission's grading — its kernel's messages, what its evaluation read — is there when the next is graded, and
+    the forks inherit nbgrader already imported, which takes seconds."""
+    from multiprocessing.connection import Connection, wait
+
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(students)), mp_context=context,
-                             initializer=_prepare, initargs=(root, timeout, sandbox)) as pool:
-        futures = [pool.submit(_grade_one, assignment, s) for s in students]
-        for future in as_completed(futures):
-            yield future.result()
+    running: dict[Connection, tuple[Any, str, float]] = {}
+    todo = list(students)
+    while todo or running:
+        while todo and len(running) < jobs:
+            student = todo.pop(0)
+            read, write = context.Pipe(duplex=False)
+            process = context.Process(target=_grade_in_child, args=(write, root, timeout, sandbox, assignment, student))
+            process.start()
+            write.close()
+            running[read] = (process, student, time.perf_counter())
+        for ready in wait(list(running)):
+            assert isinstance(ready, Connection)
+            process, student, start = running.pop(ready)
+            try:
+                result = ready.recv()
+            except EOFError:  # the grading process died (out of memory, killed): that student only
+                from grader.policy import Standing
+
+                result = Result(student, False, Standing(student, assignment, "not autograded", "its grading stopped"),
+                                time.perf_counter() - start, "its grading process ended without a result")
+            ready.close()
+            process.join()
+            yield result
+
+
+def _grade_in_child(out: Any, root: Path, timeout: int | None, sandbox: bool, assignment: str, student: str) -> None:
+    _prepare(root, timeout, sandbox)
+    out.send(_grade_one(assignment, student))
+    out.close()
 
 
 def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:
@@ -123,18 +170,16 @@ def _ensure_assignment(root: Path, assignment: str) -> None:
 
 
 def _grade_one(assignment: str, student: str) -> Result:
+    from grader.intake import intake_notes
+    from grader.policy import LatePolicy, standing
+
     start = time.perf_counter()
     api = _api()
     outcome = api.autograde(assignment, student)
-    score = max_score = 0.0
-    if outcome["success"]:
-        with api.gradebook as gb:
-            submission = gb.find_submission(assignment, student)
-            score, max_score = submission.score, submission.max_score
-    from grader.intake import intake_notes
-
+    with api.gradebook as gb:
+        now = standing(gb, Path.cwd(), gb.find_assignment(assignment), student, LatePolicy(config=api.config))
     notes = (*intake_notes(Path.cwd(), student, assignment), *intake_notes(Path.cwd(), student, assignment, "review"))
-    return Result(student, bool(outcome["success"]), score, max_score, time.perf_counter() - start,
+    return Result(student, bool(outcome["success"]), now, time.perf_counter() - start,
                   "" if outcome["success"] else _reason(outcome.get("error", "") or "", outcome.get("log", "") or ""),
                   notes)
 
@@ -155,8 +200,7 @@ def report(results: Iterator[Result], total: int, write: Callable[[str], Any] = 
     width = len(str(total))
     for r in results:
         done.append(r)
-        verdict = f"{r.score:g}/{r.max_score:g}" if r.ok else f"could not be autograded: {r.log}"
-        write(f"[{len(done):>{width}}/{total}] {r.student}: {verdict}  ({r.seconds:.1f} s)")
+        write(f"[{len(done):>{width}}/{total}] {r.student}: {r.verdict()}  ({r.seconds:.1f} s)")
         for note in r.notes:
             write(f"{'':>{2 * width + 3}} {note}")
     return done

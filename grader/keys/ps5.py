@@ -1,7 +1,7 @@
-"""ps5's judge — what the student's executor did (loss, gradients, activations alive per GPU, left
-over, measured from the tensors), run with its answer cell alone where no executor is installed,
-against the unpipelined model on the fixed schedules, the student's own (from the student's id) and
-one of the autograder's own, never named in the feedback.
+"""ps5's judge — what the student's executor did, as the grader saw it running the chunks itself (which examples went
+through which chunk in what order, the gradients, the activations held per GPU at each backward and at the end; see
+:mod:`ppedu.grading.stages`) and the loss it returned, against the unpipelined model on the fixed schedules, the
+student's own (from the student's id) and one of the autograder's own, never named in the feedback.
 """
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ from ppedu.grading.students import pick
 
 @dataclass(frozen=True)
 class ExecutorJudge:
-    """The executor, run by ps5's harness, which measures memory in the same process as the student's code: a
-    cell that reaches for these (the grading code, the interpreter's frames and objects) could rewrite what
-    is measured, so what was measured is not believed (``data["__reaches__"]``, from the judge)."""
+    """The executor, judged on what the grader saw of it: nothing its own process measured or reported counts but the
+    loss it returned, so a cell that reaches into the interpreter changes nothing here (the instructor is still told
+    to read it)."""
 
     form: ExecutorQuestion
-    tampering = ("ppedu.grading", "ctypes", "sys._getframe", "sys.settrace", "sys.setprofile", "__code__",
-                 "__closure__", "__globals__", "f_back", "f_locals", "f_globals", "gc.get_objects", "gc.get_referrers",
-                 "gc.get_referents")
 
     def hidden(self, v: Values) -> tuple[Spec, ...]:
         name, _, _, chunks = self.form.sizes[0]
@@ -37,8 +34,7 @@ class ExecutorJudge:
 
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
         specs = [args[0] for args in self.calls(v)["run_pipeline"]]
-        return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v),
-                      untrusted=data.get("__reaches__", ()))
+        return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v))
 
 
 KEYS: dict[str, Any] = {name: ExecutorJudge(q) for name, q in QUESTIONS.items()}

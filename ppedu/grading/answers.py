@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from ppedu.feedback import Wrong
+from ppedu.grading.unavailable import NotAvailable, Unavailable
 
 
 
@@ -43,6 +44,8 @@ def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> obj
     budget[0] -= 1
     data: Any = value
     kind = type(data)  # never the value's own attributes: isinstance would ask it for __class__
+    if kind is Unavailable:  # what a forbidden module gave: the answer is not the student's own
+        Unavailable._refuse(data)
     try:
         if issubclass(kind, bool):
             return bool.__bool__(data)
@@ -72,6 +75,8 @@ def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> obj
         if issubclass(kind, dict) and depth < 4:
             pairs = [(k, x) for k, x in dict.items(data) if type(k) in (str, int)][:max(budget[0], 0)]
             return {str(k)[:MAX_TEXT]: plain(x, depth + 1, budget) for k, x in pairs}
+    except NotAvailable:  # an item a forbidden module gave
+        raise
     except Exception:  # a value that breaks on conversion is no answer; say what it was
         pass
     return {"__type__": str(type.__getattribute__(kind, "__name__"))[:60]}
@@ -82,7 +87,11 @@ def _library_scalar(value: object) -> object:
     method; else ``_MISSING``. Only libraries already imported are looked at."""
     numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
     if numpy is not None and issubclass(kind, numpy.generic):
-        return numpy.generic.item(value)
+        item = numpy.generic.item(value)
+        if isinstance(item, numpy.generic):  # a type Python has no number for (long double): through float64
+            return float(numpy.ndarray.item(numpy.asarray(value).astype(numpy.float64))) if issubclass(
+                kind, numpy.floating) else _MISSING
+        return item
     if numpy is not None and issubclass(kind, numpy.ndarray) and numpy.ndarray.__dict__["ndim"].__get__(value) == 0:
         return numpy.ndarray.item(value)
     if torch is not None and issubclass(kind, torch.Tensor) and torch.Tensor.dim(value) == 0:
@@ -318,6 +327,26 @@ def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any,
             raise Wrong(f"`{name}` raised {str(result['__raised__'])[:60]} on an input the autograder chose (not shown)")
         if why := raised(result):
             raise Wrong(f"{call} {why}")
-        out[tuple(args)] = Number(call).read({call: result})
+        try:
+            out[tuple(args)] = Number(call).read({call: result})
+        except Wrong:
+            if secret:  # what it returned may echo the input: say only what kind of thing it was
+                raise Wrong(f"`{name}` did not return a number on an input the autograder chose (not shown): it "
+                            f"returned a {kind(result)}") from None
+            raise
     return out
 
+
+def describe(name: str, score: float, points: float, results: Sequence[tuple[str, bool, str]]) -> str:
+    """A question's points and, per property, ✓ or ✗ with why not; a reason every property failed for, said once.
+
+    >>> print(describe("gpipe", 0, 2, [("one", False, "— it raised"), ("two", False, "— it raised")]))
+    gpipe: 0/2 points
+      ✗ every property (one, two): it raised
+    """
+    lines = [f"{name}: {score:g}/{points:g} points"]
+    if len(results) > 1 and len({(ok, why) for _, ok, why in results}) == 1 and not results[0][1]:
+        return "\n".join([*lines, f"  ✗ every property ({', '.join(p for p, _, _ in results)}): "
+                           f"{results[0][2].removeprefix('— ')}"])
+    lines += [f"  {'✓' if ok else '✗'} {prop}" + ("" if ok else f" {why}") for prop, ok, why in results]
+    return "\n".join(lines)

@@ -6,8 +6,8 @@ where there is no exchange)."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -66,10 +66,11 @@ def course_root(path: str | Path = ".") -> Path:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    """The course's own grader (``python -m grader``, in the course directory): ppedu never imports it."""
     root = course_root(args.course)
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    return int(importlib.import_module("grader.cli").grade(args, root))
+    argv = [args.assignment, "--jobs", str(args.jobs), *(a for s in args.student or () for a in ("--student", s)),
+            *(("--timeout", str(args.timeout)) if args.timeout else ()), *(("--no-sandbox",) if args.no_sandbox else ())]
+    return subprocess.run([sys.executable, "-m", "grader", *argv], cwd=root).returncode
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -1,16 +1,20 @@
-r"""Running one answer cell's functions where the student's notebook cannot reach: a fresh interpreter
-in a sandbox of its own, holding only that cell's code (after the imports of the release's setup
-cell that exist there), called on inputs the caller chooses, with its results sent back as data over
-a pipe the caller owns. The implementations a question forbids are not patched away in memory: they
-are absent from the interpreter's file system, which holds only the :class:`Library` the question
-allows (a view of ppedu cut down to the modules named and what they import).
+r"""The evaluator's second half: a notebook's functions, called on inputs the caller chooses, where what the
+question forbids has no code. The notebook runs as nbgrader runs it — every code cell in order, a cell that raises
+noted and the next one run — in a fresh interpreter (:mod:`ppedu.grading.harness`) in a sandbox of its own, with a
+copy of ppedu (:func:`view`) that holds the modules the question allows and, for every other module, a stand-in
+whose every name refuses to be used (:mod:`ppedu.grading.unavailable`). At each graded test cell asked about, the
+functions the notebook defines at that point are called and their results come back over a pipe the caller owns,
+as data. The first half, the notebook in its kernel, is :mod:`ppedu.grading.execute`; both halves serve the
+autograder and the student's own check alike.
 
 >>> ops = view(Library(("ppedu.ops",)))
->>> (ops / "ops.py").exists(), (ops / "schedules").exists(), (ops / "simulate.py").exists()
-(True, False, False)
->>> evaluate(Code("answer", Library(("ppedu.ops",))), "def f(x):\n    return 2 * x", {"f": [(1,), (2,)]}, {}, 60,
-...          use_sandbox=False).results
-{'f': [[[1], 2], [[2], 4]]}
+>>> "class Op" in (ops / "ops.py").read_text(), "def simulate" in (ops / "simulate.py").read_text()
+(True, False)
+>>> cells = [Cell("from ppedu import simulate\ndef f(x):\n    return 2 * x"), Cell("", test="q")]
+>>> run = run_functions(cells, Library(("ppedu.ops",)), {"q": {"f": [(1,), (2,)]}}, "ps1", "alice", {}, 60,
+...                     use_sandbox=False)
+>>> run.results, run.stopped
+({'q': {'f': [[[1], 2], [[2], 4]]}}, None)
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -32,11 +37,14 @@ from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
-#: Every interpreter has these: what turns a result into data.
-ALWAYS = ("ppedu.grading.answers",)
+#: Every copy has these, real (and what they import at their top level): what the notebook's own set-up calls
+#: (``my_values``, ``check``) and what turns a result into data; none of them computes an answer.
+ALWAYS = ("ppedu.grading", "ppedu.grading.answers", "ppedu.grading.assignments", "ppedu.grading.unavailable")
 #: Bytes of results read back at most; an interpreter that sends more is stopped.
 MAX_RESULTS = 16_000_000
 HARNESS = Path(__file__).with_name("harness.py")
+#: Seconds a cell or call past its time limit has to stop before its interpreter is stopped.
+GRACE = 10
 
 
 class Ungradeable(RuntimeError):
@@ -46,8 +54,9 @@ class Ungradeable(RuntimeError):
 
 @dataclass(frozen=True)
 class Library:
-    """What an answer's interpreter may import: ``ppedu`` modules (with what they import; the rest of
-    ppedu is absent), whether torch is there at all, and packages of the environment shown empty."""
+    """What a function question's run may import: ``ppedu`` modules (with what they import; every other module
+    of ppedu is a stand-in without code), whether torch is there at all, and packages of the environment shown
+    empty."""
 
     ppedu: tuple[str, ...] = ()
     torch: bool = False
@@ -56,93 +65,131 @@ class Library:
 
 @dataclass(frozen=True)
 class Code:
-    """Where a function question's answer is (the answer cell's grade_id), what its interpreter has,
-    what runs before the cell (``setup``: imports the notebook's setup cell makes too) and, if the function
-    is not simply called, the ``module:function`` that calls it (``driver(function, *args)``)."""
+    """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
+    through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
+    side serves the driver while it runs (:mod:`ppedu.grading.service`)."""
 
-    cell: str
     library: Library = Library()
-    setup: str = ""
     driver: str | None = None
+    service: str | None = None
 
 
 @dataclass(frozen=True)
-class Evaluation:
-    """What one interpreter gave: each function's ``[[args, result], …]`` (as
-    :func:`ppedu.grading.answers.calls` gives them; for a name that is not a function, what it holds, or
-    ``None``), what went wrong loading the cell, and why it stopped early."""
+class Cell:
+    """A code cell as the harness runs it; ``test`` names the graded test cell it is (its grade_id)."""
 
-    results: dict[str, Any] = field(default_factory=dict)
-    load_errors: tuple[str, ...] = ()
+    source: str
+    test: str | None = None
+
+
+def defining(cells: Sequence[Cell], errors: Sequence[tuple[int, str]], names: Sequence[str]) -> list[list[Any]]:
+    """Of ``errors``, those of cells that define (or import) one of ``names``: the ones that can explain why it is
+    missing.
+
+    >>> defining([Cell("x = simulate()\\nimport math")], [(0, "NotAvailable: …")], ["math"])
+    [[0, 'NotAvailable: …']]
+    """
+    pattern = re.compile(r"\b(?:def|class)\s+({0})\b|^\s*({0})\s*=|\bimport\b.*\b({0})\b".format(
+        "|".join(map(re.escape, names))), re.M)
+    return [[i, e] for i, e in errors if names and i < len(cells) and pattern.search(cells[i].source)]
+
+
+@dataclass(frozen=True)
+class FunctionRun:
+    """What one run gave: per test cell asked about, each function's ``[[args, result], …]`` (as
+    :func:`ppedu.grading.answers.calls` gives them; for a name that is not a function, what it holds, or ``None``);
+    the cells that raised (index, error); and why the run stopped early."""
+
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: tuple[tuple[int, str], ...] = ()
     stopped: str | None = None
 
+    def account(self, cells: Sequence[Cell], question: str, functions: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
+        """What went wrong for ``question`` (its ``functions`` and their inputs), for
+        :func:`ppedu.grading.questions.explain`: the errors of the cells before its test that should have defined
+        a function it lacks or a name one of them missed, and why the run stopped, if it stopped short of it."""
+        got = self.results.get(question, {})
+        at = next((i for i, c in enumerate(cells) if c.test == question), len(cells))
+        complete = all(isinstance(got.get(name), list) and len(got[name]) == len(cases) or
+                       name in got and not isinstance(got[name], list) for name, cases in functions.items())
+        missing = [name for name in functions if not isinstance(got.get(name), list)]
+        unknown = sorted({m.group(1) for entries in got.values() if isinstance(entries, list) for entry in entries
+                          if isinstance(entry[1], dict) and entry[1].get("__raised__") == "NameError"
+                          for m in [re.search(r"name '(\w+)' is not defined", str(entry[1].get("message")))] if m})
+        return {"errors": defining(cells[:at], self.errors, missing + unknown),
+                "stopped": None if complete else self.stopped}
 
-def _module_file(name: str) -> Path | None:
-    """The file of ppedu's module ``name`` (a package's ``__init__.py``), found without importing it."""
+
+def _module_files() -> dict[str, Path]:
+    """Every module of the installed ppedu by name (a package by its ``__init__.py``)."""
     from ppedu.grading import sandbox
 
-    top, *parts = name.split(".")
-    if top != "ppedu":
-        return None
-    path = sandbox.installed_ppedu().joinpath(*parts)
-    return next((f for f in (path.with_suffix(".py"), path / "__init__.py") if parts or f.name == "__init__.py"
-                 if f.is_file()), None)
+    own = sandbox.installed_ppedu()
+    found = {}
+    for path in own.rglob("*.py"):
+        parts = path.relative_to(own.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
 
 
-def _imports(path: Path) -> set[str]:
-    """The ppedu modules ``path`` imports anywhere in its text (submodules named in ``from … import``),
-    but for imports only type checkers read (``if TYPE_CHECKING:``)."""
+def _imports(path: Path, known: Mapping[str, Path], lazy: bool) -> set[str]:
+    """The ppedu modules ``path`` imports (submodules named in ``from … import`` too): at its top level, or, if
+    ``lazy``, anywhere in its text; never imports only type checkers read (``if TYPE_CHECKING:``)."""
     found: set[str] = set()
     tree = ast.parse(path.read_text())
     for block in ast.walk(tree):
         if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test):
             block.body = []
-    for node in ast.walk(tree):
+    for node in ast.walk(tree) if lazy else tree.body:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names if _module_file(f"{node.module}.{a.name}")}
-    return {name for name in found if name.split(".")[0] == "ppedu"}
+            found |= {f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in known}
+    return {name for name in found if name in known}
 
 
-def closure(modules: Sequence[str]) -> set[str]:
-    """``modules`` and every ppedu module they import, transitively."""
+def closure(modules: Sequence[str], lazy: bool = True) -> set[str]:
+    """``modules`` and every ppedu module they import (only at their top level unless ``lazy``), transitively (a
+    package not asked for keeps its stand-in ``__init__``: its submodules still import)."""
+    known = _module_files()
     todo, seen = list(modules), set()
     while todo:
         name = todo.pop()
-        if name in seen or (path := _module_file(name)) is None:
+        if name in seen or name not in known:
             continue
         seen.add(name)
-        todo += _imports(path)
+        todo += _imports(known[name], known, lazy)
     return seen
+
+
+_STAND_IN = "from ppedu.grading.unavailable import module as _module\n__getattr__ = _module({!r})\n"
 
 
 @functools.cache
 def view(library: Library) -> Path:
-    """A copy of the ppedu package holding only ``library``'s modules (package ``__init__`` files not
-    asked for are empty), made once per process and removed when it ends."""
+    """A copy of the ppedu package in which ``library``'s modules (and :data:`ALWAYS`) are real and every other
+    module is a stand-in without code; made once per process, in a private folder, removed when the process ends."""
     from ppedu.grading import sandbox
 
     own = sandbox.installed_ppedu()
-    root = Path(tempfile.mkdtemp(prefix="ppedu-library-")) / "ppedu"
+    root = Path(tempfile.mkdtemp(prefix="ppedu-library-")) / "ppedu"  # 0700: readable through the sandbox's bind only
     # removed when this process ends; multiprocessing's finalizers run in forked workers too, atexit's do not
     Finalize(None, shutil.rmtree, args=(root.parent,), kwargs={"ignore_errors": True}, exitpriority=1)
-    for name in sorted(closure((*ALWAYS, *library.ppedu))):
-        source = _module_file(name)
-        assert source is not None
+    # what the notebook's own set-up imports, at its top level (``check``'s lazy imports do nothing while autograding)
+    real = closure(ALWAYS, lazy=False) | closure(library.ppedu)
+    for name, source in _module_files().items():
         target = root / source.relative_to(own)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
-        for data in source.parent.iterdir():  # the package's data files (MNIST's subset)
-            if data.is_dir() and data.name != "__pycache__" and not (data / "__init__.py").exists():
-                shutil.copytree(data, target.parent / data.name, dirs_exist_ok=True)
-    for folder in [root, *(p for p in root.rglob("*") if p.is_dir())]:
-        if (own / folder.relative_to(root) / "__init__.py").is_file():  # a package there: empty, unless asked for
-            (folder / "__init__.py").touch()
+        if name in real:
+            shutil.copyfile(source, target)
+            for data in source.parent.iterdir():  # the package's data files (MNIST's subset)
+                if data.is_dir() and data.name != "__pycache__" and not (data / "__init__.py").exists():
+                    shutil.copytree(data, target.parent / data.name, dirs_exist_ok=True)
+        else:
+            target.write_text(_STAND_IN.format(name))
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    root.parent.chmod(0o755)
     return root
 
 
@@ -167,24 +214,61 @@ def _search_path(library: str) -> list[str]:
     return [library, *(p for p in sys.path if os.path.isabs(p) and os.path.realpath(p).startswith(roots))]
 
 
-def evaluate(code: Code, source: str, calls: Mapping[str, Sequence[Sequence[Any]]], values: Mapping[str, Any],
-             timeout: float, limits: Any = None, use_sandbox: bool = True) -> Evaluation:
-    """Run the answer cell ``source`` (after ``code.setup``) in a fresh interpreter with ``code.library`` (in
-    a sandbox with ``limits``, unless ``use_sandbox`` is false, for notebooks one trusts), and call each
-    function named in ``calls`` on each of its argument lists."""
-    from ppedu.grading import sandbox
+def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
+                  assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
+                  driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
+                  use_sandbox: bool = True, service: str | None = None) -> FunctionRun:
+    """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
+    ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
+    of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
+    interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
+    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel)."""
+    deadline = time.monotonic() + timeout
+    where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
+    results: dict[str, dict[str, Any]] = {}
+    errors: list[tuple[int, str]] = []
+    todo, stopped = dict(requests), None
+    while todo:
+        once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
+                             cell_timeout, limits, use_sandbox, service)
+        results.update(once.results)
+        errors += [e for e in once.errors if e not in errors]
+        stopped = once.stopped or stopped
+        if once.stopped is None or at is None or at not in where.values() or time.monotonic() >= deadline:
+            break
+        todo = {test: calls for test, calls in todo.items() if where.get(test, -1) > at}
+    return FunctionRun(results, tuple(errors[:5]), stopped)
 
-    library = view(code.library)
-    request = json.dumps({"setup": code.setup, "source": source, "values": dict(values), "driver": code.driver,
-                          "calls": [[name, list(args)] for name, cases in calls.items() for args in cases],
-                          "path": _search_path(sandbox.LIBRARY if use_sandbox else str(library.parent))})
-    with sandbox.prepared(library=library, absent=_absent(code.library), limits=limits or sandbox.Limits()) as box:
+
+def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
+              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
+              cell_timeout: float, limits: Any, use_sandbox: bool,
+              service: str | None = None) -> tuple[FunctionRun, int | None]:
+    """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
+    from ppedu.grading import sandbox
+    from ppedu.grading.service import serving
+
+    copy = view(library)
+    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
+             for name, cases in functions.items() for args in cases]
+    request = json.dumps({
+        "path": _search_path(sandbox.LIBRARY if use_sandbox else str(copy.parent)),
+        "assignment": assignment, "student": student, "values": dict(values), "driver": driver,
+        "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
+        "cell_timeout": cell_timeout,
+        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
+    env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
+    with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
+            library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
+            limits=limits or sandbox.Limits()) as box:
         read, write = os.pipe()
         argv = [sys.executable, "-I", "-S", "-c", HARNESS.read_text(), str(write)]
         command = box.wrap(argv) if use_sandbox else argv
         try:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, pass_fds=(write,), start_new_session=True)
+                                       stderr=subprocess.DEVNULL, pass_fds=(write, *([line.fd] if line else [])),
+                                       start_new_session=True,
+                                       env=None if use_sandbox else {**os.environ, **env, **(line.env if line else {})})
         finally:
             os.close(write)
         try:
@@ -194,23 +278,29 @@ def evaluate(code: Code, source: str, calls: Mapping[str, Sequence[Sequence[Any]
                 process.stdin.close()
             except BrokenPipeError:
                 pass
-            records, stopped = _read(read, timeout)
+            records, stopped = _read(read, max(timeout, 0), cell_timeout + GRACE)
         finally:
             os.close(read)
             _stop(process)
-    return _collect(records, stopped, calls, process.returncode)
+    at = next((r["at"] for r in reversed(records) if isinstance(r, dict) and r.keys() == {"at"}
+               and isinstance(r["at"], int)), None)
+    run = _collect(records, stopped, asked, process.returncode)
+    return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
 
 
-def _read(fd: int, timeout: float) -> tuple[list[Any], str | None]:
-    """The records sent on ``fd`` until it closes, ``timeout`` passes or :data:`MAX_RESULTS` is reached."""
+def _read(fd: int, timeout: float, quiet: float) -> tuple[list[Any], str | None]:
+    """The records sent on ``fd`` until it closes, ``timeout`` passes, nothing comes for ``quiet`` seconds (a cell
+    or a call that ignored its time limit) or :data:`MAX_RESULTS` is reached."""
     deadline, buffer, size = time.monotonic() + timeout, b"", 0
     records: list[Any] = []
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             return records, f"ran over its time limit ({timeout:g} s) and was stopped"
-        ready, _, _ = select.select([fd], [], [], left)
+        ready, _, _ = select.select([fd], [], [], min(left, quiet))
         if not ready:
+            if left > quiet:
+                return records, f"did not stop at a cell's time limit ({quiet - GRACE:g} s) and was stopped"
             continue
         chunk = os.read(fd, 65536)
         if not chunk:
@@ -236,30 +326,35 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _collect(records: list[Any], stopped: str | None, calls: Mapping[str, Sequence[Sequence[Any]]],
-             returncode: int | None) -> Evaluation:
-    """The records as results, in the order the calls were asked for; a record that is not the next
-    call's (something else wrote on the pipe) ends the reading."""
-    asked = [(name, json.loads(json.dumps(list(args)))) for name, cases in calls.items() for args in cases]
-    results: dict[str, list[list[Any]]] = {}
-    load_errors: tuple[str, ...] = ()
-    if records and isinstance(records[0], dict) and isinstance(records[0].get("loaded"), list):
-        load_errors = tuple(str(e)[:300] for e in records[0]["loaded"][:5])
-        records = records[1:]
-    elif stopped is None:
-        stopped = "stopped before its cell was loaded (it exited or crashed)"
-    absent: dict[str, Any] = {}
-    for (name, args), record in zip(asked, records):
-        if not (isinstance(record, dict) and record.get("call") == [name, args] and ("result" in record or
-                                                                                   "absent" in record)):
+def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str, str, Any]],
+             returncode: int | None) -> FunctionRun:
+    """The records as results, in the order the calls were asked for; a record that is neither a cell's error nor
+    the next call's (something else wrote on the pipe) ends the reading."""
+    results: dict[str, dict[str, Any]] = {}
+    errors: list[tuple[int, str]] = []
+    calls = iter(asked)
+    done = False
+    for record in records:
+        if isinstance(record, dict) and record.keys() == {"at"}:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("cell"), int) and isinstance(record.get("error"), str):
+            errors.append((record["cell"], record["error"][:300]))
+            continue
+        if record == {"done": True}:
+            done = True
+            break
+        call = next(calls, None)
+        if call is None or not (isinstance(record, dict) and record.get("test") == call[0]
+                                and record.get("call") == list(call[1:]) and ("result" in record or "absent" in record)):
             stopped = stopped or "gave results that could not be read back (did it write on the grader's channel?)"
             break
+        test, name, args = call
+        functions = results.setdefault(test, {})
         if "absent" in record:
-            absent[name] = record["absent"]
-        else:
-            results.setdefault(name, []).append([args, record["result"]])
-    else:
-        if len(records) < len(asked) and stopped is None:
-            stopped = "stopped before every call was made (it exited or crashed" + (
-                f", status {returncode})" if returncode else ")")
-    return Evaluation({**results, **absent}, load_errors, stopped)
+            functions[name] = record["absent"]
+        elif isinstance(functions.setdefault(name, []), list):
+            functions[name].append([args, record["result"]])
+    if not done and stopped is None:
+        stopped = "stopped before every call was made (it exited or crashed" + (
+            f", status {returncode})" if returncode and returncode > 0 else ")")
+    return FunctionRun(results, tuple(errors[:5]), stopped)

@@ -1,18 +1,25 @@
-"""nbgrader's Execute, made safe for notebooks nobody trusts: the kernel runs in a bubblewrap sandbox
-(:mod:`ppedu.grading.sandbox`) over a private copy of the notebook's folder; each cell keeps at most
-:attr:`SandboxedExecute.max_output` bytes of output, whatever its type; a cell that runs over its
-time limit is interrupted and noted, and if it ignores the interrupt the kernel is stopped; a kernel
-that dies (``os._exit``, out of memory) leaves the cells after it unrun, noted, instead of failing
-the whole notebook; a kernel that cannot start at all is an error, never a notebook of zeros.
+"""The evaluator, for the autograder and the student's own check alike: a notebook run as nbgrader runs it (every
+cell in order, an error noted and the next cell run) in a fresh bubblewrap sandbox (:mod:`ppedu.grading.sandbox`)
+over a private copy of its folder, its answers handed back as data.
 
-After each test cell of a ppedu assignment the grader asks the kernel itself, on a request of its
-own, for that question's answers as data (:func:`ppedu.grading.assignments.answers`): nothing the
-notebook prints is read as an answer.
+* :class:`SandboxedExecute` is nbgrader's Execute, made safe for notebooks nobody trusts: every byte a cell outputs
+  counts against :attr:`~SandboxedExecute.max_output` (its error's value and traceback, metadata and display updates
+  included), all cells' outputs together against :attr:`~SandboxedExecute.max_outputs`, and the whole run against a
+  wall-clock :attr:`~SandboxedExecute.budget`; past either of the last two the submission is :class:`Ungradeable`,
+  with the reason. A cell over its own time limit is interrupted and noted (the kernel is stopped if it ignores the
+  interrupt); a kernel that dies leaves the cells after it unrun, noted; a kernel that cannot start at all is an
+  error, never a notebook of zeros. After each test cell of a ppedu assignment it asks the kernel, on a request of
+  its own, for that question's answers as data (:func:`ppedu.grading.assignments.answers`): nothing the notebook
+  prints is read as an answer.
+* :class:`Evaluate` then runs the assignment's questions answered by functions, each group in a fresh sandboxed
+  interpreter where what the question forbids has no code (:func:`ppedu.grading.evaluate.run_functions`): the same
+  cells in the same order, the functions called at their test cell on the inputs :meth:`Evaluate.calls` chooses.
 
-What happened is recorded in ``resources["ppedu"]`` — the trusted side's own record, which a
-notebook cannot write: ``timed_out`` (indices of cells stopped at the time limit), ``died`` (the
-index of the cell the kernel died in, or ``None``), ``why`` (how it died), ``timeout`` (seconds per
-cell), ``answers`` (grade_id → the answers read after that cell, as data).
+What happened is in ``resources["ppedu"]``, the evaluation as plain data, which no notebook can write:
+``timed_out`` (cells stopped at the time limit), ``died`` (the cell the kernel died in, or ``None``), ``why``,
+``timeout`` (seconds per cell), ``answers`` (grade_id → the answers read after that test cell), ``functions``
+(grade_id → each function's results) and ``function_runs`` (grade_id → the cells that raised before it and why its
+run stopped early).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -31,7 +40,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
-from ppedu.grading.assignments import ASSIGNMENTS, load
+from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
+from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
 
@@ -39,12 +49,25 @@ from ppedu.grading.students import student_id
 ASK = "__import__('ppedu.grading.assignments', fromlist=['answers']).answers({!r}, {!r}, globals())"
 
 
+def size(output: Any) -> int:
+    """Every byte of an output (or a message's content) as it would be saved: all its fields."""
+    try:
+        return len(json.dumps(output, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError):
+        return 1 << 40
+
+
 class SandboxedExecute(Execute):
-    """Execute every cell in a sandboxed kernel; never fails on what a notebook does."""
+    """Execute every cell in a sandboxed kernel; never fails on what a notebook does, but for its own excess."""
 
     sandbox = Bool(True, help="Run the kernel in a bubblewrap sandbox (False: the grader's own rights, as "
                    "nbgrader does; only for notebooks you trust).").tag(config=True)
-    max_output = Integer(100_000, help="bytes of output kept per cell, of every type; the rest is cut").tag(config=True)
+    max_output = Integer(100_000, help="bytes of output kept per cell, every field of every output counted; "
+                         "the rest is cut").tag(config=True)
+    max_outputs = Integer(2_000_000, help="bytes of output of all cells together; past it the submission is "
+                          "ungradeable").tag(config=True)
+    budget = Integer(0, help="seconds the whole submission may take, its cells and its function runs together (0: "
+                     "five times a cell's time limit); past it the submission is ungradeable").tag(config=True)
     max_answers = Integer(1_000_000, help="bytes of a question's answers read from the kernel").tag(config=True)
     interrupt_grace = Integer(10, help="seconds a cell stopped at its time limit has to answer the interrupt "
                               "before the kernel is stopped").tag(config=True)
@@ -52,11 +75,14 @@ class SandboxedExecute(Execute):
                             "(megabytes of output take a while)").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any], km: Any = None) -> tuple[NotebookNode, dict[str, Any]]:
-        self._facts: dict[str, Any] = {"timed_out": [], "died": None, "why": "", "timeout": self.timeout, "answers": {}}
+        self._facts: dict[str, Any] = {"timed_out": [], "died": None, "why": "", "timeout": self.timeout, "answers": {},
+                                       "functions": {}, "function_runs": {}}
         resources["ppedu"] = self._facts
         self._stopped_cell: Any = None
         self._used: dict[int, int] = {}
         self._ran = False
+        self._budget = self.budget or 5 * (self.timeout or 120)
+        self._deadline = time.monotonic() + self._budget
         info = resources.get("nbgrader", {})
         self._assignment = info.get("assignment") if info.get("assignment") in ASSIGNMENTS else None
         env = {"PPEDU_STUDENT_ID": info.get("student") or student_id(),
@@ -73,14 +99,32 @@ class SandboxedExecute(Execute):
             finally:
                 self._box = None
 
+    def left(self) -> float:
+        """Seconds of the submission's budget still left."""
+        return self._deadline - time.monotonic()
+
+    def _over_budget(self) -> Ungradeable:
+        return Ungradeable(f"it ran over the time a submission may take ({self._budget} s, all its cells together)")
+
     def _run(self, nb: NotebookNode, resources: dict[str, Any], km: Any) -> tuple[NotebookNode, dict[str, Any]]:
         try:
-            return super().preprocess(nb, resources, km)
+            nb, resources = super().preprocess(nb, resources, km)
+        except Ungradeable:
+            raise
         except Exception as error:
             if self._ran:
                 raise
             # not the notebook's doing: the grading machine's (the class's grades would all be 0)
             raise RuntimeError(f"the sandboxed kernel did not start: {type(error).__name__}: {error}"[:500]) from None
+        if size(nb.metadata) > self.max_output:  # the kernel's own description of itself, or widgets' state
+            raise Ungradeable(f"its kernel wrote over {self.max_output // 1000} kB into the notebook's metadata")
+        return nb, resources
+
+    def reset_execution_trackers(self) -> None:
+        super().reset_execution_trackers()
+        # no front end is mimicked: an Output widget would take the cell's outputs past every cap, into this process
+        self.comm_open_handlers: dict[str, Any] = {}
+        self.store_widget_state = False
 
     async def async_start_new_kernel(self, **kwargs: Any) -> None:
         # the student's id goes to this kernel only, never into the grading process's environment
@@ -96,6 +140,11 @@ class SandboxedExecute(Execute):
         self.km = SandboxedKernelManager(sandbox=self._box, kernel_name=name, config=self.config)
         return self.km
 
+    def _get_timeout(self, cell: NotebookNode | None) -> int | None:
+        own = super()._get_timeout(cell)
+        left = max(1, int(self.left()) + 1)
+        return left if own is None else min(own, left)
+
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:
         self._ran = True
         if self._facts["died"] is not None:
@@ -103,22 +152,40 @@ class SandboxedExecute(Execute):
                 cell.outputs = [NotebookNode(output_type="error", ename="KernelDied", evalue="", traceback=[
                     f"Not run: the kernel stopped at cell {self._facts['died'] + 1} ({self._facts['why']})."])]
             return cell, resources
+        if cell.cell_type == "code" and self.left() <= 0:
+            run_sync(self._stop_kernel)()
+            raise self._over_budget()
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
-        except (DeadKernelError, CellTimeoutError) as error:
+        except Ungradeable:
+            raise
+        except Exception as error:  # the kernel died, hung, or sent what is not a Jupyter message
+            if self.left() <= 0:
+                run_sync(self._stop_kernel)()
+                raise self._over_budget() from None
             if self._stopped_cell is cell:
                 why = "it ran over its time limit and did not stop when interrupted"
             elif isinstance(error, CellTimeoutError):
                 why = "its output did not stop coming"
-            else:
+            elif isinstance(error, DeadKernelError):
                 why = "the code exited or crashed"
+            else:  # a kernel whose messaging the notebook changed (its JSON, its session) can be read no further
+                why = f"its kernel's messages could not be read ({type(error).__name__})"
             self._facts.update(died=index, why=why)
             cell.outputs.append(NotebookNode(output_type="error", ename="KernelDied", evalue="", traceback=[
                 f"The kernel stopped here ({why}); the cells after this one did not run."]))
             run_sync(self._stop_kernel)()
         if self._stopped_cell is cell:
+            if self.left() <= 0:
+                run_sync(self._stop_kernel)()
+                raise self._over_budget()
             self._facts["timed_out"].append(index)
             self._stopped_cell = None
+        self._cap(cell, index)
+        if sum(self._used.values()) > self.max_outputs:
+            run_sync(self._stop_kernel)()
+            raise Ungradeable(f"its cells' outputs passed the {self.max_outputs // 1_000_000} MB a notebook may "
+                              "produce")
         if self._facts["died"] is None and self._assignment and cell.cell_type == "code":
             question = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if cell.metadata.get("nbgrader", {}).get("grade") and question in load(self._assignment).QUESTIONS:
@@ -128,6 +195,21 @@ class SandboxedExecute(Execute):
                     self._facts.update(died=index, why="reading its answers did not end")
                     run_sync(self._stop_kernel)()
         return cell, resources
+
+    def _cap(self, cell: NotebookNode, index: int) -> None:
+        """The cell's outputs as they came to be (by whatever path), cut to :attr:`max_output` bytes, all fields; what
+        is kept is what counts towards :attr:`max_outputs`."""
+        if cell.cell_type != "code":
+            return
+        kept, used = [], 0
+        for output in cell.get("outputs", []):
+            used += size(output)
+            if used > self.max_output:
+                kept.append(NotebookNode(output_type="stream", name="stdout", text=f"\n{self._cut}\n"))
+                break
+            kept.append(output)
+        cell.outputs = kept
+        self._used[index] = size(kept)
 
     async def _stop_kernel(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
@@ -143,8 +225,9 @@ class SandboxedExecute(Execute):
         except Exception:  # no answer in time: the kernel is stuck in something of the student's
             raise TimeoutError from None
         result = (reply or {}).get("content", {}).get("user_expressions", {}).get("answers", {})
-        if result.get("status") != "ok":
-            return {"__raised__": str(result.get("ename", "Error"))[:60], "message": str(result.get("evalue", ""))[:300]}
+        if not isinstance(result, dict) or result.get("status") != "ok":
+            return {"__raised__": str(result.get("ename", "Error") if isinstance(result, dict) else "Error")[:60],
+                    "message": str(result.get("evalue", "") if isinstance(result, dict) else "")[:300]}
         text = result.get("data", {}).get("text/plain", "")
         if not isinstance(text, str) or len(text) > self.max_answers:
             return {"__raised__": "TooLarge", "message": f"the answers are over {self.max_answers // 1000} kB"}
@@ -168,17 +251,12 @@ class SandboxedExecute(Execute):
         out = super().output(outs, msg, display_id, cell_index)
         if out is None or not outs or outs[-1] is not out:
             return out
-        size = _size(out)
         used = self._used.get(cell_index, 0)
-        self._used[cell_index] = used + size
-        if used + size <= self.max_output:
+        if used + size(out) <= self.max_output:
+            self._used[cell_index] = used + size(out)
             return out
         outs.pop()
-        room = self.max_output - used
-        if out.output_type == "stream" and room > 0:
-            out.text = out.text[:room]
-            outs.append(out)
-        if used <= self.max_output:
+        if not outs or outs[-1].get("text") != f"\n{self._cut}\n":
             outs.append(NotebookNode(output_type="stream", name="stdout", text=f"\n{self._cut}\n"))
         return None
 
@@ -186,10 +264,11 @@ class SandboxedExecute(Execute):
         """An update of a shown output counts against its cell's output like a new one."""
         for cell_index, indices in self._display_id_map.get(display_id, {}).items():
             outputs = self.nb.cells[cell_index].outputs
-            old = sum(_size(outputs[i]) for i in indices)
-            new = len(indices) * _size(msg.get("content", {}))
+            old = sum(size(outputs[i]) for i in indices if i < len(outputs))
+            new = len(indices) * size(msg.get("content", {}))
             if self._used.get(cell_index, 0) - old + new > self.max_output:
-                msg["content"]["data"], new = {"text/plain": self._cut}, 0
+                msg["content"] = {"data": {"text/plain": self._cut}, "metadata": {}}
+                new = len(indices) * size(msg["content"])
             self._used[cell_index] = self._used.get(cell_index, 0) - old + new
         super()._update_display_id(display_id, msg)
 
@@ -198,6 +277,43 @@ class SandboxedExecute(Execute):
         return f"[… output cut: a cell keeps at most {self.max_output // 1000} kB]"
 
 
-def _size(output: dict[str, Any]) -> int:
-    """About how many bytes an output (or a message's content) holds."""
-    return len(str(output.get("text", ""))) + sum(len(str(v)) for v in output.get("data", {}).values())
+class Evaluate(SandboxedExecute):
+    """The whole evaluation of a submission: :class:`SandboxedExecute`, then its questions answered by functions,
+    each group (one :class:`~ppedu.grading.evaluate.Code`) in one fresh sandboxed run of the same cells."""
+
+    def calls(self, question: str, form: Any, values: Any) -> Mapping[str, Sequence[Sequence[Any]]]:
+        """The inputs ``question``'s functions are called on: here those the student's own check uses (the
+        autograder's subclass adds inputs of its own)."""
+        return dict(form.calls(values))
+
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any], km: Any = None) -> tuple[NotebookNode, dict[str, Any]]:
+        nb, resources = super().preprocess(nb, resources, km)
+        if self._assignment is None:
+            return nb, resources
+        info = resources.get("nbgrader", {})
+        student = info.get("student") or student_id()
+        values = my_values(self._assignment, student)
+        forms = {q: f for q, f in load(self._assignment).QUESTIONS.items() if hasattr(f, "code")}
+        groups: dict[Code, dict[str, Mapping[str, Sequence[Sequence[Any]]]]] = {}
+        for question, form in forms.items():
+            groups.setdefault(form.code, {})[question] = self.calls(question, form, values)
+        for code, requests in groups.items():
+            if self.left() <= 0:
+                raise self._over_budget()
+            cells = [Cell(str(c.source), self._test_of(c, requests)) if c.cell_type == "code" else Cell("")
+                     for c in nb.cells]
+            run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
+                                driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
+                                use_sandbox=self.sandbox)
+            if run.stopped and self.left() <= 0:
+                raise self._over_budget()
+            for question, functions in requests.items():
+                self._facts["functions"][question] = run.results.get(question, {})
+                self._facts["function_runs"][question] = run.account(cells, question, functions)
+        return nb, resources
+
+    @staticmethod
+    def _test_of(cell: NotebookNode, requests: Mapping[str, Any]) -> str | None:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        question = meta.get("grade_id") if meta.get("grade") else None
+        return question if question in requests else None

@@ -1,15 +1,16 @@
 """Handing an assignment in from a laptop, where there is no nbgrader exchange: ``ppedu handin ps1`` writes one zip,
 ``ps1+<student id>.zip``, with the assignment's folder (the notebook and the answers a widget saved beside it), for
 the student to upload where the instructor asked. The instructor's ``nbgrader zip_collect ps1`` reads those zips
-with :data:`COLLECTOR_PATTERN` (set in the course's nbgrader_config.py) into ``submitted/``, through the intake.
+by their names with :data:`COLLECTOR_PATTERN` (set in the course's nbgrader_config.py) into ``submitted/``, through
+the intake: the name says whose a zip is, never anything inside it.
 
 The name joins the assignment and the student id with ``+``, as nbgrader's own exchange does: no course id
 holds one.
 
 >>> archive_name("ps1", "alice")
 'ps1+alice.zip'
->>> import re; re.match(COLLECTOR_PATTERN, "/course/downloaded/ps1/extracted/ps1+alice/ps1.ipynb").group("student_id")
-'alice'
+>>> import re; re.fullmatch(COLLECTOR_PATTERN, "ps1+alice.zip").group("assignment", "student_id")
+('ps1', 'alice')
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ from pathlib import Path
 
 from ppedu.grading.students import student_id
 
-#: What nbgrader's ``zip_collect`` reads from the path of each file it extracted from a hand-in.
-COLLECTOR_PATTERN = r".*/(?P<assignment>[^/+]+)\+(?P<student_id>[^/+]+)/(?P<file_id>[^/]+)$"
+#: A course id, as a hand-in's name may hold it.
+ID = r"[A-Za-z0-9][A-Za-z0-9_.@-]*"
+#: The name of a hand-in, whole, as nbgrader's ``zip_collect`` reads whose it is (grader/archives.py).
+COLLECTOR_PATTERN = rf"(?P<assignment>[^/+]+)\+(?P<student_id>{ID})\.(?:zip|tar|tar\.gz|tgz)"
 #: The files a hand-in carries: notebooks, and the answers widgets save beside them.
 KINDS = (".ipynb", ".json")
 #: Larger than this, a file is not an answer (nbgrader's intake takes at most 16 MB a file).
 MAX_BYTES = 16 * 2**20
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]*")
+_ID = re.compile(ID)
 _SAVED_ANSWERS = re.compile(r"""answers\s*=\s*["']([^"'/\\]+\.json)["']""")
 _SHOWN_STUDENT = re.compile(r"for student '([^']*)'")
 

@@ -1,11 +1,13 @@
-"""A graded part of an assignment, as a student's notebook sees it: the answers it reads, the data
-it hands to the autograder, and the visible test (form and consistency, never the key).
+"""A graded part of an assignment, as a student's notebook sees it: the answers it reads, the data it hands to the
+autograder, and the visible test — form and consistency, on plain data, never the key. The autograder's judge runs
+the same visible test on the same data before its key, so a test the student sees failing fails there too.
 
-A question answered in variables (:class:`Question`) has ``data(namespace, values)``, the student's answers
-as plain data (what the autograder reads out of the kernel after the question's test cell, to compare with
-its key outside it), and ``check(namespace, values)``, the visible test. A question answered by functions
-has a ``code`` (:class:`~ppedu.grading.evaluate.Code`): the autograder runs that answer cell on its own in a
-fresh interpreter and calls the functions there; its visible test does the same (:func:`run_alone`).
+A question answered in variables (:class:`Question`) has ``data(namespace, values)``, the student's answers as
+plain data (what the evaluator reads out of the kernel after the question's test cell), and ``visible(data,
+values)``. A question answered by functions has a ``code`` (:class:`~ppedu.grading.evaluate.Code`), ``calls(values)``
+(the inputs the student's check calls its functions on) and ``visible(results, values)``, on what the functions gave
+when the notebook was run as the autograder runs it, where the question's forbidden modules have no code
+(:func:`run_here` inside a notebook; :class:`ppedu.grading.execute.Evaluate` for a notebook file).
 
 >>> from ppedu.grading.answers import Number
 >>> q = Question((Number("T", whole=True),))
@@ -17,12 +19,12 @@ fresh interpreter and calls the functions there; its visible test does the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ppedu.grading.answers import Missing, Wrong, plain
-from ppedu.grading.evaluate import Code, Evaluation
+from ppedu.grading.evaluate import Cell, run_functions
 
 
 class Answer(Protocol):
@@ -72,55 +74,61 @@ class Question:
             raise Wrong("\n".join(problems))
         return got
 
-    def check(self, namespace: Mapping[str, object], values: Values) -> str:
+    def visible(self, data: Mapping[str, object], values: Values) -> str:
         """The visible test: every answer present, well-formed and consistent with the others."""
-        got = self.read(self.data(namespace, values))
+        got = self.read(data)
         if problems := self.sanity(got, values):
             raise Wrong("\n".join(problems))
         return "answers well-formed and consistent (the autograder checks their values)"
 
-
-def cell_of(function: object) -> str | None:
-    """The text of the notebook cell ``function`` was defined in (IPython keeps each cell's text for its
-    tracebacks), or ``None`` if it was not defined in a cell."""
-    import linecache
-
-    filename = getattr(getattr(function, "__code__", None), "co_filename", None)
-    entry = linecache.cache.get(filename) if isinstance(filename, str) else None
-    return "".join(entry[2]) if entry is not None and len(entry) == 4 and entry[1] is None else None  # a cell: no mtime
+    def check(self, namespace: Mapping[str, object], values: Values) -> str:
+        return self.visible(self.data(namespace, values), values)
 
 
-def run_alone(code: Code, namespace: Mapping[str, object], calls: Mapping[str, Sequence[Sequence[Any]]],
-              values: Values) -> Evaluation:
-    """The visible test's run of a function question: the answer cell its functions were written in, run on
-    its own as the autograder runs it (:func:`ppedu.grading.evaluate.evaluate`), in a sandbox where one can
-    be had; :class:`Wrong` if the functions come from elsewhere."""
-    from ppedu.grading.evaluate import evaluate
+def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Inside a notebook: what ``form``'s functions give when the cells run so far (IPython's history: under
+    Validate, the notebook top to bottom) are run as the autograder runs them, up to this test cell; also what went
+    wrong getting there (as :class:`~ppedu.grading.execute.Evaluate` records it)."""
+    from IPython import get_ipython
+
     from ppedu.grading.sandbox import unavailable
 
-    cells = {name: cell_of(namespace[name]) for name in calls if callable(namespace.get(name))}
-    if elsewhere := [name for name, cell in cells.items() if cell is None]:
-        raise Wrong(f"`{elsewhere[0]}` is not a function written in your answer cell: write it there with "
-                    f"`def {elsewhere[0]}(...)` — the autograder runs that cell on its own.")
-    if len(set(cells.values())) > 1:
-        raise Wrong(" and ".join(f"`{n}`" for n in cells) + " must be written in the same answer cell: the "
-                    "autograder runs that cell on its own.")
-    source = next((cell for cell in cells.values() if cell is not None), "")
-    return evaluate(code, source, calls, values, timeout=120, use_sandbox=unavailable() is None)
+    shell = get_ipython()
+    if shell is None:
+        raise Wrong("This check runs in the assignment's notebook (or run `ppedu check` on the notebook's file).")
+    history = list(shell.history_manager.input_hist_raw)[1:-1]  # the cells run before this one, in order
+    cells = [*(Cell(source) for source in history), Cell("", test=question)]
+    requests = {question: form.calls(values)}
+    run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
+                        driver=form.code.driver, use_sandbox=unavailable() is None)
+    return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 
-def explain(evaluation: Evaluation) -> str:
-    """What went wrong running an answer cell on its own, as sentences to add to a lost question's message."""
+def explain(run: Mapping[str, Any]) -> str:
+    """What went wrong running the notebook for a function question (an :class:`Evaluate` record: the errors of
+    cells meant to define a missing function, why the run stopped), as sentences to add to a lost question's
+    message."""
     lines = []
-    if evaluation.load_errors:
-        first = evaluation.load_errors[0]
-        kind, _, what = first.partition(": ")
-        if kind in ("ImportError", "ModuleNotFoundError"):
-            lines.append(f"Run on its own, your answer cell could not import what it asks for ({what}): only what "
-                         "the question allows is installed while it is checked, and the answer must be your own code.")
+    if run.get("errors") and not run.get("stopped"):  # the cell that should define a function raised
+        index, error = run["errors"][-1]
+        kind, _, what = str(error).partition(": ")
+        if kind == "NotAvailable":
+            lines.append(f"Run as the autograder runs it, cell {index + 1} stopped where it used "
+                         f"{what.split(' is not')[0]}, which is not available while this question is checked, so "
+                         "what that cell defines after it is missing: the answer must be your own code.")
         else:
-            lines.append(f"Run on its own, your answer cell raised {first}: does it use something defined in "
-                         "another cell?")
-    if evaluation.stopped:
-        lines.append(f"Run on its own, your answer cell {evaluation.stopped}.")
+            lines.append(f"Run as the autograder runs it (every cell in order, where what the question forbids is "
+                         f"not installed), cell {index + 1} raised {error}")
+    if run.get("stopped"):
+        lines.append(f"Run as the autograder runs it, your notebook {run['stopped']}.")
     return "".join(f"\n({line})" for line in lines)
+
+
+def function_check(form: Any, question: str, values: Any) -> Any:
+    """A function question's visible test, inside the notebook: :func:`run_here`, then ``form.visible``; what went
+    wrong on the way is added to a failing message."""
+    results, run = run_here(form, question, values)
+    try:
+        return form.visible(results, values)
+    except Wrong as wrong:
+        raise Wrong(str(wrong) + explain(run)) from None

@@ -15,12 +15,14 @@ True
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import functools
 import json
 import os
 import select
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,7 @@ from typing import Any
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.utils import ensure_async
 from traitlets import Instance
 
 import ppedu
@@ -46,8 +49,12 @@ HOME = "/home/student"
 WORK = f"{HOME}/work"
 LIBRARY = "/grader-library"
 RUN = "/run/ppedu"
-#: When the grader is root, each sandbox runs as a user id of its own, from this base up (see :func:`_user_id`).
+#: When the grader is root, each sandbox runs as a user id of its own, from this base up, held by a lock in a
+#: folder only root can make (see :func:`_user_id`).
 SANDBOX_UIDS = 200_000
+UID_LOCKS = Path("/run/ppedu-sandbox-uids")
+#: Files of a notebook's folder copied into its sandbox at most (its bytes are held to the scratch space's size).
+FOLDER_FILES = 500
 #: The largest message a kernel may send (a bigger one closes its connection: the cell then stops the kernel).
 MAX_MESSAGE = 128 * 2**20
 #: What importing a package that a sandbox must not have says.
@@ -182,16 +189,29 @@ def hidden_copies() -> tuple[str, ...]:
     return tuple(own for root in _environment() if own.startswith(root + os.sep))
 
 
+def _own_folder(path: Path) -> Path:
+    """``path``, a folder only this user can open, made if missing; an error if it is anything else (a link, or a
+    folder someone else made or can open), never followed."""
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise RuntimeError(f"{path} is not the grader's own folder (a link, or a folder others made or can open): "
+                           "remove it and grade again")
+    return path
+
+
 @contextmanager
 def _user_id() -> Iterator[int]:
     """A user id no other sandbox on this machine holds while this one runs (as root; else ours, unused)."""
     if os.geteuid() != 0:
         yield os.geteuid()
         return
-    locks = Path(tempfile.gettempdir()) / "ppedu-sandbox-uids"
-    locks.mkdir(mode=0o700, exist_ok=True)
+    locks = _own_folder(UID_LOCKS)
     for uid in range(SANDBOX_UIDS, SANDBOX_UIDS + 10_000):
-        fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -211,8 +231,7 @@ def prepared(folder: Path | None = None, library: Path | None = None, absent: Se
     """A sandbox over a private copy of ``folder`` (``None``: no folder) importing the ``ppedu`` at
     ``library`` (by default this process's own). Everything is removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp, _user_id() as uid:
-        base = Path(tmp)
-        base.chmod(0o755)
+        base = Path(tmp)  # 0700: only the grader opens it; the sandbox sees what is bound from it
         (base / "passwd").write_text(f"root:x:0:0::/root:/bin/false\nstudent:x:{uid}:{uid}::{HOME}:/bin/false\n")
         (base / "group").write_text(f"root:x:0:\nstudent:x:{uid}:\n")
         (base / "absent").mkdir(mode=0o755)
@@ -220,12 +239,32 @@ def prepared(folder: Path | None = None, library: Path | None = None, absent: Se
         work = None
         if folder is not None:
             work = base / "work"
-            shutil.copytree(folder, work, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-            if os.geteuid() == 0:  # readable by the sandbox's user, whatever the submission's modes
-                for path in (work, *work.rglob("*")):
-                    if not path.is_symlink():
-                        path.chmod(0o755 if path.is_dir() else 0o644)
+            _copy_plain(Path(folder), work, [limits.scratch_bytes, FOLDER_FILES], skip=base)
         yield Sandbox(base, library or installed_ppedu(), work, dict(env), (*hidden_copies(), *absent), limits, uid)
+
+
+def _copy_plain(source: Path, target: Path, budget: list[int], skip: Path, depth: int = 0) -> None:
+    """``source``'s folders and regular files into ``target`` (readable by any sandbox user: ``target`` lies in the
+    grader's own folder), within ``budget`` ([bytes, files], spent as it goes); links, sockets, devices, pipes,
+    ``skip`` and checkpoints are left out, as is what the budget does not reach."""
+    target.mkdir(mode=0o755)
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if budget[1] <= 0 or entry.name == ".ipynb_checkpoints" or Path(entry.path) == skip:
+            continue
+        if entry.is_dir(follow_symlinks=False) and depth < 8:
+            _copy_plain(Path(entry.path), target / entry.name, budget, skip, depth + 1)
+        elif entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_size <= budget[0]:
+            try:
+                shutil.copyfile(entry.path, target / entry.name, follow_symlinks=False)
+            except OSError:
+                continue
+            (target / entry.name).chmod(0o644)
+            budget[0] -= entry.stat(follow_symlinks=False).st_size
+            budget[1] -= 1
 
 
 @functools.cache
@@ -274,6 +313,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             self.connection_file = str(self.sandbox.connection_file)
             self._info: tuple[int, int] | None = None
             self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)  # no message of the kernel's is read whole if larger
+        self._pins: list[int] = []
 
     def client(self, **kwargs: Any) -> Any:
         client = super().client(**kwargs)
@@ -294,7 +334,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             kw.pop("cwd", None)  # the sandbox chooses the working directory
         cmd, kw = await super()._async_pre_start_kernel(**kw)
         if self.sandbox is not None and os.geteuid() == 0:
-            os.chmod(self.connection_file, 0o644)  # the kernel, not root, reads it
+            os.chown(self.connection_file, self.sandbox.uid, self.sandbox.uid)  # the kernel, not root, reads it
         return cmd, kw
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
@@ -307,9 +347,38 @@ class SandboxedKernelManager(AsyncKernelManager):
         try:
             await super()._async_launch_kernel(kernel_cmd, **kw)
             os.close(write)
-            self.ip = f"/proc/{sandbox_pid(read)}/root{RUN}/kernel"
+            self.ip = await self._pinned(sandbox_pid(read))
         finally:
             os.close(read)
+
+    async def _pinned(self, pid: int, timeout: float = 60) -> str:
+        """Where this side connects to the kernel's sockets: links, in the grader's own folder, to descriptors of the
+        very sockets the kernel made (opened without following a link, checked to be sockets). The kernel can
+        replace its socket files later (with a link to a socket of the host, say): nothing here looks at them
+        again, and a reconnection reaches the same sockets or none."""
+        inside = f"/proc/{pid}/root{RUN}"
+        names = [f"kernel-{getattr(self, f'{c}_port')}" for c in ("shell", "iopub", "stdin", "control", "hb")]
+        deadline = time.monotonic() + timeout
+        while not all(os.path.lexists(f"{inside}/{n}") for n in names):
+            if time.monotonic() > deadline or not await ensure_async(self.is_alive()):
+                raise RuntimeError("the sandboxed kernel did not open its sockets")
+            await asyncio.sleep(0.02)
+        assert self.sandbox is not None
+        pins = Path(self.sandbox.base) / "sockets"
+        pins.mkdir(mode=0o700, exist_ok=True)
+        for name in names:
+            fd = os.open(f"{inside}/{name}", os.O_PATH | os.O_NOFOLLOW)
+            self._pins.append(fd)
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                raise RuntimeError(f"the sandboxed kernel's {name} is not a socket")
+            (pins / name).symlink_to(f"/proc/self/fd/{fd}")
+        return str(pins / "kernel")
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        for fd in self._pins:
+            os.close(fd)
+        self._pins.clear()
 
     async def interrupt_kernel(self) -> None:  # type: ignore[override]
         """By message: a signal would reach bubblewrap, which dies of it, not the kernel."""

@@ -28,7 +28,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ppedu.costs import Costs
-from ppedu.grading.answers import kind, raised
+from ppedu.grading.answers import describe, kind, raised
 from ppedu.ops import Op, Schedule
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
@@ -53,9 +53,7 @@ class Report:
         return min(self.points, round(self.points / len(self.results) * sum(ok for _, ok, _ in self.results), 6))
 
     def __str__(self) -> str:
-        lines = [f"{self.name}: {self.score:g}/{self.points:g} points"]
-        lines += [f"  {'✓' if ok else '✗'} {prop}" + ("" if ok else f" {why}") for prop, ok, why in self.results]
-        return "\n".join(lines)
+        return describe(self.name, self.score, self.points, self.results)
 
 
 def _size(args: Sequence[int]) -> str:

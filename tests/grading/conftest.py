@@ -20,10 +20,9 @@ def assignments():
     return [a for a in READY if (ROOT / "solutions" / a).is_dir()]
 
 
-@pytest.fixture(scope="session")
-def course(tmp_path_factory):
-    """A course directory with nbgrader_config.py and solutions/, every assignment generated."""
-    root = tmp_path_factory.mktemp("course")
+def make_course(root, names=None):
+    """A course directory at ``root`` with nbgrader_config.py, grader/ and solutions/, the assignments ``names``
+    (all by default) generated into its gradebook."""
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions")
     shutil.copytree(ROOT / "grader", root / "grader", ignore=shutil.ignore_patterns("__pycache__"))
@@ -35,12 +34,18 @@ def course(tmp_path_factory):
     os.chdir(root)
     try:
         api = NbGraderAPI(config=PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
-        for name in assignments():
+        for name in names or assignments():
             outcome = api.generate_assignment(name)
             assert outcome["success"], outcome.get("error")
     finally:
         os.chdir(cwd)
     return root
+
+
+@pytest.fixture(scope="session")
+def course(tmp_path_factory):
+    """A course directory with nbgrader_config.py and solutions/, every assignment generated."""
+    return make_course(tmp_path_factory.mktemp("course"))
 
 
 def cells(path):

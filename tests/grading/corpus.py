@@ -13,7 +13,9 @@ replaced as plain text (the code's other braces are its own).
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,6 +254,43 @@ class Case:
     folder: Callable[[Any, dict[str, str]], None] | None = None
 
 
+def victim(student: str) -> str:
+    """A classmate none of whose ps1 values equal ``student``'s."""
+    from ppedu.grading import my_values
+
+    mine = my_values("ps1", student)
+    return next(s for s in (f"classmate{i}" for i in range(100))
+                if all(my_values("ps1", s)[k] != mine[k] for k in mine))
+
+
+def write(case: Case, course: Path, student: str, target: Path) -> None:
+    """``case`` as ``student``'s submission folder ``target`` (made here), its templates filled for the ``course``."""
+    import nbformat
+
+    import ppedu
+
+    folder = "exercises" if case.release else "solutions"
+    nb = nbformat.read(course / folder / case.assignment / f"{case.assignment}.ipynb", as_version=4)
+    fill = {"{course}": str(course), "{ppedu}": str(Path(ppedu.__file__).parent), "{venv}": sys.prefix,
+            "{victim}": victim(student), "{student}": student}
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        parts = [case.prepend.get(gid, ""), case.replace.get(gid, cell.source), case.append.get(gid, "")]
+        source = "\n".join(p.strip("\n") for p in parts if p.strip())
+        for key, value in fill.items():
+            source = source.replace(key, value)
+        cell.source = source
+    if case.edit:
+        case.edit(nb)
+    target.mkdir(parents=True)
+    path = target / f"{case.assignment}.ipynb"
+    nbformat.write(nb, path)
+    if case.raw:
+        path.write_bytes(case.raw(path.read_bytes()))
+    if case.folder:
+        case.folder(target, fill)
+
+
 def _cell(nb: Any, gid: str) -> Any:
     return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == gid)
 
@@ -332,12 +371,16 @@ PS1: dict[str, Case] = {
     "system_exit": Case("ps1", append={"q2_answer": "raise SystemExit(0)"}),
     "own_cells": Case("ps1", edit=lambda nb: nb.cells.insert(3, __import__("nbformat").v4.new_code_cell("x = 1"))),
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
-    "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"}, lost={"one_f_one_b": 1}),
+    # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
+    "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
+                    lost={"one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 2}),
-    # a function that needs a name from another cell: its cell alone does not define it
+                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+    # a cell that raises before it defines its function: the function is missing, and the message says why
+    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
+    # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
     "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return ratio(r)"},
-                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}, lost={"conversion": 1}),
+                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}),
     # test cells and metadata changed: put back as released
     "renamed_test_cell": Case("ps1", edit=_rename("gpipe_slots", "mine")),
     "ungraded_test_cell": Case("ps1", edit=_ungrade("gpipe_idle")),

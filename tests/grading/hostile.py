@@ -11,9 +11,10 @@ rebuilt grader's rules:
 2. value questions are read from the kernel's variables by the grader, right after their test cell (nothing the
    notebook prints counts); a cell that kills the kernel or hangs ignoring the interrupt loses the value questions
    from there on, and only those;
-3. function questions run their answer cell alone in a fresh interpreter (ps1, ps4: stdlib and numpy; ps3: and
-   ``ppedu.ops``; ps5: torch and ppedu without the executors), on inputs the grader chooses: nothing of another cell,
-   of the folder, or of the library the question forbids is there;
+3. function questions run the notebook's cells in order, as nbgrader does, in a fresh interpreter whose library holds
+   only what the question allows (ps1, ps4: stdlib and numpy; ps3: and ``ppedu.ops``; ps5: torch and ppedu without
+   the executors), on inputs the grader chooses: the student's other cells are there, nothing of the folder or of the
+   library the question forbids is;
 4. ps5's memory is measured from the activations' real lifetimes, not from the ``saved`` dict;
 5. test cells, locks and metadata are put back as released; the student's own cells are kept and run.
 
@@ -376,12 +377,12 @@ INTAKE: dict[str, Case] = {
 }
 
 
-# ---- 2. the library un-hidden: function questions answered by ppedu, or by another cell -----------
+# ---- 2. the library un-hidden: function questions answered by ppedu ---------------------------------
 # Old: a function question ran in the student's kernel with ppedu's implementations hidden in memory or by a
 # bind mount, so the kernel could take them back: a copy of a swapped function's code, a private copy of its
 # module, the hide list emptied (functions relabelled, the hiding helper replaced), answers memoised before the
 # hiding, a ppedu/ (or a .pyc) shipped beside the notebook that shadows the installed one, a table of answers in a
-# file. Now the answer cell runs alone where none of that exists: each of these loses the question it answers.
+# file. Now the notebook runs where none of that exists: each of these loses the question it answers.
 
 CODE_SNAPSHOT = """
 import types
@@ -680,7 +681,9 @@ UNHIDING: dict[str, dict[str, Case]] = {
         "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS},
                                               folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
                                               lost={"closed_form": 2}),
-        # careless: the function leans on an import made in another cell (the fresh interpreter has no `math`)
+        # the function leans on an import made in another cell: the notebook runs whole, as nbgrader runs it, so
+        # `math` is there (the old evaluator's NameError is gone) and the function is judged on its values: its
+        # interleaved floor is wrong on an input the autograder chose
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
 def fewest_microbatches(p, target, v):
     m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)
@@ -693,10 +696,9 @@ def fewest_microbatches(p, target, v):
                                               folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
                                                 lost={"interleaved_1f1b": 4}),
-        # careless: question 2 calls a helper defined in question 1's cell
+        # question 2 calls a helper defined in question 1's cell: there, as in the notebook run top to bottom
         "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
-                                           replace={"q2_answer": USES_Q1_HELPER},
-                                           lost={"one_f_one_b": 4}),
+                                           replace={"q2_answer": USES_Q1_HELPER}, lost={}),
     },
     "ps4": {
         "h_simulator_snapshot": Case("ps4", replace={"q3_answer": SIMULATOR_SNAPSHOT}, lost={"waves": 2}),
@@ -1016,9 +1018,11 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
-        # the channel forged from inside: what it sends is what the forger's own code computed (GPipe's order,
-        # 3 of 4 as if returned: "gpipe_for_1f1b"), never more; the cell is listed for the instructor to read
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 1}),
+        # the channel forged from inside: the records no longer match what the grader asked, so the run is read no
+        # further — the questions from this cell on are lost (as a cell that ends the kernel loses them), never
+        # more credit; the cell is listed for the instructor to read
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER},
+                                 lost={"one_f_one_b": 4, "interleaved_1f1b": 4}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
@@ -1153,11 +1157,11 @@ PS5_TRACE: dict[str, Case] = {
     # lost), none left after it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
                                 lost={"one_f_one_b": 1, "interleaved": 0.6}),
-    # the hoarder again, with the grader's measurement patched from its own cell: a cell that reaches into the
-    # grading code has neither memory property believed (GPipe's peak, right for the hoarder, too)
+    # the hoarder again, with the grader's measurement patched from its own cell: the grader runs the chunks and sees
+    # what they hold, so the patch changes nothing (GPipe's peak is right for the hoarder, as without it)
     "h_measurement_patched": Case("ps5", release=True,
                                   replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
-                                  lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2}),
+                                  lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
 }
 
 

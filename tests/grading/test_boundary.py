@@ -88,11 +88,12 @@ def test_zip_collect_takes_plain_files_out_of_archives(course):
         link = zipfile.ZipInfo("answers.json")
         link.external_attr = 0o120777 << 16
         zipped.writestr(link, str(course / "gradebook.db"))
-    regexp = r".*_(?P<student_id>\w+)_attempt_(?P<timestamp>[0-9\-]+)_\w+/(?P<file_id>[\w.]+)"  # archive/file
+    regexp = r"ps1_(?P<student_id>[^_]+)_attempt_(?P<timestamp>[0-9\-]+)_\w+\.zip"  # a platform's archive names
     nbgrader("zip_collect", "ps1", "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=course)
     folder = course / "submitted" / "zipper" / "ps1"
     assert (folder / "ps1.ipynb").read_bytes() == SOLVED.read_bytes()
     assert not (folder / "answers.json").exists()
+    assert (folder / "timestamp.txt").read_text().startswith("2026-12-01 10:00:00")  # the platform's time, from the name
     run = ppedu("grade", "ps1", "--student", "zipper", cwd=course)
     assert run.returncode == 0 and "zipper: 9/10" in run.stdout, run.stdout + run.stderr
 
@@ -133,3 +134,65 @@ def test_make_private_closes_the_course_folder(tmp_path):
     shutil.copytree(ROOT / "student", tmp_path / "student")
     subprocess.run(["make", "-s", "private"], cwd=tmp_path, check=True, capture_output=True)
     assert Path(tmp_path).stat().st_mode & 0o777 == 0o700
+
+
+def test_saved_answers_in_an_archive_go_through_the_same_rules(course, tmp_path, monkeypatch):
+    """The counting exam's answers file arriving in a zip: plain, it is judged; a link in its place (to a classmate's
+    answers) is left out, the student's feedback names it, and the exam scores 0 with the reason."""
+    from grader.exam import POINTS
+    from test_exam import _answer
+
+    archive = course / "downloaded" / "counting" / "archive"
+    shutil.rmtree(archive.parent, ignore_errors=True)
+    archive.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    for student in ("honest_saver", "link_saver"):
+        _answer("honest_saver")  # the link's target: the honest student's own right answers
+        with zipfile.ZipFile(archive / f"counting+{student}.zip", "w") as zipped:
+            zipped.write(ROOT / "exercises" / "counting" / "counting.ipynb", "counting.ipynb")
+            if student == "honest_saver":
+                zipped.write(tmp_path / "counting.json", "counting.json")
+            else:
+                link = zipfile.ZipInfo("counting.json")
+                link.external_attr = 0o120777 << 16
+                zipped.writestr(link, str(course / "submitted" / "honest_saver" / "counting" / "counting.json"))
+    said = nbgrader("zip_collect", "counting", "--force", cwd=course).stderr
+    assert "counting+link_saver.zip: left out counting.json (a link or not a regular file)" in said, said[-3000:]
+    run = ppedu("grade", "counting", "--student", "honest_saver", "--student", "link_saver", cwd=course)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert score(course, "counting", "honest_saver") == sum(POINTS.values())
+    assert score(course, "counting", "link_saver") == 0
+    graded = nbformat.read(course / "autograded" / "link_saver" / "counting" / "counting.ipynb", as_version=4)
+    assert "counting.json (a link or not a regular file)" in graded.cells[0].source
+    verdicts = "".join(o.get("text", "") for c in graded.cells for o in c.get("outputs", []))
+    assert "counting.json was a link or not a regular file, which the autograder does not take" in verdicts, verdicts
+
+
+def test_zip_collect_takes_folders_single_files_and_the_newest_of_a_students_hand_ins(course):
+    """A platform's download: a folder per student, a file per student, and students who handed in twice. Where the
+    names give times, the newest hand-in is collected and the older named; where they do not, neither is."""
+    archive = course / "downloaded" / "ps1" / "archive"
+    shutil.rmtree(archive.parent, ignore_errors=True)
+    (archive / "foldered").mkdir(parents=True)
+    shutil.copy(SOLVED, archive / "foldered" / "ps1.ipynb")
+    shutil.copy(SOLVED, archive / "single_ps1.ipynb")
+    for name in ("twice@20261201T100000.zip", "twice@20261202T100000.zip", "both.zip", "both.tar.gz"):
+        if name.endswith(".zip"):
+            with zipfile.ZipFile(archive / name, "w") as zipped:
+                zipped.writestr("ps1.ipynb", name)  # which one was collected shows in the notebook's bytes
+        else:
+            shutil.copy(archive / "both.zip", archive / name)
+    regexp = r"(?P<student_id>[a-z]+)(@(?P<timestamp>\d{8}T\d{6}))?(_(?P<file_id>\w+))?(\.zip|\.ipynb|\.tar\.gz)?"
+    run = nbgrader("zip_collect", "ps1", "--force", f"--FileNameCollectorPlugin.named_regexp={regexp}", cwd=course,
+                   check=False)
+    said = run.stdout + run.stderr
+    assert run.returncode == 1, said[-3000:]
+    submitted = course / "submitted"
+    assert (submitted / "foldered" / "ps1" / "ps1.ipynb").read_bytes() == SOLVED.read_bytes()
+    assert (submitted / "single" / "ps1" / "ps1.ipynb").read_bytes() == SOLVED.read_bytes()
+    assert (submitted / "twice" / "ps1" / "ps1.ipynb").read_text() == "twice@20261202T100000.zip"
+    assert (submitted / "twice" / "ps1" / "timestamp.txt").read_text().startswith("2026-12-02 10:00:00")
+    assert not (submitted / "both").exists()
+    assert "twice@20261201T100000.zip: not collected: an older hand-in of twice's" in said
+    assert "both.tar.gz: not collected: both has 2 hand-ins" in said and "both.zip: not collected: both has" in said
+    assert "3 hand-in(s) of ps1 left out" in said

@@ -15,12 +15,13 @@ from ppedu import schedules
 from ppedu.grading import Wrong, my_values
 from ppedu.grading.answers import Choice, Counts, Flag, Number, calls, plain
 from ppedu.grading.assignments import ASSIGNMENTS, load
+from ppedu.grading.evaluate import Cell, run_functions
+from ppedu.grading.questions import explain
 from ppedu.grading.schedule_checks import grade_schedule
 from ppedu.grading.students import student_id
 
 sys.path.insert(0, str(ROOT))  # the instructor's grader/ beside nbgrader_config.py
 from grader import keys  # noqa: E402
-from grader.judge import run_functions  # noqa: E402
 
 
 def message(read, namespace):
@@ -30,13 +31,16 @@ def message(read, namespace):
 
 
 def judged(assignment, question, source, student="alice"):
-    """The judge's verdict on answer cell ``source`` run on its own, as the autograder runs it (a message if wrong)."""
-    judge, v = keys.load(assignment).KEYS[question], my_values(assignment, student)
-    data, why = run_functions(judge, source, v, timeout=120)
+    """The judge's verdict on answer cell ``source`` followed by the question's test cell, run as the autograder
+    runs a notebook (a message if wrong)."""
+    judge, form, v = keys.load(assignment).KEYS[question], load(assignment).QUESTIONS[question], my_values(assignment, student)
+    cells, requests = [Cell(source, None), Cell("", question)], {question: judge.calls(v)}
+    run = run_functions(cells, form.code.library, requests, assignment, student, v, timeout=120,
+                        driver=form.code.driver)
     try:
-        return judge.judge(data, v)
+        return judge.judge(run.results.get(question, {}), v)
     except Wrong as wrong:
-        return str(wrong) + why
+        return str(wrong) + explain(run.account(cells, question, requests[question]))
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -135,7 +139,7 @@ def test_ps4s_formula_is_checked_on_hidden_inputs_where_no_simulator_is_installe
     simulated = ("from ppedu import Costs, simulate\nfrom ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
                  "def waves_makespan(p, m, k, f, b):\n    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan")
     said = judged("ps4", "waves", simulated)
-    assert "only what the question allows is installed" in said and "Traceback" not in said
+    assert "is not available while this question is checked" in said and "Traceback" not in said
 
 
 def test_ps4s_grid_slips_get_their_own_hints():
@@ -180,7 +184,7 @@ def test_ps1s_closed_forms_are_checked_where_ppedu_is_not_installed():
                                                                    "return formulas.bubble_ratio(p, m)"),
                      "from ppedu import schedules, simulate\n" + mine.replace(
                          "return (p - 1) / (v * m + p - 1)", "return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio")):
-        assert "only what the question allows is installed" in judged("ps1", "closed_form", borrowed)
+        assert "is not available while this question is checked" in judged("ps1", "closed_form", borrowed)
 
 
 def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
@@ -216,7 +220,7 @@ def test_ps1s_fewest_micro_batches_need_the_boundary_and_interleavings_floor_tho
     said = judged("ps1", "microbatches", FEWEST.replace("FLOOR", "p").replace("TOLERANCE", "1e-9"), student)
     assert "not on one the autograder chose" in said  # p is too many at a loose target: only hidden cases show it
     library = "from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, v):\n    return formulas.microbatches_for(target, p, v)"
-    assert "only what the question allows is installed" in judged("ps1", "microbatches", library, student)
+    assert "is not available while this question is checked" in judged("ps1", "microbatches", library, student)
 
 
 STUDENTS = [f"student{i}" for i in range(300)]

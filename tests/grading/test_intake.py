@@ -14,7 +14,8 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from grader.intake import Limits, copy_in, repair, take_in, unpack
+from grader.archives import Refused, unpack
+from grader.intake import Limits, copy_in, repair, take_in
 
 RELEASE = ROOT / "exercises" / "ps1"
 SOLVED = (ROOT / "solutions" / "ps1" / "ps1.ipynb").read_bytes()
@@ -83,19 +84,33 @@ def test_pipes_sockets_hard_links_hidden_and_odd_names_are_left_out_without_bloc
     assert not any((tmp_path / "in").iterdir())
 
 
+def test_a_folder_of_a_million_entries_is_not_read_to_its_end(tmp_path):
+    """One line for what was not read, not one per file (a student's 200,000 files once filled the instructor's
+    terminal with as many warnings); the notebook is taken first, whatever the other files are called."""
+    folder = tmp_path / "submission"
+    (folder / "runs").mkdir(parents=True)
+    for i in range(5000):
+        (folder / "runs" / f"{i:05d}.csv").touch()
+        (folder / f"a{i:05d}").symlink_to("/etc/hostname")
+    (folder / "ps1.ipynb").write_bytes(SOLVED)
+    dropped = copy_in(folder, tmp_path / "in")
+    assert (tmp_path / "in" / "ps1.ipynb").read_bytes() == SOLVED
+    assert len(dropped) <= 1000 and "more entries, not read: more than 500 files" in dropped[-1], dropped[-1]
+
+
 def test_limits_on_size_count_and_depth(tmp_path):
     folder = tmp_path / "submission"
     deep = folder.joinpath(*"abcdefghij")
     deep.mkdir(parents=True)
     (deep / "x").write_text("x")
-    with open(folder / "huge.bin", "wb") as big:
+    with open(folder / "big.bin", "wb") as big:
         big.truncate(20 * 2**20)  # sparse: 20 MB on paper, nothing on disk
     for i in range(12):
         (folder / f"f{i:02}").write_text("x")
     dropped = copy_in(folder, tmp_path / "in", Limits(file_bytes=2**20, files=10, depth=4))
     said = "\n".join(dropped)
-    assert "huge.bin (larger than 1 MB)" in said and "nested more than 4 deep" in said
-    assert said.count("more than 10 files") == 2  # 12 files, 10 taken
+    assert "big.bin (larger than 1 MB)" in said and "nested more than 4 deep" in said
+    assert "./ (2 more entries, not read: more than 10 files in the submission)" in said  # 12 files, 10 taken
     assert len([p for p in (tmp_path / "in").rglob("*") if p.is_file()]) == 10
 
 
@@ -104,7 +119,7 @@ def test_limits_on_size_count_and_depth(tmp_path):
     (lambda raw: raw.replace(b'"id": "', b'"id": "bad id!? ', 3), None),  # invalid cell ids
     (lambda raw: raw.replace(b"### BEGIN SOLUTION", b"\xff\xfe### BEGIN SOLUTION", 1), None),  # not UTF-8
     (lambda raw: raw.replace(b"the slow GPU sets the pace", b"\\ud800 the slow GPU sets the pace", 1), None),  # lone surrogate
-    (lambda raw: b"[" * 100_000 + raw, None),  # nested past any parser's depth
+    (lambda raw: raw.replace(b'"cells": [', b'"cells": [' + b"[" * 100_000, 1), None),  # nested past any parser's depth
 ])
 def test_an_unreadable_notebook_is_repaired_keeping_the_answers_that_can_be_read(damage, kept):
     release = nbformat.read(RELEASE / "ps1.ipynb", as_version=4)
@@ -146,8 +161,8 @@ def test_archives_give_plain_files_inside_their_folder_only(tmp_path, secret):
     _zip(tmp_path / "alice.zip", [("ps1/ps1.ipynb", SOLVED, 0o100644), ("ps1/../../escape.txt", b"x", 0o100644),
                                   ("/etc/evil", b"x", 0o100644), ("ps1/link", str(secret), 0o120777)])
     dropped = unpack(tmp_path / "alice.zip", tmp_path / "out")
-    assert (tmp_path / "out" / "ps1" / "ps1.ipynb").read_bytes() == SOLVED
-    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out" / "ps1" / "link").exists()
+    assert (tmp_path / "out" / "ps1.ipynb").read_bytes() == SOLVED  # the archive's one folder is the hand-in
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path / "out" / "link").exists()
     assert len(dropped) == 3
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tarred:
@@ -167,5 +182,114 @@ def test_archives_give_plain_files_inside_their_folder_only(tmp_path, secret):
     dropped = unpack(tmp_path / "bob.tar.gz", tmp_path / "bob")
     assert sorted(p.name for p in (tmp_path / "bob").rglob("*") if p.is_file()) == ["notes.txt"] and len(dropped) == 3
     (tmp_path / "broken.zip").write_bytes(b"PK not really")
-    assert "not an archive" in unpack(tmp_path / "broken.zip", tmp_path / "broken")[0]
+    with pytest.raises(Refused, match="not a zip archive"):
+        unpack(tmp_path / "broken.zip", tmp_path / "broken")
     assert json.dumps(dropped)  # every note is plain text
+
+
+# ---- archives: limits checked while reading, never after --------------------------------------------------------
+
+def _million_member_zip(path, members=1_000_000):
+    """A zip whose directory lists one small file a million times (every entry pointing at the same data): 50 MB,
+    written in a second, where zipfile would build a million entries before anything could be checked."""
+    import struct
+    import zlib
+
+    name, data = b"a.ipynb", b"{}"
+    crc = zlib.crc32(data)
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, crc, len(data), len(data), len(name), 0)
+    local += name + data
+    central = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, crc, len(data), len(data), len(name),
+                          0, 0, 0, 0, 0, 0) + name
+    directory = central * members
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, len(directory), len(local), 0)
+    path.write_bytes(local + directory + end)
+
+
+def _gzip_repeated(path, block, times):
+    """A gzip file that unpacks to ``block`` repeated ``times`` times (gzip members one after another)."""
+    import gzip
+
+    member = gzip.compress(block * 1000, compresslevel=9)
+    with path.open("wb") as out:
+        for _ in range(times // 1000):
+            out.write(member)
+
+
+def _timed(call):
+    import time
+
+    start = time.perf_counter()
+    try:
+        call()
+    except Refused as refused:
+        return time.perf_counter() - start, str(refused)
+    raise AssertionError("the archive was not refused")
+
+
+def test_an_archive_with_a_million_members_is_refused_before_it_is_read(tmp_path):
+    _million_member_zip(tmp_path / "ps1+many.zip")
+    seconds, why = _timed(lambda: unpack(tmp_path / "ps1+many.zip", tmp_path / "zip"))
+    assert "more than 500 members" in why and seconds < 2, (why, seconds)
+    header = tarfile.TarInfo("a.ipynb").tobuf(format=tarfile.USTAR_FORMAT)  # an empty file, a million times
+    _gzip_repeated(tmp_path / "ps1+many.tar.gz", header, 1_000_000)
+    seconds, why = _timed(lambda: unpack(tmp_path / "ps1+many.tar.gz", tmp_path / "tar"))
+    assert "more than 500 members" in why and seconds < 2, (why, seconds)
+    assert not any((tmp_path / "zip").iterdir()) and not any((tmp_path / "tar").iterdir())
+
+
+def test_a_small_archive_that_unpacks_to_gigabytes_is_refused_as_it_streams(tmp_path):
+    """Declared sizes over the limit are refused from the headers; a header that lies (a GNU long name of 8 GB of
+    zeros, which tarfile would read into memory) is stopped once the stream passes what a submission may hold."""
+    big = tarfile.TarInfo("huge.ipynb")
+    big.size = 8 * 2**30
+    _gzip_repeated(tmp_path / "ps1+big.tar.gz", big.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 512 * 1000, 1000)
+    _, why = _timed(lambda: unpack(tmp_path / "ps1+big.tar.gz", tmp_path / "big"))
+    assert "more than 96 MB" in why, why
+    longname = tarfile.TarInfo("././@LongLink")
+    longname.type, longname.size = tarfile.GNUTYPE_LONGNAME, 8 * 2**30
+    header = longname.tobuf(format=tarfile.GNU_FORMAT)
+    _gzip_repeated(tmp_path / "zeros.gz", b"\0" * 2**16, 200_000)  # 12 GB of zeros, 12 MB on disk
+    import gzip
+
+    (tmp_path / "ps1+long.tar.gz").write_bytes(gzip.compress(header) + (tmp_path / "zeros.gz").read_bytes())
+    seconds, why = _timed(lambda: unpack(tmp_path / "ps1+long.tar.gz", tmp_path / "long"))
+    assert "unpacks to more than" in why and seconds < 20, (why, seconds)
+
+
+@pytest.mark.parametrize("name", ["my notes.ipynb", "-rf.ipynb", "x" * 250 + ".json",
+                                  "caf\u00e9 \u2014 r\u00e9sum\u00e9.ipynb"])
+def test_odd_but_plain_names_in_an_archive_are_taken_like_any_other(tmp_path, name):
+    _zip(tmp_path / "ps1+odd.zip", [("ps1.ipynb", SOLVED, 0o100644), (name, b"{}", 0o100644)])
+    assert unpack(tmp_path / "ps1+odd.zip", tmp_path / "out") == []
+    assert (tmp_path / "out" / name).read_bytes() == b"{}" and (tmp_path / "out" / "ps1.ipynb").read_bytes() == SOLVED
+
+
+def test_names_that_cannot_be_files_are_left_out_and_the_rest_taken(tmp_path):
+    """A newline, a name over 255 bytes (which the file system would refuse), bytes that are not UTF-8 (a tar names
+    its members in raw bytes): each left out with a note; the notebook beside them is taken."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT, encoding="utf-8",
+                      errors="surrogateescape") as tarred:
+        for name, data in (("ps1.ipynb", SOLVED), ("new\nline.ipynb", b"{}"), ("\u00e9" * 200 + ".ipynb", b"{}"),
+                           (os.fsdecode(b"bad\xff.ipynb"), b"{}")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tarred.addfile(info, io.BytesIO(data))
+    (tmp_path / "ps1+odd.tar").write_bytes(buffer.getvalue())
+    dropped = unpack(tmp_path / "ps1+odd.tar", tmp_path / "out")
+    assert len(dropped) == 3 and all("not plain text" in d for d in dropped), dropped
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["ps1.ipynb"]
+    assert json.dumps(dropped)
+
+
+@pytest.mark.parametrize("wrapped", [
+    lambda raw: b"<!DOCTYPE html><html><body><pre>" + raw + b"</pre></body></html>",  # a notebook saved as a web page
+    lambda raw: b"[" * 100_000 + raw,  # a notebook inside something else
+    lambda raw: b"PK\x03\x04" + raw,  # an archive's bytes
+])
+def test_a_file_that_is_not_a_notebook_is_graded_as_the_release_with_the_reason(wrapped):
+    release = nbformat.read(RELEASE / "ps1.ipynb", as_version=4)
+    notebook, notes = repair(wrapped(SOLVED), release)
+    assert answers(notebook) == answers(release)
+    assert any(note.startswith("it is not a notebook file (it begins ") for note in notes), notes

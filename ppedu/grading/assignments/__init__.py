@@ -63,12 +63,24 @@ def load(assignment: str) -> ModuleType:
     return importlib.import_module(f"ppedu.grading.assignments.{assignment}")
 
 
+#: Values handed in by whoever runs a notebook's code outside a kernel (the evaluator's harness, where the
+#: modules that derive them may be absent): :func:`my_values` gives these.
+_given: dict[str, Values] = {}
+
+
+def give(assignment: str, student: str, numbers: Mapping[str, Any]) -> None:
+    """From now on :func:`my_values` of ``assignment`` is ``numbers``, the values of ``student``."""
+    _given[assignment] = Values(assignment, student, dict(numbers))
+
+
 def my_values(assignment: str, student: str | None = None) -> Values:
     """The values of ``assignment`` for this student (by default the one :func:`student_id` names).
 
     >>> my_values("ps1", "alice") == my_values("ps1", "alice")
     True
     """
+    if student is None and assignment in _given:
+        return _given[assignment]
     who = student_id() if student is None else student
     return Values(assignment, who, load(assignment).values(who))
 
@@ -80,7 +92,10 @@ def check(assignment: str, question: str, namespace: Mapping[str, object]) -> fl
     __tracebackhide__ = True
     if os.environ.get("NBGRADER_EXECUTION") == "autograde":
         return None
-    result = load(assignment).QUESTIONS[question].check(namespace, my_values(assignment))
+    from ppedu.grading.questions import function_check
+
+    form, values = load(assignment).QUESTIONS[question], my_values(assignment)
+    result = function_check(form, question, values) if hasattr(form, "code") else form.check(namespace, values)
     if isinstance(result, str):
         print(f"✓ {question}: {result}")
         return None

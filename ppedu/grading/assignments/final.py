@@ -15,7 +15,6 @@ from typing import Any
 
 from ppedu.grading.answers import Number
 from ppedu.grading.assignments.ps1 import FormulaQuestion
-from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 
@@ -54,5 +53,5 @@ QUESTIONS: dict[str, Any] = {
     "grid_T": Question((Number("T", whole=True),)),
     "grid_idle": Question((Number("idle_slots", whole=True), Number("bubble", fraction=True))),
     "makespan": FormulaQuestion({"zb_h1_makespan": ((4, 8, 1, 1, 1), (2, 4, 1, 2, 0.5))},
-                                lambda name, v: ((v["p"], v["m"], 1, 1, 0.5),), Code("q2_answer")),
+                                lambda name, v: ((v["p"], v["m"], 1, 1, 0.5),)),
 }

@@ -1,7 +1,7 @@
 """ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble: a GPipe
 grid with one slow GPU, counted from its picture; 1F1B against GPipe, with the reason written (graded
 by hand); the closed forms, the fewest micro-batches for a target and the conversion between the two
-bubble definitions, each a function checked on its own, where ppedu (its simulator, its formulas) is not installed.
+bubble definitions, each a function checked where ppedu (its simulator, its formulas) has no code.
 
 >>> sorted(values("alice"))
 ['m', 'p', 'slow', 'target', 'v']
@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number, Wrong, results
+from ppedu.grading.answers import Choice, Number, results
 from ppedu.grading.evaluate import Code
-from ppedu.grading.questions import Question, explain, run_alone
+from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
@@ -75,24 +75,22 @@ def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class FormulaQuestion:
-    """Functions the student writes in one answer cell, called on ``cases`` and on the student's own
-    arguments (``own(name, values)``) with that cell alone in an interpreter that has no ppedu (and no
-    simulator): a closed form is arithmetic."""
+    """Functions the student writes, called on ``cases`` and on the student's own arguments (``own(name,
+    values)``) where ppedu has no code (nor a simulator): a closed form is arithmetic."""
 
     cases: Mapping[str, tuple[tuple[float, ...], ...]]
     own: Callable[[str, Mapping[str, Any]], tuple[tuple[float, ...], ...]]
-    code: Code
+    code: Code = Code()
 
     def arguments(self, name: str, v: Mapping[str, Any]) -> tuple[tuple[float, ...], ...]:
         return (*self.cases[name], *self.own(name, v))
 
-    def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        run = run_alone(self.code, namespace, {name: self.arguments(name, v) for name in self.cases}, v)
-        try:
-            for name in self.cases:
-                results(run.results, name)
-        except Wrong as wrong:
-            raise Wrong(str(wrong) + explain(run)) from None
+    def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[float, ...], ...]]:
+        return {name: self.arguments(name, v) for name in self.cases}
+
+    def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> str:
+        for name in self.cases:
+            results(data, name)
         return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
 
 
@@ -104,11 +102,10 @@ QUESTIONS: dict[str, Any] = {
     "closed_form": FormulaQuestion({"bubble_ratio": ((4, 4), (2, 1), (8, 32)),
                                     "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
-                                   else ((v["p"], v["m"]),), Code("q3_answer")),
+                                   else ((v["p"], v["m"]),)),
     # (4, 0.2, 1) meets its target exactly at m = 12; (3, 0.2, 4) needs m = p, where interleaving's form starts.
     "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.1, 1), (4, 0.2, 1), (8, 0.05, 2), (3, 0.2, 4))},
-                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"])),
-                                    Code("q4_answer")),
+                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"]))),
     "conversion": FormulaQuestion({"idle_share": ((0.25,), (1.0,), (3.0,))},
-                                  lambda name, v: (((v["p"] - 1) / v["m"],),), Code("q5_answer")),
+                                  lambda name, v: (((v["p"] - 1) / v["m"],),)),
 }

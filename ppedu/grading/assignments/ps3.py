@@ -2,8 +2,8 @@
 property (every op once, dependencies, makespan, peak activations) on fixed sizes and the
 student's own.
 
-Each function is checked on its own answer cell, in an interpreter where ppedu has only its records
-(``ppedu.ops``: ``Op``, ``Schedule``): the answer is the student's function, not a call of the library's.
+Each function is checked with the notebook run where ppedu has only its records (``ppedu.ops``: ``Op``,
+``Schedule``) and no generator: the answer is the student's function, not a call of the library's.
 
 >>> v = values("alice")
 >>> v["m_interleaved"] % v["p"]
@@ -17,13 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppedu.grading.evaluate import Code, Library
-from ppedu.grading.questions import run_alone
 from ppedu.grading.schedule_checks import Report, grade_schedule
 from ppedu.grading.students import pick
 
-#: What a schedule's answer cell has: ppedu's records, nothing that generates an order.
-LIBRARY = Library(("ppedu.ops",))
-SETUP = "from ppedu.ops import Op, Schedule"
+#: What a schedule's function has: ppedu's records, nothing that generates an order.
+CODE = Code(Library(("ppedu.ops",)))
 
 
 def values(student: str) -> dict[str, Any]:
@@ -45,7 +43,7 @@ class ScheduleQuestion:
     points: float
     sizes: tuple[tuple[int, ...], ...]  # tried in the visible test and again by the autograder
     edge: tuple[int, ...]  # m < p too, where warm-up is cut short: a classic off-by-one
-    code: Code
+    code: Code = CODE
 
     def own(self, v: Mapping[str, Any]) -> tuple[int, ...]:
         return (v["p"], v["m_interleaved"], v["v"]) if self.reference == "interleaved" else (v["p"], v["m"])
@@ -53,15 +51,16 @@ class ScheduleQuestion:
     def graded_sizes(self, v: Mapping[str, Any]) -> tuple[tuple[int, ...], ...]:
         return (*self.sizes, self.edge, self.own(v))
 
-    def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> Report:
-        run = run_alone(self.code, namespace, {self.name: self.sizes}, v)
-        return grade_schedule(run.results.get(self.name), self.reference, self.sizes, self.points)
+    def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[int, ...], ...]]:
+        return {self.name: self.sizes}
+
+    def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> Report:
+        return grade_schedule(data.get(self.name), self.reference, self.sizes, self.points)
 
 
 QUESTIONS: dict[str, Any] = {
-    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5)), (4, 2), Code("q1_answer", LIBRARY, SETUP)),
-    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8)), (4, 2),
-                                    Code("q2_answer", LIBRARY, SETUP)),
+    "gpipe": ScheduleQuestion("gpipe", "gpipe", 2, ((2, 2), (3, 5)), (4, 2)),
+    "one_f_one_b": ScheduleQuestion("one_f_one_b", "1f1b", 4, ((2, 3), (4, 4), (4, 8)), (4, 2)),
     "interleaved_1f1b": ScheduleQuestion("interleaved_1f1b", "interleaved", 4, ((2, 2, 2), (2, 4, 2), (4, 8, 2)),
-                                         (2, 2, 3), Code("q3_answer", LIBRARY, SETUP)),
+                                         (2, 2, 3)),
 }

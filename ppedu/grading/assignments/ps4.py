@@ -1,6 +1,6 @@
 """ps4 — DualPipe and the trade-offs: DeepSeek's bubble table, a grid of a schedule run in waves
 (counted from its picture), the closed form of its step time (a function checked on inputs the
-student does not see), and a schedule for a real model on a given cluster, chosen with a reason.
+student does not see, where ppedu has no code), and a schedule for a real model on a given cluster, chosen with a reason.
 
 The written answers (why the closed form holds, why the chosen schedule) are graded by hand in
 nbgrader's formgrader; this module holds only the forms of the autograded ones.
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Counts, Number, Wrong, results
+from ppedu.grading.answers import Choice, Counts, Number, results
 from ppedu.grading.evaluate import Code
-from ppedu.grading.questions import Question, explain, run_alone
+from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 from ppedu.schedules import SCHEDULES
 
@@ -84,24 +84,22 @@ def _grid_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True)
 class Formula:
-    """A function the student writes in answer cell ``code.cell``, called on their own values, an example and
-    (by the autograder) on inputs they do not see, with that cell alone in an interpreter without ppedu: a
-    closed form, not a simulation."""
+    """A function the student writes, called on their own values, an example and (by the autograder) on inputs
+    they do not see, where ppedu has no code: a closed form, not a simulation."""
 
     name: str
     example: tuple[Any, ...]
-    code: Code
+    code: Code = Code()
 
     @staticmethod
     def own(v: Mapping[str, Any]) -> tuple[Any, ...]:
         return (v["p"], v["m"], WAVES, v["F"], v["B"])
 
-    def check(self, namespace: Mapping[str, object], v: Mapping[str, Any]) -> str:
-        run = run_alone(self.code, namespace, {self.name: (self.own(v), self.example)}, v)
-        try:
-            results(run.results, self.name)
-        except Wrong as wrong:
-            raise Wrong(str(wrong) + explain(run)) from None
+    def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        return {self.name: (self.own(v), self.example)}
+
+    def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> str:
+        results(data, self.name)
         return f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)"
 
 
@@ -109,6 +107,6 @@ QUESTIONS: dict[str, Any] = {
     "table": Question((Number("bubble_1f1b"), Number("bubble_zb1p"), Number("bubble_dualpipe"))),
     "grid": Question((Number("T", whole=True), Number("idle_slots", whole=True), Counts("peak_activations")),
                      _grid_sanity),
-    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2), Code("q3_answer")),
+    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2)),
     "choose": Question((Choice("schedule", CHOICES),)),
 }

@@ -15,7 +15,6 @@ from typing import Any
 
 from ppedu.grading.answers import Number
 from ppedu.grading.assignments.ps1 import FormulaQuestion
-from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 
@@ -45,14 +44,13 @@ def scan_costs(v: Mapping[str, Any]) -> tuple[float, float, float]:
 
 QUESTIONS: dict[str, Any] = {
     "zb_idle": FormulaQuestion({"zb_h1_idle": ((4, 1, 1, 1), (4, 1, 2, 0.5))},
-                               lambda name, v: ((v["p"], v["f"], v["b"], v["w"]),), Code("q1a_answer")),
+                               lambda name, v: ((v["p"], v["f"], v["b"], v["w"]),)),
     "zb_region": FormulaQuestion({"zb_h1_largest_w": ((1, 1), (2, 1))},
-                                 lambda name, v: ((v["f"], v["b"]),), Code("q1b_answer")),
+                                 lambda name, v: ((v["f"], v["b"]),)),
     "warmup": FormulaQuestion({"warmup": ((4, 2, 0), (4, 2, 3))},
-                              lambda name, v: ((v["p"], v["v"], v["j"]),), Code("q2_answer")),
-    "middle_fill": FormulaQuestion({"middle_fill": ((4, 1), (8, 2))}, lambda name, v: ((v["p"], v["f"]),),
-                                   Code("q3a_answer")),
+                              lambda name, v: ((v["p"], v["v"], v["j"]),)),
+    "middle_fill": FormulaQuestion({"middle_fill": ((4, 1), (8, 2))}, lambda name, v: ((v["p"], v["f"]),)),
     "floor": FormulaQuestion({"dualpipe_fb_floor": ((1, 2, 1),)},
-                             lambda name, v: ((v["F"], 1.5 * v["F"], 0.5 * v["F"]),), Code("q3b_answer")),
+                             lambda name, v: ((v["F"], 1.5 * v["F"], 0.5 * v["F"]),)),
     "scan": Question((Number("smallest_fb"),)),
 }
