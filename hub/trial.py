@@ -35,18 +35,23 @@ def _check_loopback(url: str) -> None:
         raise ValueError(f"{url}: a trial talks to loopback only")
 
 
+#: How the guide makes a student's or an instructor's account: a private home (0700), in the course's group.
+ADD_USER = "useradd --create-home --key HOME_MODE=0700 --groups {group} {name}"
+
+
 @dataclass
 class Accounts:
-    """Unix users made for a trial, each with a password, removed (with their homes) at the end."""
+    """Unix users made for a trial, each with a password, removed (with their homes) at the end; their homes under
+    ``home`` (else the system's default place)."""
 
-    home: Path
+    home: Path | None = None
     made: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, group: str) -> str:
         password = secrets.token_urlsafe(12)
-        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash", name],
-                       check=True, capture_output=True)
-        subprocess.run(["usermod", "-aG", group, name], check=True, capture_output=True)  # as the guide says
+        command = ADD_USER.format(group=group, name=name).split()  # as the guide says
+        where = ["--home-dir", str(self.home / name)] if self.home else []
+        subprocess.run([*command[:-1], *where, "--shell", "/bin/bash", name], check=True, capture_output=True)
         self.made[name] = password
         subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
         return password
@@ -80,7 +85,7 @@ class Deployment:
 
     @property
     def settings_file(self) -> Path:
-        return self.base / "data" / "hub" / "ppedu-hub.json"
+        return Path(self.settings["data"]) / "hub" / "ppedu-hub.json"
 
 
 def free_port() -> int:
@@ -119,13 +124,53 @@ def deployed(root: Path, light: bool = True) -> Iterator[Deployment]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+#: The guide's places (``make hub``'s defaults), and a file that marks a data folder a trial made.
+PREFIX, DATA = Path("/opt/ppedu"), Path("/srv/ppedu")
+TRIAL_MARK = ".made-by-a-trial"
+
+
+@contextmanager
+def deployed_as_documented(root: Path) -> Iterator[Deployment]:
+    """``make hub`` as the guide says it (``sudo make hub`` where there is sudo, as root): the default environment,
+    data folder, groups, grader account and ports. Refuses (RuntimeError) a machine whose /srv/ppedu a trial did not
+    make. At the end the data folder, and the groups, grader and users the trial made, are removed; the environment
+    stays (a second ``make hub`` reuses it)."""
+    if DATA.exists() and not (DATA / TRIAL_MARK).exists():
+        raise RuntimeError(f"{DATA} holds a class: a trial on the documented defaults would replace it")
+    existing = {name for name in ("ppedu-instructors", "ppedu-students", "grader-ppedu")
+                if not subprocess.run(["getent", "group", name], capture_output=True).returncode}
+    DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / TRIAL_MARK).write_text("made by hub/trial.py\n")
+    accounts = Accounts()
+    try:
+        make = ["sudo", "make"] if shutil.which("sudo") else ["make"]
+        made = subprocess.run([*make, "--no-print-directory", "hub"], cwd=root, capture_output=True, text=True,
+                              timeout=1800)
+        if made.returncode:
+            raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
+        settings = json.loads((DATA / "hub" / "ppedu-hub.json").read_text())
+        yield Deployment(f"p{secrets.token_hex(2)}", DATA, settings, accounts, made.stdout)
+    finally:
+        accounts.remove()
+        if "grader-ppedu" not in existing:
+            subprocess.run(["userdel", "grader-ppedu"], capture_output=True)
+        for group in {"ppedu-instructors", "ppedu-students", "grader-ppedu"} - existing:
+            subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(DATA, ignore_errors=True)
+
+
+def local_url(bind_url: str) -> str:
+    """Where a trial reaches a hub that listens on ``bind_url`` (every interface: loopback's address)."""
+    return re.sub(r"^http://(0\.0\.0\.0)?:", "http://127.0.0.1:", bind_url.rstrip("/"))
+
+
 @contextmanager
 def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
     """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
     every server and service it started) at the end."""
     config = json.loads(settings.read_text())
     state = Path(config["data"]) / "hub"
-    url = config["bind_url"].rstrip("/")
+    url = local_url(config["bind_url"])
     _check_loopback(url)
     with log.open("ab") as out:
         hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
