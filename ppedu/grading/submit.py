@@ -2,23 +2,23 @@
 user: hub/config/common/nbgrader_config.py).
 
 nbgrader leaves each submission folder in the exchange's ``inbound/`` open to everyone (``0777``, its files
-``0644``), hidden only by an unguessable name. Here the folder is ``2770`` and its files ``0640``: its owner's, and
+``0644``), hidden only by an unguessable name. Here the folder is ``0770`` and its files ``0640``: its owner's, and
 readable by the group of ``inbound/``, which the course's grader account owns and which nbgrader marks setgid, so
 every folder made in it belongs to that group whoever makes it. The grader collects; no other student reads, lists
 or changes the work.
 
 >>> oct(FOLDER), oct(FILE)
-('0o2770', '0o640')
+('0o770', '0o640')
 """
 
 from __future__ import annotations
 
 import os
-import stat
+import shutil
 
 from nbgrader.exchange.default.submit import ExchangeSubmit
 
-FOLDER = stat.S_ISGID | 0o770
+FOLDER = 0o770
 FILE = 0o640
 
 
@@ -31,14 +31,28 @@ class PrivateSubmit(ExchangeSubmit):
 
 
 def close(folder: str) -> None:
-    """``folder`` and everything in it: folders :data:`FOLDER`, files :data:`FILE` (links are left, never followed)."""
+    """``folder`` (in ``inbound/``) made again, its files and folders the same: folders :data:`FOLDER`, files
+    :data:`FILE`, in the group of ``inbound/`` (links are left out). A student cannot give a file to a group they are
+    not in, and nbgrader's copy drops the folder's setgid bit before it writes ``timestamp.txt`` and
+    ``submission_secret.txt``; a folder made afresh in ``inbound/`` inherits that group, and so does what is made in
+    it. The copies are made under hidden names (nbgrader's collect never reads those), then swapped in."""
+    parent, name = os.path.split(folder)
+    fresh, old = (os.path.join(parent, f".{name}.{part}") for part in ("new", "old"))
     for root, folders, files in os.walk(folder):
-        for name in files:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, FILE)
-        for name in folders:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, FOLDER)
-    os.chmod(folder, FOLDER)
+        here = os.path.normpath(os.path.join(fresh, os.path.relpath(root, folder)))
+        os.mkdir(here, 0o700)  # setgid and the group, from inbound/
+        for entry in files:
+            source = os.path.join(root, entry)
+            if os.path.islink(source):
+                continue
+            with open(source, "rb") as src, open(os.open(os.path.join(here, entry), os.O_WRONLY | os.O_CREAT |
+                                                         os.O_EXCL, FILE), "wb") as out:
+                shutil.copyfileobj(src, out)
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(root, f))]
+    for root, folders, _ in os.walk(fresh):
+        for entry in folders:
+            os.chmod(os.path.join(root, entry), FOLDER)
+    os.chmod(fresh, FOLDER)
+    os.rename(folder, old)
+    os.rename(fresh, folder)
+    shutil.rmtree(old)
