@@ -16,6 +16,7 @@ the JupyterHub course list set for every user (config/ beside this file, copied 
 import json
 import os
 import pwd
+import signal
 import sys
 from pathlib import Path
 
@@ -68,6 +69,11 @@ def token_scopes(spawner) -> list[str]:
 if homes := open_homes(settings["students"]):  # a class whose answers classmates could read does not start
     print(f"jupyterhub_config.py: {refusal(homes)}", file=sys.stderr)
     sys.exit(2)
+
+# A hub started in the background by a shell without job control (`jupyterhub ... &` in a script) has SIGINT ignored,
+# and JupyterHub starts the proxy and its services before it takes SIGINT over: they would inherit it ignored, and
+# stopping the hub, which interrupts each service in turn, would wait its interrupt_timeout on each (about 1 min).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 c = get_config()  # noqa: F821 (JupyterHub provides it)
 

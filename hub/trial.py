@@ -164,10 +164,39 @@ def local_url(bind_url: str) -> str:
     return re.sub(r"^http://(0\.0\.0\.0)?:", "http://127.0.0.1:", bind_url.rstrip("/"))
 
 
+#: SIGINT's bit in /proc/PID/status's SigIgn mask.
+SIGINT_IGNORED = 1 << (signal.SIGINT - 1)
+
+
+@dataclass
+class RunningHub:
+    """A hub started by :func:`running_hub`: its public URL, its process, and how it stopped (seconds from SIGTERM to
+    its exit; whether it had to be killed)."""
+
+    url: str
+    process: subprocess.Popen
+    stop_seconds: float | None = None
+    killed: bool = False
+
+    def ignoring_interrupt(self) -> list[str]:
+        """The commands of the processes the hub started (proxy, services, servers) that ignore SIGINT, the first
+        signal JupyterHub stops each of them with."""
+        found = []
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+                if int(fields["PPid"]) == self.process.pid and int(fields["SigIgn"], 16) & SIGINT_IGNORED:
+                    found.append((status.parent / "cmdline").read_text().replace("\0", " ").strip())
+            except (OSError, KeyError, ValueError):
+                continue  # a process that ended meanwhile
+        return found
+
+
 @contextmanager
-def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
-    """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
-    every server and service it started) at the end."""
+def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[RunningHub]:
+    """The hub of a deployment, started as root with its settings the way a script starts it in the background
+    (``jupyterhub ... &``: SIGINT ignored, as a shell without job control leaves it); stops it with SIGTERM at the end
+    (and with it every server and service it started), killing it only if it has not exited after a minute."""
     config = json.loads(settings.read_text())
     state = Path(config["data"]) / "hub"
     url = local_url(config["bind_url"])
@@ -175,20 +204,25 @@ def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str
     with log.open("ab") as out:
         hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
                                cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+                               stderr=subprocess.STDOUT, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    running = RunningHub(url, hub)
     try:
         try:
             wait_for(f"{url}/hub/api/", seconds=seconds, alive=lambda: hub.poll() is None)
         except TimeoutError:
             raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
-        yield url
+        yield running
     finally:
+        began = time.monotonic()
         hub.send_signal(signal.SIGTERM)
         try:
             hub.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            running.killed = True
             os.killpg(hub.pid, signal.SIGKILL)
             hub.wait()
+        running.stop_seconds = time.monotonic() - began
 
 
 def wait_for(url: str, token: str | None = None, seconds: float = 90, alive: Callable[[], bool] = lambda: True) -> None:

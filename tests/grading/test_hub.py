@@ -89,9 +89,10 @@ def classroom():
             people = {who: hub.add(who, "instructors" if who == "ines" else "students")
                       for who in ("ines", "alice", "bob", "carol")}
             log = hub.base / "hub.log"
-            with running_hub(hub.settings_file, log) as url:
-                seen = _class(url, people, hub.settings, hub.output)
-            seen.update(deployed=hub.output, settings=hub.settings, hub_log=log.read_text())
+            with running_hub(hub.settings_file, log) as running:
+                seen = _class(running.url, people, hub.settings, hub.output)
+                seen["ignoring_interrupt"] = running.ignoring_interrupt()
+            seen.update(deployed=hub.output, settings=hub.settings, hub_log=log.read_text(), killed=running.killed)
     except RuntimeError as error:
         if "holds a class" not in str(error):
             raise
@@ -300,6 +301,14 @@ def test_a_new_release_is_one_more_commit_merged_into_every_students_copy(classr
     assert re.search(r"^releases: (\d+)$", classroom["rerelease"], re.M)[1] == "2"  # two releases, two commits
     for who, (mine, theirs) in classroom["pulled"].items():
         assert mine.endswith(f"My notes, {who}'s.") and "Learning goals (revised)" in theirs, who
+
+
+def test_the_hub_stops_on_sigterm_without_waiting_on_a_process_that_ignores_the_interrupt(classroom):
+    """Started in the background as a script starts it (SIGINT ignored), the hub still gives its proxy, services and
+    servers an interrupt they obey (JupyterHub stops each with SIGINT and waits 10 s on one that ignores it), and
+    exits on SIGTERM by itself, having stopped them all (bench_hub.py prints how long stopping takes)."""
+    assert classroom["ignoring_interrupt"] == []
+    assert not classroom["killed"] and classroom["hub_log"].rstrip().endswith("...done")
 
 
 def test_no_student_reads_anothers_home_submission_or_feedback(classroom):
