@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -69,8 +68,7 @@ class Accounts:
 
 @dataclass
 class Deployment:
-    """A hub deployed by ``make hub`` into a temporary folder for a trial: its own groups, grader account and
-    loopback ports (so that trials never meet), and its people."""
+    """A hub deployed by ``make hub`` for a trial (:func:`deployed_as_documented`), and its people."""
 
     tag: str
     base: Path
@@ -92,36 +90,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@contextmanager
-def deployed(root: Path, light: bool = True) -> Iterator[Deployment]:
-    """``make hub`` run in the repository ``root`` into a fresh folder under /tmp, on loopback ports; everything it
-    and the trial made (users, groups, folders) removed at the end."""
-    tag = f"p{secrets.token_hex(2)}"
-    base = Path(tempfile.mkdtemp(prefix="ppedu-hub-", dir="/tmp"))
-    base.chmod(0o755)  # the users' servers run the shared environment under it
-    groups = {"instructors": f"{tag}-instructors", "students": f"{tag}-students"}
-    grader = f"{tag}-grader"
-    ports = [free_port() for _ in range(4)]
-    flags = (f"{'--light ' if light else ''}--instructors {groups['instructors']} --students {groups['students']} "
-             f"--grader {grader} --bind-url http://127.0.0.1:{ports[0]} --hub-port {ports[1]} "
-             f"--proxy-api-port {ports[2]} --formgrader-port {ports[3]} --no-service")
-    accounts = Accounts(base / "home")
-    try:
-        made = subprocess.run(["make", "--no-print-directory", "hub", f"HUB_PREFIX={base / 'env'}",
-                               f"HUB_DATA={base / 'data'}", f"HUB_FLAGS={flags}"], cwd=root, capture_output=True,
-                              text=True, timeout=1800)
-        if made.returncode:
-            raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
-        settings = json.loads((base / "data" / "hub" / "ppedu-hub.json").read_text())
-        yield Deployment(tag, base, settings, accounts, made.stdout)
-    finally:
-        accounts.remove()
-        subprocess.run(["userdel", "--remove", grader], capture_output=True)
-        for group in groups.values():
-            subprocess.run(["groupdel", group], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
 
 
 #: The guide's places (``make hub``'s defaults), and a file that marks a data folder a trial made.
