@@ -1,11 +1,14 @@
-"""A class on the course's JupyterHub under load (not a test): ``make hub`` into a temporary folder on loopback, N
+"""A class on the course's JupyterHub under load (not a test): ``make hub`` on its documented defaults (as
+tests/grading/test_hub.py does: /opt/ppedu, /srv/ppedu, port 8000 reached on loopback), N
 students (default 30) made as Unix users, all logging in, starting their servers and fetching and submitting ps1
 at once (at most CONCURRENT at a time), then the instructor collecting and grading the class, all in this one run.
 
 Run as root: ``.venv/bin/python benchmarks/bench_hub.py [N] [CONCURRENT]``. Prints the time to spawn the class and
 per server (against one server started alone: the slowdown of a class arriving together), to submit, and to
 grade the class with the formgrader's per-submission button against ``ppedu grade --jobs 2`` in its terminal (the
-same submissions), and the memory an idle student server holds. Everything it made is removed at the end.
+same submissions), the memory an idle student server holds, and how long the hub takes to stop with the class's
+servers running. Everything it made is removed at the end but the shared environment (a second ``make hub`` reuses
+it); it refuses a machine whose /srv/ppedu holds a class.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "hub"))
-from trial import User, deployed, running_hub, terminal  # noqa: E402
+from trial import User, deployed_as_documented, running_hub, terminal  # noqa: E402
 
 SOLVED = nbformat.read(ROOT / "solutions" / "ps1" / "ps1.ipynb", as_version=4)
 
@@ -51,11 +54,12 @@ def idle_memory(names: list[str]) -> float:
 
 def main(n: int = 30, concurrent: int = 10) -> None:
     began = time.monotonic()
-    with deployed(ROOT) as hub:
-        print(f"make hub (light): {time.monotonic() - began:.0f} s")
+    with deployed_as_documented(ROOT) as hub:
+        print(f"make hub: {time.monotonic() - began:.0f} s")
         ines = hub.add("ines", "instructors")
         people = [hub.add(f"s{i:03d}", "students") for i in range(n)]
-        with running_hub(hub.settings_file, hub.base / "hub.log") as url:
+        with running_hub(hub.settings_file, hub.base / "hub.log") as running:
+            url = running.url
             instructor = User(url, *ines)
             instructor.formgrader("POST", "assignment/ps1/assign")
             instructor.formgrader("POST", "assignment/ps1/release")
@@ -86,6 +90,8 @@ def main(n: int = 30, concurrent: int = 10) -> None:
                   f"ppedu grade --jobs 2 {jobs:.0f} s; ratio {button / jobs:.2f}")
             scores = {instructor.formgrader("GET", f"submission/ps1/{name}")["code_score"] for name, _ in people}
             print(f"every student's autograded score: {sorted(scores)}")
+        print(f"stopping the hub (SIGTERM) with {n} servers running: {running.stop_seconds:.1f} s"
+              f"{', then killed' if running.killed else ''}")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ What it makes, each step skipped where it is done already (run it again after an
 * the shared environment ``--prefix`` (/opt/ppedu): the course installed once for every user, not linked to any
   private folder, with JupyterHub, nbgitpuller, the idle culler and the proxy (configurable-http-proxy, from npm),
   PyTorch's CPU build where its index can be reached (``--light``: no torch);
-* the Unix groups of instructors and students, and the grader account that owns the course;
+* the Unix groups of instructors and students, and the grader account that owns the course; it refuses to go on
+  while a student's home can be read by others (:mod:`ppedu.grading.homes`), and so does the hub when it starts;
 * under ``--data`` (/srv/ppedu): ``course/``, a copy of this repository closed to everyone but the grader account
   (answer keys, solutions, submissions, the gradebook); ``exchange/``, nbgrader's exchange (1777); ``release/``, the
   student release as a git repository, for nbgitpuller links; ``config/``, the Jupyter settings of each role;
@@ -30,6 +31,9 @@ from urllib.parse import urlencode
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))  # the course's own ppedu (standard library only where this imports it)
+from ppedu.grading.homes import open_homes, refusal  # noqa: E402
+
 COURSE = "ppedu"
 PROXY = "configurable-http-proxy@5.3.0"
 #: What the hub's copy of the course leaves out: environments, build outputs, this machine's class data.
@@ -106,6 +110,8 @@ def deploy(args: argparse.Namespace) -> dict:
                          "interpreter every user may run (/usr/bin/python3)")
     environment(prefix, args)
     grader = accounts(args, data)
+    if homes := open_homes(args.students):
+        raise SystemExit(f"deploy.py: {refusal(homes)}")
     course = data / "course"
     if not course.exists():
         shutil.copytree(ROOT, course, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
@@ -141,10 +147,10 @@ def deploy(args: argparse.Namespace) -> dict:
 
 
 def environment(prefix: Path, args: argparse.Namespace) -> None:
-    """The shared environment: the course (copied in, not linked to the private course folder) and the proxy."""
-    if not (prefix / ".installed").exists():
-        subprocess.run([args.python, ROOT / "student" / "install.py", "--venv", prefix, "--no-editable",
-                        "--extras", "hub", *(["--light"] if args.light else [])], check=True)
+    """The shared environment: the course (copied in, not linked to the private course folder) and the proxy. Run
+    again, it installs this course anew and keeps every package that still fits (pip's own rule), torch included."""
+    subprocess.run([args.python, ROOT / "student" / "install.py", "--venv", prefix, "--no-editable",
+                    "--extras", "hub", *(["--light"] if args.light else [])], check=True)
     proxy = prefix / "bin" / "configurable-http-proxy"
     if not proxy.exists():
         run("npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", prefix / "lib" / "proxy", PROXY)

@@ -13,11 +13,14 @@ nbgrader's instructor extensions (Formgrader, Create Assignment, Courses), and w
 the JupyterHub course list set for every user (config/ beside this file, copied to the data folder).
 """
 
-import grp
 import json
 import os
 import pwd
+import signal
+import sys
 from pathlib import Path
+
+from ppedu.grading.homes import members, open_homes, private, refusal
 
 settings = json.loads(Path(os.environ.get("PPEDU_HUB_SETTINGS", "/srv/ppedu/hub/ppedu-hub.json")).read_text())
 prefix, data, course = Path(settings["prefix"]), Path(settings["data"]), settings["course_id"]
@@ -25,20 +28,12 @@ config = data / "config"
 INSTRUCTORS, STUDENTS = f"formgrade-{course}", f"nbgrader-{course}"  # nbgrader's names for the two hub groups
 
 
-def unix_members(group: str) -> set[str]:
-    """Who is in a Unix group: its listed members and the users whose own group it is."""
-    try:
-        entry = grp.getgrnam(group)
-    except KeyError:
-        return set()
-    return set(entry.gr_mem) | {user.pw_name for user in pwd.getpwall() if user.pw_gid == entry.gr_gid}
-
-
 def groups_from_unix(authenticator, handler, authentication):
     """At every log-in, the user's hub groups are their Unix groups' (instructors, students)."""
     name = authentication["name"]
     authentication["groups"] = [hub for unix, hub in ((settings["instructors"], INSTRUCTORS),
-                                                      (settings["students"], STUDENTS)) if name in unix_members(unix)]
+                                                      (settings["students"], STUDENTS))
+                                if name in {user.pw_name for user in members(unix)}]
     return authentication
 
 
@@ -57,6 +52,10 @@ def environment(role: str) -> dict[str, str]:
 
 
 def before_spawn(spawner) -> None:
+    home = pwd.getpwnam(spawner.user.name)
+    if role(spawner) == "students" and not private(home):  # a student added since the hub started
+        raise RuntimeError(f"your home {home.pw_dir} can be read by others: ask your instructor to run "
+                           f"chmod 0700 {home.pw_dir}")
     spawner.environment = {**spawner.environment, **environment(role(spawner))}
 
 
@@ -66,6 +65,15 @@ def token_scopes(spawner) -> list[str]:
     scopes = ["users:activity!user", "access:servers!server", "read:users:name!user", "read:users:groups!user"]
     return scopes + (["list:services", "read:services"] if role(spawner) == "instructors" else [])
 
+
+if homes := open_homes(settings["students"]):  # a class whose answers classmates could read does not start
+    print(f"jupyterhub_config.py: {refusal(homes)}", file=sys.stderr)
+    sys.exit(2)
+
+# A hub started in the background by a shell without job control (`jupyterhub ... &` in a script) has SIGINT ignored,
+# and JupyterHub starts the proxy and its services before it takes SIGINT over: they would inherit it ignored, and
+# stopping the hub, which interrupts each service in turn, would wait its interrupt_timeout on each (about 1 min).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 c = get_config()  # noqa: F821 (JupyterHub provides it)
 

@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -35,18 +34,23 @@ def _check_loopback(url: str) -> None:
         raise ValueError(f"{url}: a trial talks to loopback only")
 
 
+#: How the guide makes a student's or an instructor's account: a private home (0700), in the course's group.
+ADD_USER = "useradd --create-home --key HOME_MODE=0700 --groups {group} {name}"
+
+
 @dataclass
 class Accounts:
-    """Unix users made for a trial, each with a password, removed (with their homes) at the end."""
+    """Unix users made for a trial, each with a password, removed (with their homes) at the end; their homes under
+    ``home`` (else the system's default place)."""
 
-    home: Path
+    home: Path | None = None
     made: dict[str, str] = field(default_factory=dict)
 
     def add(self, name: str, group: str) -> str:
         password = secrets.token_urlsafe(12)
-        subprocess.run(["useradd", "--create-home", "--home-dir", str(self.home / name), "--shell", "/bin/bash", name],
-                       check=True, capture_output=True)
-        subprocess.run(["usermod", "-aG", group, name], check=True, capture_output=True)  # as the guide says
+        command = ADD_USER.format(group=group, name=name).split()  # as the guide says
+        where = ["--home-dir", str(self.home / name)] if self.home else []
+        subprocess.run([*command[:-1], *where, "--shell", "/bin/bash", name], check=True, capture_output=True)
         self.made[name] = password
         subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
         return password
@@ -64,8 +68,7 @@ class Accounts:
 
 @dataclass
 class Deployment:
-    """A hub deployed by ``make hub`` into a temporary folder for a trial: its own groups, grader account and
-    loopback ports (so that trials never meet), and its people."""
+    """A hub deployed by ``make hub`` for a trial (:func:`deployed_as_documented`), and its people."""
 
     tag: str
     base: Path
@@ -80,7 +83,7 @@ class Deployment:
 
     @property
     def settings_file(self) -> Path:
-        return self.base / "data" / "hub" / "ppedu-hub.json"
+        return Path(self.settings["data"]) / "hub" / "ppedu-hub.json"
 
 
 def free_port() -> int:
@@ -89,61 +92,105 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+#: The guide's places (``make hub``'s defaults), and a file that marks a data folder a trial made.
+PREFIX, DATA = Path("/opt/ppedu"), Path("/srv/ppedu")
+TRIAL_MARK = ".made-by-a-trial"
+
+
 @contextmanager
-def deployed(root: Path, light: bool = True) -> Iterator[Deployment]:
-    """``make hub`` run in the repository ``root`` into a fresh folder under /tmp, on loopback ports; everything it
-    and the trial made (users, groups, folders) removed at the end."""
-    tag = f"p{secrets.token_hex(2)}"
-    base = Path(tempfile.mkdtemp(prefix="ppedu-hub-", dir="/tmp"))
-    base.chmod(0o755)  # the users' servers run the shared environment under it
-    groups = {"instructors": f"{tag}-instructors", "students": f"{tag}-students"}
-    grader = f"{tag}-grader"
-    ports = [free_port() for _ in range(4)]
-    flags = (f"{'--light ' if light else ''}--instructors {groups['instructors']} --students {groups['students']} "
-             f"--grader {grader} --bind-url http://127.0.0.1:{ports[0]} --hub-port {ports[1]} "
-             f"--proxy-api-port {ports[2]} --formgrader-port {ports[3]} --no-service")
-    accounts = Accounts(base / "home")
+def deployed_as_documented(root: Path) -> Iterator[Deployment]:
+    """``make hub`` as the guide says it (``sudo make hub`` where there is sudo, as root): the default environment,
+    data folder, groups, grader account and ports. Refuses (RuntimeError) a machine whose /srv/ppedu a trial did not
+    make. At the end the data folder, and the groups, grader and users the trial made, are removed; the environment
+    stays (a second ``make hub`` reuses it)."""
+    if DATA.exists() and not (DATA / TRIAL_MARK).exists():
+        raise RuntimeError(f"{DATA} holds a class: a trial on the documented defaults would replace it")
+    existing = {name for name in ("ppedu-instructors", "ppedu-students", "grader-ppedu")
+                if not subprocess.run(["getent", "group", name], capture_output=True).returncode}
+    DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / TRIAL_MARK).write_text("made by hub/trial.py\n")
+    accounts = Accounts()
     try:
-        made = subprocess.run(["make", "--no-print-directory", "hub", f"HUB_PREFIX={base / 'env'}",
-                               f"HUB_DATA={base / 'data'}", f"HUB_FLAGS={flags}"], cwd=root, capture_output=True,
-                              text=True, timeout=1800)
+        make = ["sudo", "make"] if shutil.which("sudo") else ["make"]
+        made = subprocess.run([*make, "--no-print-directory", "hub"], cwd=root, capture_output=True, text=True,
+                              timeout=1800)
         if made.returncode:
             raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
-        settings = json.loads((base / "data" / "hub" / "ppedu-hub.json").read_text())
-        yield Deployment(tag, base, settings, accounts, made.stdout)
+        settings = json.loads((DATA / "hub" / "ppedu-hub.json").read_text())
+        yield Deployment(f"p{secrets.token_hex(2)}", DATA, settings, accounts, made.stdout)
     finally:
         accounts.remove()
-        subprocess.run(["userdel", "--remove", grader], capture_output=True)
-        for group in groups.values():
+        if "grader-ppedu" not in existing:
+            subprocess.run(["userdel", "grader-ppedu"], capture_output=True)
+        for group in {"ppedu-instructors", "ppedu-students", "grader-ppedu"} - existing:
             subprocess.run(["groupdel", group], capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(DATA, ignore_errors=True)
+
+
+def local_url(bind_url: str) -> str:
+    """Where a trial reaches a hub that listens on ``bind_url`` (every interface: loopback's address)."""
+    return re.sub(r"^http://(0\.0\.0\.0)?:", "http://127.0.0.1:", bind_url.rstrip("/"))
+
+
+#: SIGINT's bit in /proc/PID/status's SigIgn mask.
+SIGINT_IGNORED = 1 << (signal.SIGINT - 1)
+
+
+@dataclass
+class RunningHub:
+    """A hub started by :func:`running_hub`: its public URL, its process, and how it stopped (seconds from SIGTERM to
+    its exit; whether it had to be killed)."""
+
+    url: str
+    process: subprocess.Popen
+    stop_seconds: float | None = None
+    killed: bool = False
+
+    def ignoring_interrupt(self) -> list[str]:
+        """The commands of the processes the hub started (proxy, services, servers) that ignore SIGINT, the first
+        signal JupyterHub stops each of them with."""
+        found = []
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+                if int(fields["PPid"]) == self.process.pid and int(fields["SigIgn"], 16) & SIGINT_IGNORED:
+                    found.append((status.parent / "cmdline").read_text().replace("\0", " ").strip())
+            except (OSError, KeyError, ValueError):
+                continue  # a process that ended meanwhile
+        return found
 
 
 @contextmanager
-def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[str]:
-    """The hub of a deployment, started as root with its settings; yields its public URL, stops it (and with it
-    every server and service it started) at the end."""
+def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[RunningHub]:
+    """The hub of a deployment, started as root with its settings the way a script starts it in the background
+    (``jupyterhub ... &``: SIGINT ignored, as a shell without job control leaves it); stops it with SIGTERM at the end
+    (and with it every server and service it started), killing it only if it has not exited after a minute."""
     config = json.loads(settings.read_text())
     state = Path(config["data"]) / "hub"
-    url = config["bind_url"].rstrip("/")
+    url = local_url(config["bind_url"])
     _check_loopback(url)
     with log.open("ab") as out:
         hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
                                cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
-                               stderr=subprocess.STDOUT, start_new_session=True)
+                               stderr=subprocess.STDOUT, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    running = RunningHub(url, hub)
     try:
         try:
             wait_for(f"{url}/hub/api/", seconds=seconds, alive=lambda: hub.poll() is None)
         except TimeoutError:
             raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
-        yield url
+        yield running
     finally:
+        began = time.monotonic()
         hub.send_signal(signal.SIGTERM)
         try:
             hub.wait(timeout=60)
         except subprocess.TimeoutExpired:
+            running.killed = True
             os.killpg(hub.pid, signal.SIGKILL)
             hub.wait()
+        running.stop_seconds = time.monotonic() - began
 
 
 def wait_for(url: str, token: str | None = None, seconds: float = 90, alive: Callable[[], bool] = lambda: True) -> None:

@@ -300,7 +300,29 @@ def _parser() -> argparse.ArgumentParser:
     find.set_defaults(run=_search)
     grading_cli.add_parser(commands)
     mnist_cli.add_parser(commands)
+    update = commands.add_parser(
+        "update", help="bring the course's newest release into your copy, keeping your work (a laptop's clone)",
+        description="Merges the newest release into the clone of the course's release you are in, as the course's "
+        "JupyterHub links do (nbgitpuller's rules): your changes are committed (no git identity needed) and kept "
+        "where you and the release changed the same lines; notebooks are merged cell by cell (your cells and the "
+        "release's new ones all kept; where both changed a cell, yours, the release's notebook saved beside as "
+        "NAME.release.ipynb), none is left unreadable, and it says what it kept.")
+    update.add_argument("--folder", default=".", metavar="DIR", help="your copy of the course (default: here)")
+    update.set_defaults(run=_update)
     return parser
+
+
+def _update(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ppedu.update import update
+
+    try:
+        print(update(Path(args.folder)).summary())
+    except RuntimeError as error:
+        print(f"ppedu update: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 # --- ppedu partition -------------------------------------------------------------------------

@@ -57,6 +57,7 @@ def build(out: Path) -> str | None:
             shutil.copy2(source, out / name)
     for name in TEMPLATES:
         shutil.copy2(HERE / name, out / name)
+    shutil.copy2(HERE / "gitignore", out / ".gitignore")  # what an install makes here stays out of updates
     (out / MARK).write_text("made by `make student-release` from the instructors' repository\n")
     return commit(out)
 

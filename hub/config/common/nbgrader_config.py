@@ -10,3 +10,5 @@ c = get_config()  # noqa: F821 (nbgrader provides it)
 c.Exchange.root = os.environ["PPEDU_EXCHANGE"]
 c.CourseDirectory.course_id = "ppedu"
 c.Authenticator.plugin_class = JupyterHubAuthPlugin
+# A submission in the exchange is its student's and the grader's only (nbgrader's own is open to all).
+c.ExchangeFactory.submit = "ppedu.grading.submit.PrivateSubmit"
