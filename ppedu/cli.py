@@ -304,7 +304,9 @@ def _parser() -> argparse.ArgumentParser:
         "update", help="bring the course's newest release into your copy, keeping your work (a laptop's clone)",
         description="Merges the newest release into the clone of the course's release you are in, as the course's "
         "JupyterHub links do (nbgitpuller's rules): your changes are committed (no git identity needed) and kept "
-        "where you and the release changed the same lines, no notebook is left unreadable, and it says what it kept.")
+        "where you and the release changed the same lines; notebooks are merged cell by cell (your cells and the "
+        "release's new ones all kept; where both changed a cell, yours, the release's notebook saved beside as "
+        "NAME.release.ipynb), none is left unreadable, and it says what it kept.")
     update.add_argument("--folder", default=".", metavar="DIR", help="your copy of the course (default: here)")
     update.set_defaults(run=_update)
     return parser

@@ -1,23 +1,32 @@
 """Bringing a new release of the course into a student's clone of it (``ppedu update``), by nbgitpuller's rules,
 the ones the course's JupyterHub links follow: the student's changes are committed (under nbgitpuller's name, so no
 git identity is needed), a file they deleted comes back, a file of theirs that the release now ships too is moved
-aside, and the release is merged in; where both changed the same lines, the student's lines win (``-Xours``). A
-notebook that a merge of lines would leave unreadable is never written: the student's version stays, and the
-release's is saved beside it.
+aside, and the release is merged in; where both changed the same lines, the student's lines win (``-Xours``).
+Notebooks both changed are then merged again cell by cell (nbdime): cells both added are all kept, the student's
+first; where both changed the same cell, the student's stays and the release's whole notebook is saved beside it as
+``NAME.release.ipynb``. A notebook that cannot be merged so (one side no notebook, or the merge no valid notebook)
+keeps the student's version, the release's saved beside it.
 
 :func:`update` says what it kept (:class:`Update`); the command line is ``ppedu update`` (:mod:`ppedu.cli`).
 
 >>> Update("a1", "b2", kept=("notebooks/01.ipynb",)).summary().splitlines()[0]
 'Updated from a1 to the release b2.'
+>>> import nbformat.v4 as v4
+>>> base = v4.new_notebook(cells=[v4.new_markdown_cell("# GPipe")])
+>>> mine, release = (v4.new_notebook(cells=[*base.cells, v4.new_markdown_cell(text)]) for text in ("Mine.", "New."))
+>>> text, clashes = merge_notebooks(*(nbformat.writes(nb) for nb in (base, mine, release)))
+>>> [cell.source for cell in nbformat.reads(text, as_version=4).cells], clashes
+(['# GPipe', 'Mine.', 'New.'], 0)
 """
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+import nbformat
 
 #: Who the commits of an update are by: nbgitpuller's own name, as on the hub.
 COMMITTER = ("-c", "user.email=nbgitpuller@nbgitpuller.link", "-c", "user.name=nbgitpuller")
@@ -27,7 +36,8 @@ COMMITTER = ("-c", "user.email=nbgitpuller@nbgitpuller.link", "-c", "user.name=n
 class Update:
     """What an update did: the commits before and after, the files where the student's changes were kept (merged
     with the release's), files of theirs moved aside for the release's (old, new name), deleted files brought back,
-    and notebooks kept as the student left them with the release's saved beside (theirs, the release's)."""
+    notebooks kept as the student left them with the release's saved beside (theirs, the release's), and notebooks
+    merged where both changed some cells, the student's kept (the notebook, how many cells, the release's copy)."""
 
     before: str
     after: str
@@ -35,18 +45,22 @@ class Update:
     moved: tuple[tuple[str, str], ...] = ()
     restored: tuple[str, ...] = ()
     beside: tuple[tuple[str, str], ...] = ()
+    clashes: tuple[tuple[str, int, str], ...] = ()
 
     def summary(self) -> str:
         """The update in a few lines, for the student."""
         lines = [f"Already the newest release ({self.after})." if self.before == self.after else
                  f"Updated from {self.before} to the release {self.after}."]
         if self.kept:
-            lines.append("Kept your changes in (merged with the release's; where both changed a line, yours): "
-                         + ", ".join(self.kept))
+            lines.append("Kept your changes in (merged with the release's; where both changed a line or a cell, "
+                         "yours): " + ", ".join(self.kept))
         lines += [f"Your {old} now ships with the release: yours is {new}" for old, new in self.moved]
         if self.restored:
             lines.append("Brought back, as the release has them: " + ", ".join(self.restored))
-        lines += [f"Kept {mine} as you left it; the release's version is {theirs}" for mine, theirs in self.beside]
+        lines += [f"Kept {mine} as you left it (it cannot be merged as a notebook); the release's version is {theirs}"
+                  for mine, theirs in self.beside]
+        lines += [f"In {path} you and the release changed the same {n} cell(s): yours are kept; the release's "
+                  f"version of the notebook is {theirs}" for path, n, theirs in self.clashes]
         return "\n".join(lines)
 
 
@@ -72,14 +86,6 @@ def _changed(folder: Path, *revisions: str) -> set[str]:
     return set(git(folder, "diff", "--name-only", *revisions).splitlines())
 
 
-def readable(text: str) -> bool:
-    """Whether ``text`` is a notebook Jupyter can open (JSON with cells; no conflict markers)."""
-    try:
-        return isinstance(json.loads(text).get("cells"), list)
-    except (ValueError, AttributeError):
-        return False
-
-
 def update(folder: Path) -> Update:
     """Merge the newest release into the clone at ``folder`` by nbgitpuller's rules; what it kept."""
     from nbgitpuller.pull import GitPuller
@@ -102,21 +108,70 @@ def update(folder: Path) -> Update:
                            "safe, committed in this clone") from None
     moved = tuple((str(Path(old).relative_to(top)), str(Path(new).relative_to(top)))
                   for old, new in re.findall(r"Renamed (.+) to (.+) to avoid conflict with upstream", said))
-    beside = tuple(_keep_readable(top, path) for path in sorted(mine & theirs) if path.endswith(".ipynb")
-                   and (top / path).is_file() and not readable((top / path).read_text(encoding="utf-8")))
-    if beside:
-        git(top, *COMMITTER, "commit", "--quiet", "-am", "ppedu update: notebooks kept as the student left them")
+    merged = git(top, "rev-parse", "--verify", "--quiet", "HEAD^2") if mine & theirs else ""
+    beside, clashes = [], []
+    for path in sorted(mine & theirs) if merged else ():
+        if not path.endswith(".ipynb") or not (top / path).is_file():
+            continue
+        sides = [_show(top, f"{revision}:{path}") for revision in (base, "HEAD^1", "HEAD^2")]
+        result = merge_notebooks(*sides)
+        release = _beside(top, path, sides[2]) if result is None or result[1] else ""
+        if result is None:
+            (top / path).write_text(sides[1], encoding="utf-8")
+            beside.append((path, release))
+            continue
+        (top / path).write_text(result[0], encoding="utf-8")
+        if result[1]:
+            clashes.append((path, result[1], release))
+    if git(top, "status", "--porcelain", "--untracked-files=no"):
+        git(top, *COMMITTER, "commit", "--quiet", "-am", "ppedu update: notebooks merged cell by cell")
     kept = tuple(sorted(mine & theirs - {path for path, _ in beside}))
     restored = tuple(sorted(path for path in deleted if (top / path).exists()))
-    return Update(before, git(top, "rev-parse", "--short", "HEAD"), kept, moved, restored, beside)
+    return Update(before, git(top, "rev-parse", "--short", "HEAD"), kept, moved, restored, tuple(beside),
+                  tuple(clashes))
 
 
-def _keep_readable(top: Path, path: str) -> tuple[str, str]:
-    """The student's version of the notebook ``path`` back in place (the merge's first parent), the release's saved
-    beside it; (the notebook, the release's copy)."""
-    mine = git(top, "show", f"HEAD^1:{path}")
-    release = git(top, "show", f"HEAD^2:{path}")
-    (top / path).write_text(mine + "\n", encoding="utf-8")
-    copy = Path(path).with_suffix(".release.ipynb")
-    (top / copy).write_text(release + "\n", encoding="utf-8")
-    return path, str(copy)
+def _show(top: Path, blob: str) -> str:
+    """A file as a commit has it (``REVISION:PATH``), or "" where it has none."""
+    shown = subprocess.run(["git", "-C", str(top), "show", blob], capture_output=True, text=True)
+    return shown.stdout if shown.returncode == 0 else ""
+
+
+def _beside(top: Path, path: str, release: str) -> str:
+    """The release's version of the notebook ``path`` saved beside it as ``NAME.release.ipynb`` (``-2``, ``-3``...
+    where a file of that name already differs, so that nothing the student wrote is overwritten); its path."""
+    stem, n = Path(path).with_suffix(""), 1
+    while True:
+        copy = Path(f"{stem}.release{'' if n == 1 else f'-{n}'}.ipynb")
+        if not (top / copy).exists() or (top / copy).read_text(encoding="utf-8") == release:
+            (top / copy).write_text(release, encoding="utf-8")
+            return str(copy)
+        n += 1
+
+
+def merge_notebooks(base: str, mine: str, release: str) -> tuple[str, int] | None:
+    """The student's notebook ``mine`` with the release's changes (from ``base``, "" where it had none, to
+    ``release``) merged in cell by cell by nbdime, and the number of cells both changed (the student's version kept);
+    None where a side is no notebook or the merge is no valid notebook."""
+    from nbdime.diffing.notebooks import diff_notebooks
+    from nbdime.merging.decisions import apply_decisions
+    from nbdime.merging.generic import decide_merge_with_diff
+
+    try:
+        sides = [nbformat.reads(text, as_version=4) if text else nbformat.v4.new_notebook()
+                 for text in (base, mine, release)]
+        decisions = decide_merge_with_diff(*sides, diff_notebooks(sides[0], sides[1]),
+                                           diff_notebooks(sides[0], sides[2]))
+        cells = set()
+        for decision in (d for d in decisions if d.conflict):  # nbdime leaves each conflict to us
+            added = decision.common_path == ("cells",) and all(
+                op.op == "addrange" for op in decision.local_diff + decision.remote_diff)
+            decision.action = "local_then_remote" if added else "local"  # cells both added: all, the student's first
+            decision.conflict = False
+            if not added and decision.common_path[:1] == ("cells",):  # the notebook's metadata: theirs, silently
+                cells.add(decision.common_path[:2])
+        merged = apply_decisions(sides[0], decisions)
+        nbformat.validate(merged)
+    except Exception:  # noqa: BLE001 (whatever a side or nbdime raises, the student's notebook stays as it is)
+        return None
+    return nbformat.writes(merged) + "\n", len(cells)
