@@ -7,13 +7,14 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap npm hub bench lecture slides sheet lite student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap npm postgresql hub bench lecture slides sheet lite student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
 
-# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class).
-test: install chromium bubblewrap npm
+# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class and a
+# class graded into a PostgreSQL gradebook the test starts and stops itself).
+test: install chromium bubblewrap npm postgresql
 	$(BIN)/python -m pytest
 
 test-browser: install chromium npm
@@ -45,6 +46,13 @@ bubblewrap:
 	@[ -x /usr/bin/bwrap ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq --no-install-recommends bubblewrap; } \
 		|| echo "bubblewrap could not be installed: autograding will refuse to run unsandboxed"
+
+# Debian's PostgreSQL server programs (initdb, pg_ctl) for tests/grading/test_gradebook_server.py, which makes and
+# removes its own cluster (the package's own cluster is not used, nor started here).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends postgresql-15; } \
+		|| echo "PostgreSQL could not be installed: the gradebook-server tests will be skipped"
 
 # Debian's npm: it brings Pyodide's core for the browser edition, reveal.js for the slides and the hub's proxy
 # (configurable-http-proxy) from npm's registry.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,4 +25,9 @@ def grade(args: argparse.Namespace, root: Path) -> int:
               "(the formgrader's Manual Grading)")
     if untimed := [r.student for r in done if r.standing.untimed]:
         print(f"{len(untimed)} submission(s) without a usable time, lateness not judged: {', '.join(sorted(untimed))}")
+    if lost := [r.student for r in done if r.unrecorded]:
+        print(f"ppedu: error: {runner.gradebook_trouble() or 'the gradebook stopped answering'}: {len(lost)} "
+              f"submission(s) not recorded; once it is back, grade them again: ppedu grade {args.assignment} "
+              + " ".join(f"--student {s}" for s in lost), file=sys.stderr)
+        return 2
     return 1 if failed else 0

@@ -36,6 +36,9 @@ class Result:
     seconds: float
     log: str = ""
     notes: tuple[str, ...] = ()
+    #: The gradebook could not be reached while this submission was graded (or before it was started): whatever
+    #: it scored may not be recorded, and it must be graded again once the gradebook is back.
+    unrecorded: bool = False
 
     def verdict(self) -> str:
         """The score as it will leave the gradebook, or why there is none."""
@@ -71,6 +74,8 @@ def autograde(root: Path, assignment: str, students: Sequence[str], jobs: int = 
         if reason := unavailable():
             raise ValueError(f"no sandbox to grade in: {reason} (or pass --no-sandbox, for notebooks you trust)")
     _prepare(root, timeout, sandbox)
+    if reason := gradebook_trouble():
+        raise ValueError(reason)
     _ensure_assignment(root, assignment)
     if reason := kernel_trouble(sandbox):
         raise ValueError(f"no notebook can be graded here, so none was: {reason}")
@@ -86,9 +91,10 @@ def _each_in_a_process_of_its_own(root: Path, assignment: str, students: list[st
 
     context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
     running: dict[Connection, tuple[Any, str, float]] = {}
+    gone = False  # the gradebook stopped answering: what is left is not started (each would fail the same way)
     todo = list(students)
     while todo or running:
-        while todo and len(running) < jobs:
+        while todo and len(running) < jobs and not gone:
             student = todo.pop(0)
             read, write = context.Pipe(duplex=False)
             process = context.Process(target=_grade_in_child, args=(write, root, timeout, sandbox, assignment, student))
@@ -107,13 +113,63 @@ def _each_in_a_process_of_its_own(root: Path, assignment: str, students: list[st
                                 time.perf_counter() - start, "its grading process ended without a result")
             ready.close()
             process.join()
+            gone = gone or result.unrecorded
             yield result
+        if gone and not running:
+            from grader.policy import Standing
+
+            for student in todo:
+                yield Result(student, False, Standing(student, assignment, "not autograded", UNREACHABLE), 0.0,
+                             unrecorded=True)
+            todo = []
 
 
 def _grade_in_child(out: Any, root: Path, timeout: int | None, sandbox: bool, assignment: str, student: str) -> None:
+    from sqlalchemy.exc import OperationalError
+
     _prepare(root, timeout, sandbox)
-    out.send(_grade_one(assignment, student))
+    start = time.perf_counter()
+    try:
+        result = _grade_one(assignment, student)
+    except OperationalError:  # the gradebook's server went away during this grading
+        result = None
+    if result is None or (not result.ok and gradebook_trouble()):
+        from grader.policy import Standing
+
+        result = Result(student, False, Standing(student, assignment, "not autograded", UNREACHABLE),
+                        time.perf_counter() - start, unrecorded=True)
+    out.send(result)
     out.close()
+
+
+UNREACHABLE = "the gradebook could not be reached"
+
+
+def gradebook_url(hide_password: bool = True) -> str:
+    """The course's gradebook (``c.CourseDirectory.db_url``), its password hidden."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(_api().coursedir.db_url).render_as_string(hide_password=hide_password)
+
+
+def gradebook_trouble() -> str | None:
+    """Why the course's gradebook cannot be reached (one line naming it, never its password), or ``None``."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
+
+    url = gradebook_url(hide_password=False)
+    if url.startswith("sqlite"):
+        return None  # a file beside the course (connecting would make an empty one where there is none yet)
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return None
+    except OperationalError as error:
+        said = str(error.orig or error).strip().splitlines()[0]
+        return f"the gradebook {gradebook_url()} cannot be reached ({said})"
+    finally:
+        engine.dispose()
 
 
 def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:

@@ -1,0 +1,118 @@
+"""The course on Kubernetes (hub/k8s/): Zero to JupyterHub's values, and the course image's Dockerfile.
+
+The values are checked as helm checks them before it renders anything: merged onto the chart's defaults and validated
+against the chart's own values.schema.json (hub/k8s/chart/, chart 4.4.0). The image cannot be built here (no Docker
+daemon): its install step is compared with the one `make hub` runs, and the files it copies are built into the
+course's wheel, which must hold the library and none of the grader's files."""
+
+import copy
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+ROOT = Path(__file__).resolve().parents[1]
+K8S = ROOT / "hub" / "k8s"
+SCHEMA = json.loads((K8S / "chart" / "values.schema.json").read_text())
+DEFAULTS = json.loads((K8S / "chart" / "values.json").read_text())
+VALUES = yaml.safe_load((K8S / "values.yaml").read_text())
+DOCKERFILE = (K8S / "Dockerfile").read_text()
+
+
+def merged(defaults, values):
+    """The values helm validates: ``values`` deep-merged onto the chart's ``defaults`` (maps merge, anything else
+    replaces, null removes the key)."""
+    out = copy.deepcopy(defaults)
+    for key, value in values.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def problems(values):
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in Draft7Validator(SCHEMA).iter_errors(merged(DEFAULTS, values))]
+
+
+def test_the_chart_s_own_defaults_pass_its_schema():
+    assert problems({}) == []
+
+
+def test_the_course_values_pass_the_chart_s_schema():
+    assert problems(VALUES) == []
+
+
+@pytest.mark.parametrize("path, value, said", [
+    (("singleuser", "imag"), {"name": "x"}, "Additional properties"),
+    (("hub", "db", "type"), "postgresql", "is not one of"),
+    (("cull", "timeout"), "1h", "is not of type 'integer'"),
+])
+def test_a_mistake_in_the_values_is_caught(path, value, said):
+    wrong = copy.deepcopy(VALUES)
+    *where, key = path
+    node = wrong
+    for part in where:
+        node = node[part]
+    node[key] = value
+    assert any(said in p for p in problems(wrong)), problems(wrong)
+
+
+def test_the_values_name_the_course_image_the_postgresql_gradebook_and_the_exchange():
+    single, hub = VALUES["singleuser"], VALUES["hub"]
+    assert single["image"]["name"] and isinstance(single["image"]["tag"], str)
+    mounts = {m["name"]: m["mountPath"] for m in single["storage"]["extraVolumeMounts"]}
+    volumes = {v["name"]: v for v in single["storage"]["extraVolumes"]}
+    exchange = re.search(r"^ENV PPEDU_EXCHANGE=(\S+)$", DOCKERFILE, re.M)[1]
+    assert mounts["exchange"] == exchange and "nfs" in volumes["exchange"]
+    assert hub["db"]["type"] == "postgres" and hub["extraEnv"]["PPEDU_DB_URL"]["valueFrom"]["secretKeyRef"]
+    hook = hub["extraConfig"]["ppedu-roles"]
+    compile(hook, "extraConfig", "exec")
+    assert "PPEDU_DB_URL" in hook and "formgrade-ppedu" in hook  # the gradebook's URL for instructors only
+    assert "PPEDU_DB_URL" not in json.dumps(single)
+
+
+def _copied():
+    """The Dockerfile's COPY lines: (sources, destination)."""
+    return [(line.split()[1:-1], line.split()[-1]) for line in DOCKERFILE.splitlines() if line.startswith("COPY ")]
+
+
+def test_the_image_installs_the_course_as_make_hub_does():
+    install = re.search(r"^RUN python3 (\S+)/student/install\.py (.*?) &&", DOCKERFILE, re.M)
+    deploy = (ROOT / "hub" / "deploy.py").read_text()
+    made = re.search(r'ROOT / "student" / "install.py", "--venv", prefix, (.*?)\*\(', deploy, re.S)[1]
+    as_make_hub = re.findall(r'"([^"]+)"', made)
+    assert install and install[2].split()[2:] == as_make_hub, (install and install[2], as_make_hub)
+    assert install[2].split()[:2] == ["--venv", "/opt/ppedu"]
+
+
+def test_the_image_holds_the_library_and_none_of_the_grader_s_files(tmp_path):
+    sources = [src for srcs, dest in _copied() if dest.startswith("/tmp/ppedu") for src in srcs]
+    for src in sources:
+        assert (ROOT / src).exists(), src
+        assert src.split("/")[0] not in {"solutions", "grader", "tests", "exercises", ".", "nbgrader_config.py"}, src
+    context = tmp_path / "ppedu"
+    for srcs, dest in _copied():
+        if dest.startswith("/tmp/ppedu"):
+            for src in srcs:
+                target = context / Path(dest).relative_to("/tmp/ppedu") / (Path(src).name if dest.endswith("/") else "")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if (ROOT / src).is_dir() else shutil.copy)(ROOT / src, target)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                            str(tmp_path / "wheel"), str(context)], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-3000:]
+    names = zipfile.ZipFile(next((tmp_path / "wheel").glob("ppedu-*.whl"))).namelist()
+    assert "ppedu/grading/__init__.py" in names and "ppedu/reference_orders.json" in names
+    assert not [n for n in names if n.split("/")[0] in {"solutions", "grader", "tests"}]
+    configs = [src for srcs, dest in _copied() if dest == "/etc/jupyter/" for src in srcs]
+    assert configs and all((ROOT / src).is_dir() for src in configs)
