@@ -15,7 +15,12 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ppedu import recomputation
-from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, Parallel, interleaving_by_link, plan
+from ppedu.cluster import (
+    GPUS, LINKS, MODELS, Cluster, Model, Parallel, collectives, experts, interleaving_by_link, plan, reliability, sharding,
+    tensor,
+)
+from ppedu.cluster.cases import deepseek_v3
+from ppedu.cluster.published import LLAMA3_TABLE4
 from ppedu.costs import EQUAL, Costs
 from ppedu.design import frontier
 from ppedu.errata import deepseek_table
@@ -44,7 +49,7 @@ def _frac(x: float, limit: int = 1000) -> str:
 
 
 def practice_set() -> tuple[Item, ...]:
-    """The exam-style questions, P1 … P8."""
+    """The exam-style questions, P1 … P12."""
     items = []
 
     # P1: counting by hand with f ≠ b.
@@ -162,6 +167,44 @@ def practice_set() -> tuple[Item, ...]:
         f"micro-batches already in flight: min(*p* − *j*, *m*) − 1 of them: {staleness(s)}. Weight stashing keeps "
         f"one version per micro-batch in flight so that forward and backward agree; GPipe and 1F1B with a flush "
         f"have staleness 0 everywhere."))
+    # P10: a ring all-reduce by hand, and what NCCL-tests print for it.
+    ring = collectives.cost("all-reduce", 2e9, 16, LINKS["ib-400"])
+    items.append(Item(
+        "P10", "An all-reduce of 2 GB over 16 GPUs in a ring, each link 50 GB/s each way with α = 10 µs. Give the steps, "
+        "the GB each GPU sends, the time in ms, and the busbw NCCL-tests would print in GB/s. (Answer as a 4-tuple.)",
+        (ring.steps, ring.sent / 1e9, ring.seconds * 1e3, ring.busbw / 1e9),
+        f"A reduce-scatter then an all-gather: 2(*n* − 1) = {ring.steps} steps, each GPU sending 2·15/16 × 2 GB = "
+        f"{ring.sent / 1e9:g} GB. Time {ring.steps} × 10 µs + {ring.sent / 1e9:g} GB ÷ 50 GB/s = "
+        f"{ring.seconds * 1e3:.4g} ms. algbw = 2 GB ÷ that = {ring.algbw / 1e9:.4g} GB/s; busbw multiplies by "
+        f"2(*n* − 1)/*n* = 1.875: {ring.busbw / 1e9:.4g} GB/s, just under the link's 50 — the latency's share."))
+
+    # P11: an MoE model's state under ZeRO beside expert parallelism.
+    model = Model("MoE", layers=4, hidden=4096, vocab=32000, heads=32, gated=True, experts=64, top_k=2, expert_ffn=1408)
+    per_block, used = model.layer_params()[1], model.layer_active_params()[1]
+    bf16 = sharding.PRECISIONS["bf16"]
+    experts_per_gpu = sum(model.layer_expert_params()) / 8
+    items.append(Item(
+        "P11", "A block of width 4,096 (attention 4·h², norms 2·h) with 64 routed SwiGLU experts of width 1,408, 2 per "
+        "token, and a router (h × 64). Give its parameters, those a token uses, and the GB of bf16 mixed-precision "
+        "state (16 bytes a parameter) each of 8 GPUs holds for 4 such blocks' experts under 8-way expert "
+        "parallelism, without sharding. (Answer as a triple.)",
+        (per_block, used, experts_per_gpu * bf16.total / 1e9),
+        f"Attention 4 × 4096² = {4 * 4096 ** 2:,}; experts 64 × 3 × 4096 × 1408 = {64 * 3 * 4096 * 1408:,}; router "
+        f"{4096 * 64:,}; norms {2 * 4096:,}: {per_block:,} in all. A token passes the attention, 2 experts, the router "
+        f"and the norms: {used:,}. Each GPU holds 8 of the 64 experts of each block: "
+        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB."))
+
+    # P12: MFU from a published throughput.
+    v3 = deepseek_v3()
+    items.append(Item(
+        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. With ppedu's model FLOPs per token "
+        "for it, give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the H800's 989 TFLOP/s "
+        "BF16 peak. (Answer as a triple.)",
+        (v3.tokens_per_second_per_gpu, v3.achieved_tflops, v3.mfu),
+        f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
+        f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
+        f"the attention core): {v3.achieved_tflops:.4g} TFLOP/s, {v3.mfu:.1%} of 989. Against the FP8 peak its "
+        "matrices ran at, half that."))
     return tuple(items)
 
 
@@ -192,6 +235,11 @@ def self_check_answers() -> tuple[Item, ...]:
     best_zero = min(zero, key=lambda z: (-round(zero[z].mfu, 6), z))
     volumes = zero[0].traffic[1].gigabytes()
     loudest = max(volumes, key=lambda kind: volumes[kind])
+    edge = collectives.crossover(64, LINKS["ib-400"])
+    sp = tensor.block_collectives(llama, 8, sequence=True)
+    zero3 = sharding.zero_stages(7.5e9, 64, sharding.PRECISIONS["bf16"])[3]
+    third = LLAMA3_TABLE4[2]
+    groups = third.gpus // (third.tp * third.cp * third.pp)
     return (
         Item("Chapter 1, question 1", "Count GPipe's grid at *p* = 3, *m* = 2 (*f* = *b* = 1): total slots, idle "
              "slots, bubble ratio.", (g32.total_slots, g32.idle_slots, _frac(g32.bubble_ratio)),
@@ -291,11 +339,39 @@ def self_check_answers() -> tuple[Item, ...]:
         Item("Chapter 11, question 2", "Does 1F1B with blocking sends finish on two processes?", "no",
              "No: in the steady state each GPU sends (an activation up, a gradient down) while the other sends too, "
              "and gloo's send waits for the receiver to post its receive."),
-        Item("Chapter 12, question 1", "In the 70B setting, which ZeRO stage gives the highest MFU?", best_zero,
+        Item("Chapter 12, question 1", "Below which all-reduce size (GB) does the tree beat the ring over 64 GPUs "
+             "on InfiniBand NDR?", edge / 1e9,
+             f"Where 2(*n* − 1)α + 2(*n* − 1)/*n*·*M*β = 2⌈log₂ *n*⌉α + 2*M*β: *M* = *n*(*n* − 1 − ⌈log₂ *n*⌉)·α·*B* = "
+             f"64 × (63 − 6) × 10 µs × 50 GB/s = {edge / 1e9:.3g} GB. Below it the ring's 126 latencies cost more than "
+             "the tree's extra bytes, 2*M* against 2*M*·63/64; the tree pays 12."),
+        Item("Chapter 12, question 2", "NCCL-tests report an all-gather over 16 GPUs at an algbw of 40 GB/s: what busbw "
+             "do they print?", 40 * collectives.bus_factor("all-gather", 16),
+             f"All-gather's factor is (*n* − 1)/*n* = 15/16: {40 * collectives.bus_factor('all-gather', 16):g} GB/s, "
+             "the bandwidth each link of a ring would carry."),
+        Item("Chapter 12, question 3", "Collectives per block and micro-batch with *t* = 8 and sequence parallelism?",
+             len(sp), f"{len(sp)}: each of tensor parallelism's four all-reduces (two forward, two backward) becomes a "
+             "reduce-scatter and an all-gather; the backward also gathers each column-parallel layer's input again "
+             "for its weight gradient (two more), since only each GPU's tokens of it were kept."),
+        Item("Chapter 13, question 1", "In the 70B setting, which ZeRO stage gives the highest MFU?", best_zero,
              "Stages 0 and 1 reduce the gradients once per step and tie; 2 and 3 pay per micro-batch beside a "
              "pipeline. The lowest of the tie is the answer."),
-        Item("Chapter 12, question 2", "Which parallelism sends the most bytes per GPU and step there?", loudest,
-             "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
+        Item("Chapter 13, question 2", "One of 256 experts' capacity in a 4,096-token batch, *k* = 8, factor 1.5.",
+             experts.capacity(4096, 256, 8, 1.5),
+             f"⌈1.5 × 4096 × 8 / 256⌉ = {experts.capacity(4096, 256, 8, 1.5)}: an even share of the token copies, "
+             "times the factor."),
+        Item("Chapter 13, question 3", "GB each of 64 GPUs sends per step under ZeRO-3 for 7.5B bf16 parameters.",
+             zero3.sent_gb, f"Two all-gathers of the 15 GB of bf16 weights and one reduce-scatter of as "
+             f"many bytes of gradients, each 63/64 of it: 3 × 15 × 63/64 = {zero3.sent_gb:.4g} GB, 1.5 times "
+             "stages 0–2."),
+        Item("Chapter 14, question 1", "Which parallelism sends the most bytes per GPU and step in the 70B setting?",
+             loudest, "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
+        Item("Chapter 14, question 2", "Data-parallel groups in 16,384 GPUs at TP 8, CP 16, PP 16?", groups,
+             f"16384 / (8 × 16 × 16) = {groups}, not the 4 Table 4 prints: with 4 the row would use 8,192 GPUs "
+             "and 8M tokens a batch."),
+        Item("Chapter 14, question 3", "The Young–Daly interval (minutes) for 30 s checkpoints and a 3-hour MTBF.",
+             reliability.young_daly(30, 3 * 3600) / 60,
+             f"√(2 × 30 × 10800) = {reliability.young_daly(30, 3 * 3600):.0f} s, about "
+             f"{reliability.young_daly(30, 3 * 3600) / 60:.0f} minutes."),
     )
 
 

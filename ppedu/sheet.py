@@ -302,6 +302,18 @@ GLOSSARY: dict[str, str] = {
     "lower bound": "A makespan no order can beat (ppedu.search.lower_bound): the busiest GPU's work, the first forward "
                    "pass before any backward, the last backward pass after every forward, one micro-batch's path.",
     "3D parallelism": "Tensor (t) × pipeline (p) × data (d) parallel: t·p·d GPUs.",
+    "α–β cost": "A message of M bytes takes α + M·β (latency, and time per byte); a collective steps·α + sent·β.",
+    "algbw / busbw": "What NCCL-tests print: the buffer over the time, and that times the collective's factor "
+                     "(2(n−1)/n for all-reduce), to compare with the link's bandwidth whatever n is.",
+    "sequence / context parallelism": "Splitting along the tokens: the norms and dropouts between tensor-parallel "
+                                      "regions (sequence), or a whole long sequence with attention's keys and values "
+                                      "passed or gathered (context).",
+    "expert parallelism": "A mixture of experts' experts spread over GPUs; each layer sends every token to its experts "
+                          "and back (two all-to-alls forward, two backward).",
+    "capacity factor": "How many tokens an expert takes, as a multiple of an even share; more drops fewer, pads more.",
+    "goodput": "The share of a job's time that trains, after checkpoints, work redone after failures and restarts.",
+    "noise scale (critical batch)": "tr(Σ)/|G|²: below it a larger batch takes proportionally fewer steps, above it "
+                                    "it wastes examples.",
 }
 
 #: Per chapter, what a student should keep (no figures: the sheet and the chapters compute those).
@@ -362,10 +374,24 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "A deadlock is a cycle of waits; a valid order deadlocks when sends block, and isend/irecv remove it.",
         "The simulator models the schedule, not the transport: a measured step shows what it leaves out.",
     ),
-    "12 · Parallelism at scale": (
-        "Tensor parallelism splits weights and activations but all-reduces every block; keep it on NVLink.",
-        "Beside a pipeline ZeRO-2/3 pay per micro-batch; MFU falls with the bubble, recomputation and exposed "
-        "communication.",
+    "12 · Collectives, tensor, sequence and context parallelism": (
+        "A collective costs steps·α + bytes·β: a ring all-reduce 2(n−1) steps and 2(n−1)/n of the buffer per GPU; a "
+        "tree fewer steps and a little more bytes — it wins on small buffers. busbw = algbw × the collective's factor.",
+        "Tensor parallelism splits the MLP by columns then rows and all-reduces every block (keep it on NVLink); sequence "
+        "parallelism divides the rest of the activations for a quarter more bytes (the backward re-gathers inputs); context parallelism passes keys and "
+        "values, hidden when a GPU's block is long enough.",
+    ),
+    "13 · Experts and sharded data parallelism": (
+        "Experts cost memory for all, FLOPs for the k a token uses; their all-to-all crosses nodes every layer, which "
+        "capacity, node limits and DualPipe's pairs contain.",
+        "ZeRO shards optimizer state, gradients, weights: 2Ψ, 2Ψ, 3Ψ of traffic; beside a pipeline stages 2 and 3 pay "
+        "per micro-batch unless the order is breadth-first.",
+    ),
+    "14 · Training at scale": (
+        "Recompute a published MFU from its own figures; a table can disagree with itself. MFU falls with the bubble, "
+        "recomputation and exposed communication.",
+        "Failures grow with the GPUs: checkpoint every √(2·C·MTBF) and make restarts fast. Past the noise scale a "
+        "larger batch buys few steps and wastes examples.",
     ),
 }
 

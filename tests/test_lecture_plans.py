@@ -14,7 +14,8 @@ from ppedu.grading.assignments import ASSIGNMENTS
 ROOT = Path(__file__).resolve().parents[1]
 PLANS = (ROOT / "docs" / "lecture-plans.md").read_text(encoding="utf-8")
 SECTION = r"§ (.+?)\*\*(?: —|$)"
-WIDGETS = ("ScheduleExplorer", "ScheduleBuilder", "TimelinePlayer", "SlotCountingExercise", "StepPicker", "interact")
+WIDGETS = ("ScheduleExplorer", "ScheduleBuilder", "TimelinePlayer", "SlotCountingExercise", "StepPicker", "CollectiveExplorer",
+           "interact")
 CHAPTERS = sorted(p.stem.split("-")[0] for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
 PARTS = ("**Objectives**", "**Board derivation.**", "**Misconceptions.**", "**Concept checks.**")
 

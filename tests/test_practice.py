@@ -51,6 +51,17 @@ def test_p7_to_p9():
     assert ITEMS["P9"].answer == (3, 2, 1, 0)
 
 
+def test_p10_to_p12_the_scale_chapters_by_hand():
+    steps, sent, ms, busbw = ITEMS["P10"].answer
+    assert (steps, sent) == (30, pytest.approx(2 * 15 / 16 * 2))
+    assert ms == pytest.approx((30 * 10e-6 + 3.75 / 50) * 1e3) and busbw == pytest.approx(2 / (ms / 1e3) * 1.875)
+    h, e = 4096, 3 * 4096 * 1408
+    assert ITEMS["P11"].answer == (4 * h * h + 64 * e + 64 * h + 2 * h, 4 * h * h + 2 * e + 64 * h + 2 * h,
+                                   pytest.approx(4 * 64 * e / 8 * 16 / 1e9))
+    tokens, tflops, mfu = ITEMS["P12"].answer
+    assert tokens == pytest.approx(1e12 / (180e3 * 3600)) and mfu == pytest.approx(tflops / 989)
+
+
 def test_self_check_answers_agree_with_independent_simulation():
     g = simulate(schedules.gpipe(4, 4), Costs(f=1, b=1))
     assert ITEMS["Chapter 2, question 1"].answer == (g.total_slots, g.idle_slots, "3/7")
@@ -60,10 +71,14 @@ def test_self_check_answers_agree_with_independent_simulation():
     assert ITEMS["Chapter 5, question 1"].answer == 3
     assert 1.2 < ITEMS["Chapter 8, question 2"].answer < 4 / 3  # a little below: attention's and the head's FLOPs
     assert ITEMS["Chapter 4b, question 1"].answer == 3 and ITEMS["Chapter 10, question 2"].answer == 11
-    assert ITEMS["Chapter 6b, question 2"].answer == 1 and ITEMS["Chapter 12, question 2"].answer == "tensor"
+    assert ITEMS["Chapter 6b, question 2"].answer == 1 and ITEMS["Chapter 14, question 1"].answer == "tensor"
+    assert ITEMS["Chapter 12, question 2"].answer == pytest.approx(37.5) and ITEMS["Chapter 12, question 3"].answer == 10  # 8, and two re-gathers
+    assert ITEMS["Chapter 13, question 2"].answer == 192 and ITEMS["Chapter 14, question 2"].answer == 8
+    assert ITEMS["Chapter 12, question 1"].answer == pytest.approx(64 * (63 - 6) * 10e-6 * 50)  # GB: n(n − 1 − 6)αB
+    assert ITEMS["Chapter 14, question 3"].answer == pytest.approx((2 * 30 * 3 * 3600) ** 0.5 / 60)
 
 
-def test_the_workings_of_chapters_10_and_12_say_what_ppedu_computes():
+def test_the_workings_of_chapters_10_and_13_say_what_ppedu_computes():
     """The sentences around those answers: the frontier's schedules tie, ZeRO-0 and -1 tie above 2 and 3."""
     from dataclasses import replace
 
@@ -73,7 +88,7 @@ def test_the_workings_of_chapters_10_and_12_say_what_ppedu_computes():
     front = frontier(4, 8)
     assert "tie on makespan and peak with one weight copy" in ITEMS["Chapter 10, question 1"].working
     assert len({(x.makespan, x.peak_activations) for x in front}) == 1 and {x.weight_copies for x in front} == {1}
-    assert "Stages 0 and 1 reduce the gradients once per step and tie" in ITEMS["Chapter 12, question 1"].working
+    assert "Stages 0 and 1 reduce the gradients once per step and tie" in ITEMS["Chapter 13, question 1"].working
     base, cluster = Parallel(t=4, d=4, sequence=True), Cluster(GPUS["h100-80gb"], 8, LINKS["nvlink"])
     mfu = [plan(MODELS["70b"], cluster, [32], ["1f1b"], recompute="none", parallel=replace(base, zero=z))[0].mfu
            for z in (0, 1, 2, 3)]

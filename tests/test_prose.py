@@ -15,6 +15,7 @@ from ppedu.slots import check_slot_answers
 from ppedu.widgets import SlotCountingExercise
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+CH12, CH13, CH14 = "12-collectives-and-tensor-parallelism", "13-experts-and-sharding", "14-training-at-scale"
 
 
 def source(chapter: str, cell_id: str) -> str:
@@ -332,7 +333,7 @@ def test_ch10_with_slow_hand_overs_zb_h2_is_the_fastest_row_at_2p_minus_1():
     assert "becomes the fastest row" in source("10-design-space", "10-34")
 
 
-def test_ch12_model_state_gathers_and_the_fullest_stage_as_ppedu_counts_them():
+def test_ch13_model_state_gathers_and_the_fullest_stage_as_ppedu_counts_them():
     from dataclasses import replace
 
     from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, Parallel, data_parallel, plan
@@ -345,24 +346,151 @@ def test_ch12_model_state_gathers_and_the_fullest_stage_as_ppedu_counts_them():
     activations = row.memory.activations
     assert total.index(max(total)) == 0 and weights[-1] - weights[0] == llama.hidden * llama.dtype_bytes / base.t
     assert activations.index(min(activations)) == len(activations) - 1  # the last stage: a norm more, fewest activations
-    assert "the fullest (it holds the embedding's parameters" in source("12-parallelism-at-scale", "12-04")
+    assert "the fullest (it holds the embedding's parameters" in source(CH13, "13-21")
     zero3 = plan(**run, parallel=replace(base, zero=3))[0]
     assert zero3.memory.transient[0] == weights[0]  # a whole chunk gathered at once: the upper bound the text names
-    assert "an upper bound" in source("12-parallelism-at-scale", "12-06")
-    assert [k for k, _ in data_parallel(1e9, llama, replace(base, zero=1), 32)] == ["all-reduce"]  # RS + AG bytes
+    assert "an upper bound" in source(CH13, "13-23")
+    assert [k for k, _ in data_parallel(1e9, llama, replace(base, zero=1), 32)] == ["reduce-scatter", "all-gather"]
     assert [k for k, _ in data_parallel(1e9, llama, replace(base, zero=3), 2)].count("all-gather") == 2 * 2
-    text = source("12-parallelism-at-scale", "12-07") + source("12-parallelism-at-scale", "12-09")
+    text = source(CH13, "13-33") + source(CH13, "13-35")
     assert "the updated weights are all-gathered" in text and "deepspeed/runtime/pipe/engine.py" in text
     assert "That is why Megatron-LM's distributed optimizer is ZeRO-1" not in text
     assert llama.params * llama.dtype_bytes > GPUS["h100-80gb"].memory
-    assert "bf16 weights alone are more than an 80 GB GPU holds" in source("12-parallelism-at-scale", "12-25")
+    assert "bf16 weights alone are more than an 80 GB GPU holds" in source(CH13, "13-39")
 
 
 @pytest.mark.parametrize("chapter, cell, cited", [
     ("05-zero-bubble", "05-07a", "torch/distributed/pipelining/_backward.py"),
     ("08-memory-and-recomputation", "08-09", "megatron/core/transformer/transformer_config.py"),
-    ("12-parallelism-at-scale", "12-06", "torch/distributed/fsdp/_fully_shard/_fully_shard.py"),
-    ("12-parallelism-at-scale", "12-04", "megatron/training/arguments.py"),
+    ("13-experts-and-sharding", "13-23", "torch/distributed/fsdp/_fully_shard/_fully_shard.py"),
+    ("13-experts-and-sharding", "13-21", "megatron/training/arguments.py"),
 ])
 def test_what_a_framework_does_cites_the_file_it_was_read_in(chapter, cell, cited):
     assert cited in source(chapter, cell)
+
+
+# ---- the scale chapters (issue 28): chapter 12 split into 12, 13 and 14, each sentence beside its computation ----
+
+def test_ch12_tensor_parallelism_on_nvlink_is_a_fraction_of_the_block_and_over_infiniband_more_than_all():
+    from ppedu.cluster import GPUS, LINKS, MODELS
+    from ppedu.cluster.collectives import cost
+
+    llama = MODELS["70b"]
+    compute = GPUS["h100-80gb"].seconds(llama.layer_flops()[1] / 8)
+    talk = {k: 2 * cost("all-reduce", llama.hand_over_bytes, 8, LINKS[k]).seconds for k in ("nvlink", "ib-400")}
+    assert talk["nvlink"] < compute / 2 and talk["ib-400"] > compute
+    assert "on NVLink a fraction of the computation, over InfiniBand more than all of it" in source(CH12, "12-26")
+
+
+def test_ch12_sequence_parallelism_moves_a_quarter_more_bytes_and_gqa_shortens_the_rings_blocks_sixteen_fold():
+    from dataclasses import replace
+
+    from ppedu.cluster import GPUS, LINKS, MODELS
+    from ppedu.cluster.collectives import ring
+    from ppedu.cluster.context import causal_work, min_block_tokens
+    from ppedu.cluster.tensor import block_collectives
+
+    volume = {sp: sum(ring(c.nbytes, 8, c.kind) for c in block_collectives(MODELS["70b"], 8, sp)) for sp in (False, True)}
+    # Megatron-LM's backward gathers each column-parallel layer's sharded input again (tensor_parallel/layers.py)
+    assert volume[True] == pytest.approx(1.25 * volume[False]) and "a quarter more bytes" in source(CH12, "12-27")
+    assert "the same bytes" not in source(CH12, "12-00") + source(CH12, "12-27") + source(CH12, "12-41")
+    gqa, mha = MODELS["405b"], replace(MODELS["405b"], kv_heads=None)
+    h100, nvlink = GPUS["h100-80gb"], LINKS["nvlink"]
+    assert min_block_tokens(mha, h100, nvlink) == pytest.approx(16 * min_block_tokens(gqa, h100, nvlink))
+    assert "need blocks a sixteenth as long" in source(CH12, "12-35")
+    assert len(set(causal_work(8, "zigzag"))) == 1 and "every block pair and the first only one" in source(CH12, "12-39")
+    long, short = (sum(replace(MODELS["405b"], seq=s).block_activations("none", 8, True).values()) for s in (131072, 8192))
+    assert long == pytest.approx(16 * short) and "are sixteen times those of its 8,192-token stage" in source(CH12, "12-33")
+
+
+def test_ch13_experts_capacity_fp8_and_fsdp_as_the_text_says():
+    from ppedu.cluster import GPUS, MODELS, experts, sharding
+    from ppedu.cluster.published import DEEPSEEK_V3, H800_IB
+
+    assert sum(DEEPSEEK_V3.layer_expert_params()) / DEEPSEEK_V3.params > 0.95
+    assert "Nearly all of it is experts" in source(CH13, "13-04")
+    rows = list(experts.capacity_trade(experts.route(4096, 64, 2, skew=0.5), 2))
+    assert all(r.dropped > 0 and r.padding > 0 for r in rows) and "No factor removes both" in source(CH13, "13-10")
+    ratios = [experts.moe_layer_overlap(DEEPSEEK_V3, GPUS["h800"], H800_IB, 8, 4, fp8=f) for f in (False, True)]
+    assert ratios[0].all_to_all_seconds == ratios[1].all_to_all_seconds and ratios[0].ratio < ratios[1].ratio < 1
+    assert "FP8 speeds up the matrices, not the bytes: the ratio rises towards the report's" in source(CH13, "13-17")
+    blocks = MODELS["70b"].layer_params()[1:-1]
+    once, kept = (sharding.fsdp_step(blocks, 64, sharding.PRECISIONS["bf16"], r) for r in (True, False))
+    assert kept.sent == pytest.approx(2 / 3 * once.sent) and kept.gathered_at_peak >= 2 * sum(blocks)
+    assert "A third less traffic for holding every block's weights — a whole bf16 copy" in source(CH13, "13-32")
+
+
+def test_ch13_breadth_first_gathers_two_v_minus_one_times_whatever_m():
+    from ppedu.cluster.sharding import regathers
+    from ppedu.schedules import build
+
+    assert {regathers(build("looped-bfs", 4, m, 4)) for m in (8, 32)} == {(7,) * 4}
+    assert regathers(build("interleaved", 4, 32, 4)) > regathers(build("interleaved", 4, 8, 4))
+    assert "gathers 2*v* − 1 times a step" in source(CH13, "13-38")
+
+
+def test_ch14_the_case_studies_say_what_ppedu_computes():
+    from ppedu.cluster import GPUS
+    from ppedu.cluster.cases import deepseek_v3, llama3_405b
+    from ppedu.cluster.published import LLAMA3_TABLE4
+
+    third = LLAMA3_TABLE4[2]
+    assert replace_dp(third, 8).consistent and not third.consistent
+    assert "DP = 8 gives both: two columns against one" in source(CH14, "14-12")
+    llama = llama3_405b()
+    assert abs(llama.mfu - llama.mfu_published) < 0.01 and llama.memory > 80 * 2 ** 30
+    text = source(CH14, "14-14")
+    assert "come within a point of the MFU it prints" in text and "does not fit the 80 GB card" in text
+    assert len({round(llama3_405b(v=v).memory) for v in (2, 4, 8)}) == 1
+    assert "at *m* = *p* the first GPU already holds all 16 micro-batches" in source(CH14, "14-16")
+    v3 = deepseek_v3()
+    assert abs(v3.mfu - llama.mfu) < 0.05 and GPUS["h800"].fp8_tflops == pytest.approx(2 * GPUS["h800"].tflops, rel=1e-3)
+    assert "reaches about as much as Llama 3's H100s" in source(CH14, "14-20")
+    assert max(llama.traffic, key=llama.traffic.get).startswith("tensor")
+    assert max(v3.traffic, key=v3.traffic.get).startswith("expert")
+    assert "Llama 3's largest traffic is tensor parallelism's" in source(CH14, "14-22")
+
+
+def test_ch14_restarts_not_checkpoints_and_a_noise_scale_that_grows():
+    from ppedu.batch_size import mnist_noise_scales
+    from ppedu.cluster import MODELS, reliability
+    from ppedu.cluster.published import LLAMA3_INTERRUPTIONS as run
+    from ppedu.cluster.published import LLAMA3_STORAGE
+
+    mtbf = reliability.job_mtbf_s(16384, run["unexpected"], run["days"], run["gpus"])
+    budget = reliability.restart_budget(run["effective_training_time"], MODELS["405b"].params * 12 / LLAMA3_STORAGE["sustained"],
+                                        mtbf)
+    assert budget.checkpoint_share < 0.02 and 10 * 60 < budget.restart_s < 20 * 60
+    per_gpu = MODELS["405b"].params * 12 / run["gpus"]
+    assert 1e6 < per_gpu < 4e9 and "within the report's \"1 MB to 4 GB per GPU\"" in source(CH14, "14-25")
+    assert "about a quarter of an hour each at most" in source(CH14, "14-29")
+    rows = list(mnist_noise_scales())
+    assert [r.b_simple for r in rows] == sorted(r.b_simple for r in rows)
+    assert "The noise scale grows as the loss falls" in source(CH14, "14-33")
+
+
+def replace_dp(row, dp):
+    from dataclasses import replace
+
+    return replace(row, dp=dp)
+
+
+def test_ch12_13_qualified_where_the_sources_qualify():
+    from ppedu.cluster import MODELS, Parallel
+    from ppedu.cluster.parallel import data_parallel
+
+    # the ring's bytes are a bound for GPUs that add; in-network reduction (SHARP) goes below it
+    assert "only switches that add in the network" in source(CH12, "12-04")
+    # ZeRO-1 is a reduce-scatter and an all-gather per step, as chapter 13's prose says, not one all-reduce
+    kinds = [k for k, _ in data_parallel(1e9, MODELS["70b"], Parallel(t=4, d=4, zero=1), 32)]
+    assert kinds == ["reduce-scatter", "all-gather"] and "it reduce-scatters the gradients" in source(CH13, "13-33")
+    # DeepSeek-V3 uses no capacity factor, and keeps a small balance loss beside its bias (its report, 2.1.2)
+    assert "a factor DeepSeek-V3 itself does not use" in source(CH13, "13-06")
+    assert "a very small sequence-wise balance loss" in source(CH13, "13-10")
+    # its own NVLink figure (160 GB/s, section 3.2.2), not an H100's
+    assert "H800_NVLINK" in source(CH13, "13-12") and "160 and 50 GB/s" in source(CH13, "13-11")
+
+
+def test_ch14_the_reports_give_no_noise_scale_for_their_batch_ramps():
+    text = source(CH14, "14-33")
+    assert "neither report says it measured a noise scale" in text and "why Llama 3" not in text

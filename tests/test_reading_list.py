@@ -8,7 +8,11 @@ ROOT = Path(__file__).resolve().parents[1]
 TEXT = (ROOT / "docs" / "reading-list.md").read_text(encoding="utf-8")
 PAPERS = ("GPipe", "PipeDream", "PipeDream-2BW and PipeDream-Flush", "DAPPLE", "Megatron-LM, 2021", "Chimera",
           "Zero Bubble Pipeline Parallelism", "Pipeline Parallelism with Controllable Memory", "BPipe", "Hanayo",
-          "DeepSeek-V3")
+          "DeepSeek-V3", "Training Deep Nets with Sublinear Memory Cost", "Megatron-LM, 2019", "GShard", "PaLM", "Alpa",
+          "Breadth-First Pipeline Parallelism", "Ring Attention", "The Llama 3 Herd of Models", "TorchTitan",
+          "The Ultra-Scale Playbook")
+#: The ppedu names a question tells students to call: each must exist, so a question cannot send them to nothing.
+CALLED = re.compile(r"`(ppedu(?:\.\w+)+)")
 CHAPTERS = {p.stem.split("-")[0].lstrip("0") for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
 
 
@@ -30,3 +34,20 @@ def test_the_chapters_named_exist():
     for text in entries().values():
         named = re.search(r"\*Chapters:\* (.+?)\.", text)[1]
         assert {c.strip() for c in named.split(",")} <= CHAPTERS, named
+
+
+def test_every_ppedu_name_a_question_calls_exists():
+    import importlib
+
+    for paper, text in entries().items():
+        for dotted in CALLED.findall(text):
+            parts = dotted.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    target = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                for attribute in parts[cut:]:
+                    assert hasattr(target, attribute), f"{paper}: {dotted} does not exist"
+                    target = getattr(target, attribute)
+                break

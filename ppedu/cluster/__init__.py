@@ -21,7 +21,13 @@ The arithmetic is the usual back-of-the-envelope one, stated so that a student c
   which costs one more forward inside every backward.
 
 Tensor and sequence parallelism, data parallelism with ZeRO's sharding and every parallelism's traffic
-are :mod:`ppedu.cluster.parallel`'s; the CUDA context and a framework's own buffers are not modelled.
+are :mod:`ppedu.cluster.parallel`'s; the CUDA context and a framework's own buffers are not modelled. Each of the
+scale chapters' concepts has its module: :mod:`~ppedu.cluster.collectives` (α–β costs, ring and tree, NCCL-tests'
+bandwidths; drawn by :mod:`~ppedu.cluster.chart`), :mod:`~ppedu.cluster.tensor` (Megatron's splits derived),
+:mod:`~ppedu.cluster.context` (ring and all-gather attention), :mod:`~ppedu.cluster.experts` (capacity, routing,
+the all-to-all), :mod:`~ppedu.cluster.sharding` (precisions, ZeRO, FSDP2), :mod:`~ppedu.cluster.reliability`
+(failures and checkpoints), :mod:`~ppedu.cluster.published` (the figures the case studies start from, with their
+sources) and :mod:`~ppedu.cluster.cases` (Llama 3 405B and DeepSeek-V3 computed end to end).
 Sizes are in GB of 10⁹ bytes (:data:`GB`), bandwidths in GB/s of 10⁹ bytes per second.
 
 >>> m = MODELS["70b"]
@@ -37,7 +43,8 @@ from ppedu.cluster.break_even import break_even_bandwidth, interleaving_break_ev
 from ppedu.cluster.costing import Memory, costs_for, memory_for
 from ppedu.cluster.hardware import ADAM_BYTES, GB, GPU, GPUS, LINKS, MODELS, RECOMPUTE, Cluster, Link, Model
 from ppedu.cluster.layouts import Layout, layouts
-from ppedu.cluster.parallel import Parallel, States, Traffic, data_parallel, ring, ring_seconds, states, traffic
+from ppedu.cluster.collectives import ring, ring_seconds
+from ppedu.cluster.parallel import Parallel, States, Traffic, data_parallel, states, traffic
 from ppedu.cluster.planning import PlanRow, best, plan, render_plan
 
 __all__ = ["ADAM_BYTES", "GB", "GPU", "GPUS", "LINKS", "MODELS", "RECOMPUTE", "Cluster", "Layout", "Link", "Memory",

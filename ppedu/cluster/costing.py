@@ -4,11 +4,12 @@ on FLOPs, each chunk's F, B and W times, hand-over times from the links, and byt
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ppedu.cluster.hardware import ADAM_BYTES, Cluster, Model
-from ppedu.cluster.parallel import Parallel, ring_seconds, states
+from ppedu.cluster.collectives import ring_seconds
+from ppedu.cluster.parallel import Parallel, states
 from ppedu.costs import Costs, PerChunk
 from ppedu.ops import Schedule
 from ppedu.partition import Partition, partition
@@ -97,15 +98,29 @@ def memory_for(model: Model, timeline: Timeline, cut: Partition, recompute: str 
                optimizer_bytes: float = ADAM_BYTES, parallel: Parallel = Parallel()) -> Memory:
     """Per GPU, the memory ``timeline`` needs when its chunks are ``cut`` from ``model``: every chunk a
     GPU holds (both copies in DualPipe) brings its parameters — split ``t`` ways and sharded as ZeRO's
-    stage says (:func:`~ppedu.cluster.parallel.states`) — and the activations are the simulator's peak,
+    stage says (:func:`~ppedu.cluster.parallel.states`), a mixture of experts' routed experts spread over the
+    ``d`` replicas (:func:`replicated_params`) — and the activations are the simulator's peak,
     each chunk weighted by its own size, divided by tensor and sequence parallelism. At the peak a GPU
     may also hold, for a while, what recomputation rebuilds for one block and (ZeRO-3) one chunk's
     gathered weights: counted as ``transient``, so that ``total`` is an upper bound."""
-    chunk_params = cut.totals(model.layer_params())
-    params, largest = on_gpus(timeline.schedule, chunk_params), on_gpus(timeline.schedule, chunk_params, max)
+    dense, experts = replicated_params(model, cut)
+    params, largest = on_gpus(timeline.schedule, dense), on_gpus(timeline.schedule, dense, max)
     t, sp = parallel.t, parallel.sequence
     activations = timeline.peak_activation_memory(cut.totals(model.layer_activation_bytes(recompute, t, sp)))
     held = [states(x, big, model, parallel, optimizer_bytes) for x, big in zip(params, largest)]
+    # Each replica holds 1/d of the experts, alone: nothing of them to shard or gather.
+    own = [states(x / parallel.d, 0.0, model, replace(parallel, d=1, zero=0), optimizer_bytes)
+           for x in on_gpus(timeline.schedule, experts)]
     rebuilt = model.recompute_transient_bytes(recompute, t, sp)
-    return Memory(tuple(x.weights for x in held), tuple(x.grads for x in held), tuple(x.optimizer for x in held),
+    return Memory(tuple(x.weights + e.weights for x, e in zip(held, own)),
+                  tuple(x.grads + e.grads for x, e in zip(held, own)),
+                  tuple(x.optimizer + e.optimizer for x, e in zip(held, own)),
                   activations, tuple(x.gathered + rebuilt for x in held))
+
+
+def replicated_params(model: Model, cut: Partition) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per chunk of ``cut``, the parameters every data-parallel replica holds, and the routed experts', which
+    expert parallelism spreads over the replicas (ppedu takes the expert-parallel group as wide as the
+    data-parallel one): experts are neither reduced nor sharded over ``d``, each replica holding ``1/d`` of them."""
+    total, experts = cut.totals(model.layer_params()), cut.totals(model.layer_expert_params())
+    return tuple(a - b for a, b in zip(total, experts)), experts

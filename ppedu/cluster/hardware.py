@@ -26,12 +26,22 @@ class Model:
     instead of two; ``kv_heads`` below ``heads`` is grouped-query attention. ``flash_attention``
     (the default, as every current framework trains) computes attention without keeping its
     ``s × s`` scores; without it attention is "eager" and keeps them. ``dropout`` keeps a byte mask
-    per dropped element (GPT-3 used dropout; Llama's pre-training did not). ``experts`` and ``top_k``
-    describe a mixture-of-experts MLP, for its all-to-all traffic (:mod:`ppedu.cluster.parallel`).
+    per dropped element (GPT-3 used dropout; Llama's pre-training did not).
+
+    A mixture of experts (:mod:`ppedu.cluster.experts`): every block after the first ``dense_layers`` replaces its MLP by
+    ``experts`` routed experts, each an MLP of width ``expert_ffn`` (default ``ffn``), of which a token uses ``top_k``,
+    beside ``shared_experts`` that every token uses, and a router (``hidden × experts``). Its parameters count every
+    expert (:meth:`layer_params`, what memory holds); its FLOPs only those a token passes through
+    (:meth:`layer_active_params`). ``attention_params`` replaces the count of ``Q, K, V, O`` for an attention of
+    another shape (DeepSeek's multi-head latent attention), and ``attention_width`` the attention core's width
+    (default ``hidden``: ``QKᵀ`` and scores × ``V`` cost ``2·b·s²`` FLOPs per unit of it each).
 
     >>> toy = Model("toy", layers=2, hidden=8, vocab=10, seq=4, heads=2)
     >>> toy.block_params, toy.params  # 12·h² + 2·h per block; embedding and head h·V each, + a norm
     (784, 1736)
+    >>> moe = Model("moe", layers=2, hidden=8, vocab=10, seq=4, heads=2, experts=4, top_k=1, dense_layers=1)
+    >>> moe.layer_params()[1:3], moe.layer_active_params()[1:3]  # a dense block, then 4 experts (+ a router)
+    ((784, 2352), (784, 816))
     """
 
     name: str
@@ -49,11 +59,16 @@ class Model:
     dropout: bool = False
     experts: int = 0
     top_k: int = 0
+    expert_ffn: int | None = None
+    shared_experts: int = 0
+    dense_layers: int = 0
+    attention_params: int | None = None
+    attention_width: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "vocab", "seq", "microbatch", "heads", "dtype_bytes"):
             whole(name, getattr(self, name))
-        for name in ("kv_heads", "ffn"):
+        for name in ("kv_heads", "ffn", "expert_ffn", "attention_params", "attention_width"):
             if getattr(self, name) is not None:
                 whole(name, getattr(self, name))
         if self.hidden % self.heads:
@@ -61,6 +76,9 @@ class Model:
         if (self.experts > 0) != (self.top_k > 0) or self.top_k > self.experts:
             raise ValueError(f"a mixture of experts needs 1 ≤ top_k ≤ experts (got experts={self.experts}, "
                              f"top_k={self.top_k})")
+        if not 0 <= self.dense_layers <= self.layers or self.shared_experts < 0:
+            raise ValueError(f"dense_layers lies in 0…layers and shared_experts is ≥ 0 (got {self.dense_layers}, "
+                             f"{self.shared_experts})")
 
     @property
     def tokens(self) -> int:
@@ -78,34 +96,69 @@ class Model:
 
     @property
     def block_params(self) -> int:
+        """Parameters of a dense block (with its two norms)."""
+        return self._block_params(moe=False, active=False)
+
+    def _block_params(self, moe: bool, active: bool) -> int:
         h, kv = self.hidden, (self.kv_heads or self.heads) * (self.hidden // self.heads)
-        return 2 * h * h + 2 * h * kv + (3 if self.gated else 2) * h * self.ffn_width + 2 * h  # + two norms
+        attention = self.attention_params if self.attention_params is not None else 2 * h * h + 2 * h * kv
+        matrices = 3 if self.gated else 2
+        if not moe:
+            return attention + matrices * h * self.ffn_width + 2 * h
+        used = (self.top_k if active else self.experts) + self.shared_experts
+        return attention + used * matrices * h * (self.expert_ffn or self.ffn_width) + h * self.experts + 2 * h
+
+    def is_moe(self, block: int) -> bool:
+        """Whether block ``block`` (from 0) holds experts."""
+        return self.experts > 0 and block >= self.dense_layers
 
     @property
     def params(self) -> int:
         return sum(self.layer_params())
 
+    @property
+    def active_params(self) -> int:
+        """Parameters one token passes through (all of them, without experts)."""
+        return sum(self.layer_active_params())
+
     def layer_params(self) -> tuple[int, ...]:
         """Parameters of each unit a partition may cut between: embedding, the blocks, output layer
         (with the final norm)."""
+        return self._units(active=False)
+
+    def layer_active_params(self) -> tuple[int, ...]:
+        """As :meth:`layer_params`, counting only the experts a token uses (the FLOPs' count)."""
+        return self._units(active=True)
+
+    def layer_expert_params(self) -> tuple[int, ...]:
+        """Per unit, the routed experts' parameters: what expert parallelism divides."""
+        per = self.experts * (3 if self.gated else 2) * self.hidden * (self.expert_ffn or self.ffn_width)
+        return (0, *(per if self.is_moe(i) else 0 for i in range(self.layers)), 0)
+
+    def _units(self, active: bool) -> tuple[int, ...]:
         h = self.hidden
-        return (self.vocab * h, *(self.block_params,) * self.layers, self.vocab * h + h)
+        return (self.vocab * h, *(self._block_params(self.is_moe(i), active) for i in range(self.layers)),
+                self.vocab * h + h)
 
     def layer_blocks(self) -> tuple[float, ...]:
         """Per unit, 1 for a transformer block, 0 for the embedding and the output layer."""
         return (0.0, *(1.0,) * self.layers, 0.0)
 
+    def layer_moe(self) -> tuple[float, ...]:
+        """Per unit, 1 for a block with experts, 0 for the rest."""
+        return (0.0, *(float(self.is_moe(i)) for i in range(self.layers)), 0.0)
+
     @property
     def attention_flops(self) -> float:
         """Forward FLOPs of one block's attention core on one micro-batch: ``QKᵀ`` and scores × ``V``,
         ``2·b·s²·h`` each (every query against every key: the convention of MFU figures, causal or not)."""
-        return 4.0 * self.microbatch * self.seq ** 2 * self.hidden
+        return 4.0 * self.microbatch * self.seq ** 2 * (self.attention_width or self.hidden)
 
     def layer_flops(self) -> tuple[float, ...]:
         """Forward FLOPs of one micro-batch through each unit: ``2 · params · tokens`` for the matrices
         (the embedding is a lookup), plus a block's attention core."""
         return (0.0, *(2.0 * p * self.tokens + (self.attention_flops if 0 < i <= self.layers else 0.0)
-                       for i, p in enumerate(self.layer_params()[1:], start=1)))
+                       for i, p in enumerate(self.layer_active_params()[1:], start=1)))
 
     def layer_backward_flops(self, recompute: str = "none") -> tuple[tuple[float, ...], tuple[float, ...]]:
         """Per unit, the FLOPs of its input-gradient pass ``b`` and its weight-gradient pass ``w`` on one
@@ -122,7 +175,7 @@ class Model:
         _check(recompute)
         a = self.attention_flops
         b, w = [0.0], [0.0]
-        for i, params in enumerate(self.layer_params()[1:], start=1):
+        for i, params in enumerate(self.layer_active_params()[1:], start=1):
             matrices = 2.0 * params * self.tokens
             if i > self.layers:  # the output layer
                 b.append(matrices)
@@ -138,9 +191,12 @@ class Model:
         """Bytes of activations (or gradients) one micro-batch carries between two stages."""
         return self.tokens * self.hidden * self.dtype_bytes
 
-    def block_activations(self, recompute: str = "none", t: int = 1, sequence: bool = False) -> dict[str, float]:
+    def block_activations(self, recompute: str = "none", t: int = 1, sequence: bool = False,
+                          moe: bool = False) -> dict[str, float]:
         """What one block keeps for its backward on one micro-batch, part by part, in bytes; with ``t``-way
-        tensor parallelism on one GPU's share, and with ``sequence`` parallelism too.
+        tensor parallelism on one GPU's share, and with ``sequence`` parallelism too; ``moe``: a block with
+        experts, whose MLP input is kept once more for each expert a token is sent to and whose hidden
+        activations are those of the ``top_k`` routed and the shared experts it passes through.
 
         The inventory of Korthikanti et al. ("Reducing Activation Recomputation in Large Transformer
         Models", 2022), for any width of keys, values and MLP: the two norms' inputs; attention's input,
@@ -162,14 +218,16 @@ class Model:
         if recompute == "full":
             return {"block input": 2 * e / whole_}
         mask = 1.0 if self.dropout else 0.0
-        f_share, kv = self.ffn_width / self.hidden, self.kv_share
+        kv, copies = self.kv_share, (1 + self.top_k) if moe else 1
+        f_share = ((self.top_k + self.shared_experts) * (self.expert_ffn or self.ffn_width) if moe else self.ffn_width) \
+            / self.hidden
         scores = self.microbatch * self.heads * self.seq ** 2 * self.dtype_bytes / 2  # a·s²·b at 16 bits
         parts = {
             "norm inputs": 4 * e / whole_,
             "attention input": 2 * e / whole_,
             "queries, keys, values": (2 + 4 * kv) * e / split,
             "output projection input": 2 * e / split,
-            "MLP input": 2 * e / whole_,
+            "MLP input": 2 * copies * e / whole_,
             "MLP hidden": (6 if self.gated else 4) * f_share * e / split,
             "dropout masks": 2 * mask * e / whole_,
         }
@@ -183,18 +241,19 @@ class Model:
         """Activation bytes each unit keeps for one micro-batch until its backward (see
         :meth:`block_activations`); the output layer keeps its input and the fp32 logits for the loss
         (a vocabulary-parallel output layer splits the logits ``t`` ways)."""
-        block = sum(self.block_activations(recompute, t, sequence).values())
+        kinds = {moe: sum(self.block_activations(recompute, t, sequence, moe).values()) for moe in (False, True)}
         head = self.tokens * (self.hidden * self.dtype_bytes / (t if sequence else 1) + 4 * self.vocab / t)
-        return (0.0, *(block,) * self.layers, float(head))
+        return (0.0, *(kinds[self.is_moe(i)] for i in range(self.layers)), float(head))
 
     def recompute_transient_bytes(self, recompute: str, t: int = 1, sequence: bool = False) -> float:
         """The most bytes recomputation rebuilds at once during a backward, on top of what is kept: one
         block's activations again (``full``, one block at a time as Megatron-LM recomputes), or its
         attention core's scores (``selective`` without FlashAttention); nothing otherwise."""
+        moe = self.experts > 0 and self.dense_layers < self.layers  # the larger kind of block, if there are two
         if recompute == "full":
-            return sum(self.block_activations("none", t, sequence).values())
+            return sum(self.block_activations("none", t, sequence, moe).values())
         if recompute == "selective" and not self.flash_attention:
-            none, kept = self.block_activations("none", t, sequence), self.block_activations("selective", t, sequence)
+            none, kept = (self.block_activations(mode, t, sequence, moe) for mode in ("none", "selective"))
             return sum(none.values()) - sum(kept.values())
         return 0.0
 
@@ -210,12 +269,13 @@ class GPU:
     bytes (its marketed size taken in :data:`GB`: an "80 GB" card holds 80 GiB, about 85.9 GB, so a
     plan that fits here has that much to spare), and ``efficiency``, the fraction of peak its kernels reach while they compute. What a
     whole step achieves (MFU) is lower still: the bubble, recomputation and communication come off
-    it (:attr:`ppedu.cluster.PlanRow.mfu`)."""
+    it (:attr:`ppedu.cluster.PlanRow.mfu`). ``fp8_tflops`` is its dense FP8 peak (0: none)."""
 
     name: str
     tflops: float
     memory: float
     efficiency: float = 0.4
+    fp8_tflops: float = 0.0
 
     @property
     def flops_per_second(self) -> float:
@@ -241,16 +301,19 @@ class Link:
 #: Dense BF16 peaks and memory from NVIDIA's data sheets (A100: "NVIDIA A100 Tensor Core GPU"
 #: data sheet, 312 TFLOP/s; H100 SXM and PCIe: "NVIDIA H100 Tensor Core GPU" data sheet, 989 and
 #: 756 TFLOP/s, the sheet's 1,979/1,513 being with sparsity; H200 SXM: "NVIDIA H200" data sheet,
-#: 989 TFLOP/s, 141 GB; L4: "NVIDIA L4" data sheet, 121 TFLOP/s, 242 with sparsity). Memory in
+#: 989 TFLOP/s, 141 GB; L4: "NVIDIA L4" data sheet, 121 TFLOP/s, 242 with sparsity; H800 SXM, the export
+#: variant DeepSeek-V3 trained on: the H100 SXM's compute with NVLink cut to 400 GB/s, NVIDIA's H800 product
+#: brief, not checked here). FP8 peaks are the same sheets' dense figures (half those with sparsity). Memory in
 #: 10⁹ bytes. Efficiency 0.4, an assumption: Meta reports 38–43 % BF16 MFU for a whole step of
 #: Llama 3 405B on H100s ("The Llama 3 Herd of Models", 2024), and a step's MFU, after the bubble
 #: and communication, is below what its kernels reach. Edit with ``dataclasses.replace``.
 GPUS: dict[str, GPU] = {
     "a100-40gb": GPU("A100 40GB SXM", 312, 40 * GB),
     "a100-80gb": GPU("A100 80GB SXM", 312, 80 * GB),
-    "h100-80gb": GPU("H100 80GB SXM", 989, 80 * GB),
+    "h100-80gb": GPU("H100 80GB SXM", 989, 80 * GB, fp8_tflops=1979),
     "h100-pcie": GPU("H100 80GB PCIe", 756, 80 * GB),
-    "h200": GPU("H200 141GB SXM", 989, 141 * GB),
+    "h200": GPU("H200 141GB SXM", 989, 141 * GB, fp8_tflops=1979),
+    "h800": GPU("H800 80GB SXM", 989, 80 * GB, fp8_tflops=1979),
     "l4": GPU("L4 24GB", 121, 24 * GB),
 }
 

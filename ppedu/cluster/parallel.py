@@ -2,12 +2,14 @@
 sequence parallelism), ``d`` data-parallel replicas of the whole pipeline with ZeRO's sharding, and
 the traffic each of them — and the pipeline itself, and a mixture of experts — puts on the links.
 
-The arithmetic, stated once so that a student can redo it (ring algorithms; ``n`` GPUs; ``M`` bytes):
+The arithmetic, stated once so that a student can redo it (ring algorithms, :mod:`ppedu.cluster.collectives`;
+``n`` GPUs; ``M`` bytes):
 
 * an all-reduce sends ``2M(n-1)/n`` per GPU, a reduce-scatter or an all-gather ``M(n-1)/n``;
 * tensor parallelism (Megatron-LM) all-reduces a block's ``s·b·h`` activations twice in its forward
   and twice in its backward (sequence parallelism turns each all-reduce into an all-gather and a
-  reduce-scatter: the same bytes), and splits the block's matrices ``t`` ways;
+  reduce-scatter, and its backward gathers each column-parallel layer's input again: a quarter more), and splits the block's matrices ``t`` ways
+  (:func:`ppedu.cluster.tensor.block_collectives` lists them);
 * the pipeline sends one activation forward and one gradient back per micro-batch and stage boundary,
   each ``s·b·h`` split ``t`` ways (each tensor-parallel GPU sends its share);
 * data parallelism reduces every gradient once per step. ZeRO (Rajbhandari et al., 2020) shards over
@@ -22,32 +24,18 @@ The arithmetic, stated once so that a student can redo it (ring algorithms; ``n`
 * a mixture of experts sends each token to its ``top_k`` experts and back (dispatch and combine) in
   the forward, and the same again in the backward: four all-to-alls of ``tokens·top_k·h`` per layer.
 
->>> ring(1e9, 4, "all-reduce")
-1500000000.0
+>>> traffic(MODELS["7b"], Parallel(t=2), m=1, blocks=1, hand_overs=0, params=0).tensor / 1e6  # 4 × 2·M/2, M = 33.6 MB
+134.217728
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ppedu.cluster.hardware import ADAM_BYTES, LINKS, Link, Model
+from ppedu.cluster.collectives import ring
+from ppedu.cluster.hardware import ADAM_BYTES, LINKS, MODELS, Link, Model
+from ppedu.cluster.tensor import block_collectives
 from ppedu.validate import whole
-
-COLLECTIVES = {"all-reduce": 2.0, "reduce-scatter": 1.0, "all-gather": 1.0, "all-to-all": 1.0}
-
-
-def ring(nbytes: float, n: int, kind: str) -> float:
-    """Bytes each of ``n`` GPUs sends in a ring ``kind`` of ``nbytes`` (an all-to-all sends all but its own
-    share, ``M(n-1)/n``, too)."""
-    return COLLECTIVES[kind] * nbytes * (n - 1) / n if n > 1 else 0.0
-
-
-def ring_seconds(nbytes: float, n: int, kind: str, link: Link) -> float:
-    """How long a ring ``kind`` of ``nbytes`` over ``n`` GPUs takes on ``link``: its bytes at the link's
-    bandwidth, and one latency per step of the ring (``2(n-1)`` steps for an all-reduce, ``n-1`` else)."""
-    if n <= 1:
-        return 0.0
-    return ring(nbytes, n, kind) / link.bandwidth + COLLECTIVES[kind] * (n - 1) * link.latency
 
 
 @dataclass(frozen=True)
@@ -140,8 +128,10 @@ def data_parallel(params: float, model: Model, parallel: Parallel, m: int) -> li
     if parallel.d == 1:
         return []
     grads = params / parallel.t * model.dtype_bytes
-    if parallel.zero <= 1:
+    if parallel.zero == 0:
         return [("all-reduce", grads)]
+    if parallel.zero == 1:  # the gradients reduce-scattered, the updated weights gathered: an all-reduce's bytes
+        return [("reduce-scatter", grads), ("all-gather", grads)]
     if parallel.zero == 2:
         return [("reduce-scatter", grads)] * m + [("all-gather", grads)]
     return [("all-gather", grads)] * (2 * m) + [("reduce-scatter", grads)] * m
@@ -150,11 +140,13 @@ def data_parallel(params: float, model: Model, parallel: Parallel, m: int) -> li
 def traffic(model: Model, parallel: Parallel, m: int, blocks: int, hand_overs: int, params: float,
             moe_layers: int | None = None) -> Traffic:
     """What one GPU sends in a step of ``m`` micro-batches when it holds ``blocks`` transformer blocks and
-    ``params`` parameters, and receives or sends ``hand_overs`` activations and gradients of the pipeline
+    ``params`` parameters its replicas reduce (a mixture of experts' routed experts are not among them: each
+    replica holds its own), and receives or sends ``hand_overs`` activations and gradients of the pipeline
     (from the schedule). A mixture of experts sends its all-to-alls over an expert-parallel group as large
     as the data-parallel one, in ``moe_layers`` of its blocks (default: all of them)."""
-    act = model.hand_over_bytes  # s·b·h: what a hand-over carries, and a block's output that TP all-reduces
-    tensor = m * blocks * 4 * ring(act, parallel.t, "all-reduce")
+    act = model.hand_over_bytes  # s·b·h: what a hand-over carries
+    tensor = m * blocks * sum(ring(c.nbytes, parallel.t, c.kind) for c in block_collectives(model, parallel.t,
+                                                                                              parallel.sequence))
     pipeline = hand_overs * act / parallel.t
     data = sum(ring(nbytes, parallel.d, kind) for kind, nbytes in data_parallel(params, model, parallel, m))
     moe = blocks if moe_layers is None else moe_layers

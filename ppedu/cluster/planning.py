@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ppedu.cluster.costing import Memory, costs_for, memory_for, on_gpus
+from ppedu.cluster.costing import Memory, costs_for, memory_for, on_gpus, replicated_params
 from ppedu.cluster.hardware import ADAM_BYTES, GB, Cluster, Model
-from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, ring_seconds, traffic
+from ppedu.cluster.collectives import ring_seconds
+from ppedu.cluster.parallel import Parallel, Traffic, data_parallel, traffic
 from ppedu.schedules import SCHEDULES, VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.text import columns
@@ -103,11 +104,12 @@ def plan(model: Model, cluster: Cluster, microbatches: Sequence[int], schedules:
                 continue
             timeline = simulate(schedule, costs)
             memory = memory_for(model, timeline, cut, recompute, optimizer_bytes, parallel)
-            per_gpu = on_gpus(schedule, cut.totals(model.layer_params()))
+            per_gpu = on_gpus(schedule, replicated_params(model, cut)[0])  # what the replicas reduce
             blocks = [int(x) for x in on_gpus(schedule, cut.totals(model.layer_blocks()))]
+            moe = [int(x) for x in on_gpus(schedule, cut.totals(model.layer_moe()))]
             data = max((sum(ring_seconds(n, parallel.d, kind, parallel.dp_link)
                             for kind, n in data_parallel(x, model, parallel, m)) for x in per_gpu), default=0.0)
-            flows = tuple(traffic(model, parallel, m, k, h, x) for x, k, h in zip(per_gpu, blocks, schedule.sent))
+            flows = tuple(traffic(model, parallel, m, k, h, x, e) for x, k, h, e in zip(per_gpu, blocks, schedule.sent, moe))
             replicas = m * parallel.d  # each micro-batch of each replica goes once through the whole model
             rows.append(PlanRow(timeline, memory, capacity, model.tokens, parallel, data, 3 * forward * replicas,
                                 (3 * forward + again) * replicas, peak, flows))

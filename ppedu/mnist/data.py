@@ -12,12 +12,14 @@ import gzip
 import os
 import struct
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-import torch
 
 from ppedu.validate import whole
+
+if TYPE_CHECKING:
+    import torch
 
 Split = Literal["train", "test"]
 
@@ -41,6 +43,21 @@ def load_mnist(split: Split, limit: int | None = None) -> tuple[torch.Tensor, to
     >>> images.shape, images.dtype, labels.tolist()
     (torch.Size([5, 1, 28, 28]), torch.float32, [7, 2, 1, 0, 4])
     """
+    import torch
+
+    images, labels = mnist_arrays(split, limit)
+    x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
+    return (x - MEAN) / STD, torch.from_numpy(labels.astype(np.int64))
+
+
+def mnist_arrays(split: Split, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``split`` as numpy arrays, without PyTorch: ``N×28×28`` uint8 images and uint8 labels (the first
+    ``limit``), from ``$PPEDU_MNIST_DIR`` or the shipped subset.
+
+    >>> images, labels = mnist_arrays("test", limit=3)
+    >>> images.shape, labels.tolist()
+    ((3, 28, 28), [7, 2, 1])
+    """
     if split not in FILES:
         raise ValueError(f"split must be 'train' or 'test' (got {split!r})")
     if limit is not None:
@@ -49,8 +66,7 @@ def load_mnist(split: Split, limit: int | None = None) -> tuple[torch.Tensor, to
     images, labels = (read_idx(_find(folder, name), limit) for name in FILES[split])
     if len(images) != len(labels):
         raise ValueError(f"MNIST in {folder} has {len(images)} {split} images but {len(labels)} labels")
-    x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
-    return (x - MEAN) / STD, torch.from_numpy(labels.astype(np.int64))
+    return images, labels
 
 
 def read_idx(path: Path, limit: int | None = None) -> np.ndarray:

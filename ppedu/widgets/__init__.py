@@ -5,8 +5,9 @@ so tests and the autograder drive it without a browser; the browser only shows i
 """
 
 from ppedu.widgets.builder import ScheduleBuilder
+from ppedu.widgets.collectives import CollectiveExplorer
 from ppedu.widgets.exercise import SlotCountingExercise
 from ppedu.widgets.explorer import ScheduleExplorer
 from ppedu.widgets.player import TimelinePlayer
 
-__all__ = ["ScheduleBuilder", "ScheduleExplorer", "SlotCountingExercise", "TimelinePlayer"]
+__all__ = ["CollectiveExplorer", "ScheduleBuilder", "ScheduleExplorer", "SlotCountingExercise", "TimelinePlayer"]

@@ -22,7 +22,7 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from ppedu import Costs, practice, schedules, simulate
 from ppedu.slots import check_marking, check_slot_answers
-from ppedu.widgets import ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
+from ppedu.widgets import CollectiveExplorer, ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
 from .conftest import ROOT, SCREENSHOTS
 from .test_slides import MEASURE_JS, SLIDE_TEXT_PX, deck
@@ -30,7 +30,7 @@ from .test_slides import MEASURE_JS, SLIDE_TEXT_PX, deck
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 ROOT_CLASS = {
     "ScheduleExplorer": "ppedu-explorer", "SlotCountingExercise": "ppedu-slot-exercise",
-    "ScheduleBuilder": "ppedu-builder", "TimelinePlayer": "ppedu-player",
+    "ScheduleBuilder": "ppedu-builder", "TimelinePlayer": "ppedu-player", "CollectiveExplorer": "ppedu-collectives",
 }
 #: What each widget must show once rendered, beside its root node.
 PARTS = {
@@ -38,10 +38,12 @@ PARTS = {
     "SlotCountingExercise": (".ppedu-diagram", ".widget-button", ".ppedu-feedback"),
     "ScheduleBuilder": (".ppedu-cell", ".widget-dropdown", ".ppedu-feedback"),
     "TimelinePlayer": (".ppedu-diagram svg", ".widget-slider", ".ppedu-play"),
+    "CollectiveExplorer": (".ppedu-diagram svg", ".ppedu-metrics table", ".widget-slider"),
 }
 NAMESPACE = {
     "schedules": schedules, "simulate": simulate, "Costs": Costs, "ScheduleExplorer": ScheduleExplorer,
     "SlotCountingExercise": SlotCountingExercise, "ScheduleBuilder": ScheduleBuilder, "TimelinePlayer": TimelinePlayer,
+    "CollectiveExplorer": CollectiveExplorer,
 }
 FEEDBACK_S = 20
 
@@ -179,7 +181,17 @@ def drive_marking(lab, root, exercise: SlotCountingExercise) -> None:
         assert shown == " ".join(" ".join(expected.messages).split()), f"feedback after marking {len(marked)} cells"
 
 
-DRIVE = {"ScheduleExplorer": drive_explorer, "SlotCountingExercise": drive_exercise}
+def drive_collectives(lab, panel, root, explorer: CollectiveExplorer) -> None:
+    """Move the size slider one notch with the arrow key; the table must follow what ppedu computes there."""
+    metrics = root.locator(".ppedu-metrics").first
+    sizes = [v for _, v in explorer.size.options]
+    explorer.set(size=sizes[min(sizes.index(explorer.values["size"]) + 1, len(sizes) - 1)])
+    lab.slider(root, "size").press("ArrowRight")
+    wanted = f"{explorer.costs()['ring'].busbw / 1e9:.3g} GB/s"
+    assert wanted in wait_for_text(metrics, lambda s: wanted in s), "the table did not follow the size slider"
+
+
+DRIVE = {"ScheduleExplorer": drive_explorer, "SlotCountingExercise": drive_exercise, "CollectiveExplorer": drive_collectives}
 
 
 SIZES = ((1920, 1080), (1280, 720))
