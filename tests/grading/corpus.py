@@ -1,4 +1,4 @@
-"""The hostile corpus: submissions of ps1–ps6 and the final exam made from the solutions (or the release) by small
+"""The hostile corpus: submissions of ps1–ps7 and the final exam made from the solutions (or the release) by small
 scripted edits — careless, wrong, and hostile — each with the score it must get.
 
 A case names the cells it replaces or appends to (by grade_id), an optional edit of the notebook's
@@ -664,5 +664,55 @@ FINAL: dict[str, Case] = {
     "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
 }
 
-CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6,
+PS7_ALL = {"allreduce": 1, "crossover": 1, "tensor": 1, "zero_memory": 1, "zero_traffic": 1, "all_to_all": 1,
+           "layout": 1}  # 1c, 2b, 5b by hand
+PS7: dict[str, Case] = {
+    "solved": Case("ps7"),
+    "blank": Case("ps7", release=True, lost=PS7_ALL),
+    # careless: the ring's reduce-scatter alone; a tree of log2 n levels, right only where n is a power of 2 (as the
+    # examples are), so on the hidden inputs
+    "reduce_scatter_only": Case("ps7", replace={"q1a_answer": "import math\n\n\n"
+                                                              "def ring_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
+                                                              "    return (n - 1) * alpha + (n - 1) / n * nbytes / bandwidth\n\n\n"
+                                                              "def tree_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
+                                                              "    return 2 * math.ceil(math.log2(n)) * alpha + (2 if n > 2 else 1) * nbytes / bandwidth"},
+                                lost={"allreduce": 1}),
+    "tree_without_whole_levels": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
+        nb, "q1a_answer").source.replace("math.ceil(math.log2(n))", "math.log2(n)")), lost={"allreduce": 1}),
+    # sequence parallelism counted as tensor parallelism's bytes: the backward's re-gathers forgotten
+    "sequence_as_tensor": Case("ps7", replace={"q2_answer": "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                            "    return 8 * (t - 1) / t * 2 * tokens * hidden"},
+                               lost={"tensor": 1}),
+    # the library behind a closed form: not installed where the cell runs on its own
+    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Model\n"
+                                                        "from ppedu.cluster.collectives import ring\n"
+                                                        "from ppedu.cluster.tensor import block_collectives\n\n\n"
+                                                        "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                        "    m = Model('x', layers=2, hidden=hidden, vocab=1, seq=tokens)\n"
+                                                        "    return sum(ring(c.nbytes, t, c.kind) for c in "
+                                                        "block_collectives(m, t, sequence))"},
+                           lost={"tensor": 1}),
+    # ZeRO-3's weights gathered once, as if the forward's copy were kept for the backward; memory in GiB
+    "zero3_one_gather": Case("ps7", replace={"q3b_answer": "def zero_sent_gb(stage, params, d):\n"
+                                                           "    return 2 * (d - 1) / d * 2 * params / 1e9"},
+                             lost={"zero_traffic": 1}),
+    "zero_in_gib": Case("ps7", append={"q3a_answer": "_gb = zero_gb\n\n\ndef zero_gb(stage, params, d):\n"
+                                                     "    return _gb(stage, params, d) * 1e9 / 2**30"},
+                        lost={"zero_memory": 1}),
+    # every copy counted as sent, the GPU's own experts' share included
+    "all_to_all_sends_own": Case("ps7", replace={"q4_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
+                                                             "    return tokens * top_k * hidden * 2"},
+                                 lost={"all_to_all": 1}),
+    # a layout that fits but is slow; one that does not use every GPU
+    "layout_slowest": Case("ps7", append={"q5a_answer": "slow = [r for r in rows if r.fits][-1]\n"
+                                                        "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
+                           lost={"layout": 1}),
+    "layout_half_the_gpus": Case("ps7", append={"q5a_answer": "d = d // 2"}, lost={"layout": 1}),
+    # the near-tie: the second schedule of the fastest layout is as right as the first (within the stated 1 %)
+    "layout_near_tie": Case("ps7", append={"q5a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
+                                                         ".get(schedule, schedule)"}),
+    "no_written_answers": Case("ps7", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q5b_answer": ""}),
+}
+
+CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,
                                       "final": FINAL}

@@ -24,7 +24,7 @@ from ppedu.grading.verdict import check_notebook
 #: What a change does to an answer cell, and whether nbgrader's semantics still grade the answer right.
 KEEPS = ("moved", "fixed_later", "numpy")
 BREAKS = ("blank", "text", "broken_later")
-EXAMPLES = {"ps1": 3, "ps2": 2, "ps3": 2, "ps4": 2, "ps5": 1, "ps6": 2, "final": 2}
+EXAMPLES = {"ps1": 3, "ps2": 2, "ps3": 2, "ps4": 2, "ps5": 1, "ps6": 2, "ps7": 2, "final": 2}
 
 
 def _defined(source):
