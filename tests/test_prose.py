@@ -494,3 +494,13 @@ def test_ch12_13_qualified_where_the_sources_qualify():
 def test_ch14_the_reports_give_no_noise_scale_for_their_batch_ramps():
     text = source(CH14, "14-33")
     assert "neither report says it measured a noise scale" in text and "why Llama 3" not in text
+
+
+def test_final_q4_zb_h2_holds_2p_minus_1_micro_batches_and_is_ruled_out_only_where_its_row_says_so():
+    # the old model answer ruled ZB-H2 out as keeping every micro-batch; Qi et al.'s ZB-H2 holds min(m, 2p − 1)
+    for p, m in ((4, 16), (8, 16), (8, 32)):
+        assert simulate(schedules.build("zb-h2", p, m)).peak_activations == (min(m, 2 * p - 1),) * p
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "final" / "final.ipynb").read_text())["cells"]
+    answer = "".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q4_answer")["source"])
+    assert "min(m, 2p − 1)" in answer and "GPipe, ZB-H2 and looped BFS" not in answer
+    assert "within about 2 %" in answer  # the near-tie is named, not graded as a choice
