@@ -91,7 +91,8 @@ class Case:
         rows = [
             Finding("layout", self.layout, "published"),
             Finding("model state", f"{gb['weights']} + {gb['grads']} + {gb['optimizer']}",
-                    f"weights + gradients + optimizer in {self.precision.name}, sharded as published"),
+                    f"weights + gradients + optimizer in {self.precision.name}, sharded as published; the "
+                    "gradients whole while they accumulate over the micro-batches"),
             Finding("activations", gb["activations"], f"the schedule's simulated peak at m = {self.m}, no recomputation"),
             Finding("memory per GPU", gb["memory"], "the fullest GPU"),
             Finding("bubble (idle/total)", f"{self.timeline.bubble_ratio:.1%}",

@@ -63,7 +63,7 @@ class Precision:
 #: our assumption, the report names no other).
 PRECISIONS = {
     "bf16": Precision("bf16, Adam in fp32 (ZeRO)", 2, 2, 4, 8),
-    "bf16-fp32-grads": Precision("bf16, fp32 gradients (Megatron-LM)", 2, 4, 4, 8),
+    "bf16-fp32-grads": Precision("bf16, fp32 gradients (Megatron-LM's default, Llama 3's)", 2, 4, 4, 8),
     "fp8-deepseek": Precision("FP8, fp32 master and gradients, bf16 moments (DeepSeek-V3)", 1, 4, 4, 4),
 }
 
