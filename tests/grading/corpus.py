@@ -649,18 +649,34 @@ PS6: dict[str, Case] = {
     "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_idle": 2, "makespan": 3}  # questions 3-6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
+_ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
+    times = []
+    for m in range(2 * p - 1, batch + 1):
+        s = batch / m
+        if batch % m == 0 and p * s * act <= room:
+            times.append((m + p - 1) * (o + s * f + o + s * (b + w)))
+    return min(times)"""
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
-    "counted_busy": Case("final", append={"q1b_answer": "idle_slots = busy\nbubble = idle_slots / (values.grid_p * T)"},
-                         lost={"grid_idle": 2}),
-    "makespan_of_1f1b": Case("final", replace={"q2_answer": "def zb_h1_makespan(p, m, f, b, w):\n"
-                                                            "    return (m + p - 1) * (f + b + w)"}, lost={"makespan": 3}),
-    "makespan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
-                                                              "def zb_h1_makespan(p, m, f, b, w):\n"
-                                                              "    return simulate(schedules.zero_bubble_h1(p, m), "
-                                                              "Costs(f=f, b=b, w=w)).makespan"}, lost={"makespan": 3}),
+    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = values.grid_p * T - idle_slots"},
+                         lost={"grid_T": 2}),
+    # the bubble's causes not told apart: every idle slot put on the order, fill and drain included
+    "every_idle_slot_the_orders": Case("final", append={"q1b_answer": "order_idle = idle_slots"}, lost={"grid_path": 2}),
+    # the loop read as 1F1B's, off each GPU's own work rather than the critical path
+    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + values.grid_b"}, lost={"grid_path": 2}),
+    # memory forgotten: the fastest m, fitting or not
+    "plan_without_memory": Case("final", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
+        nb, "q2_answer").source.replace("act <= room", "act <= float('inf')")), lost={"plan": 3}),
+    # ZB-H2 never considered (its 2p - 1 micro-batches taken to be all m): right only where 1F1B wins
+    "plan_1f1b_only": Case("final", replace={"q2_answer": _ONE_F_ONE_B_ONLY}, lost={"plan": 3}),
+    # the simulator behind a closed form: not installed where the cell runs on its own
+    "plan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                          "def best_step(p, batch, f, b, w, o, act, room):\n"
+                                                          "    return simulate(schedules.zero_bubble_h2(p, batch), "
+                                                          "Costs(f=o + f, b=o + b, w=o + w)).makespan"},
+                           lost={"plan": 3}),
     "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
 }
 
