@@ -42,16 +42,9 @@ def warmups(p: int, short: int) -> tuple[int, ...]:
 def order(p: int, m: int, short: int) -> Any:
     """The hand-built order: on each GPU its warm-up forwards, then one forward and one backward in turn, then the
     backwards left."""
-    from ppedu.ops import Op, Schedule
+    from ppedu.schedules.one_f_one_b import with_warmups
 
-    stages = []
-    for j, k in enumerate(warmups(p, short)):
-        k = min(k, m)
-        ops = [Op("F", i, j) for i in range(k)]
-        for i in range(m - k):
-            ops += [Op("F", k + i, j), Op("B", i, j)]
-        stages.append((*ops, *(Op("B", i, j) for i in range(m - k, m))))
-    return Schedule(tuple(stages), "hand-built", (tuple(range(p)),), m)
+    return with_warmups(warmups(p, short), m)
 
 
 def timeline(v: Mapping[str, Any], more: int = 0) -> Any:
