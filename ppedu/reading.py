@@ -61,6 +61,8 @@ def _path(g: Grid, marked: Collection[Cell]) -> tuple[frozenset[int], frozenset[
             cells[rows[s][t]] = cells.get(rows[s][t], 0) + 1
     whole = frozenset(i for i, n in cells.items() if n == sum(row.count(i) for row in rows))
     opened, closed = traced(g.timeline, set(whole))
+    if opened and max(g.timeline.events[i].end for i in opened) >= g.timeline.makespan:
+        closed = opened  # one path traced in full: any other marked, a second path included, is off it
     good = opened | closed
     return whole, opened, closed, sorted(c for c in marked if not (0 <= c[0] < p and 0 <= c[1] < steps)
                                          or rows[c[0]][c[1]] not in good)
