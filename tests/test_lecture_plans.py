@@ -97,7 +97,7 @@ CONCEPTS = {
 
 
 #: The counting exam's widget questions, each graded by a cell of its own at the end of the notebook.
-COUNTING = {1: "count", 2: "mark"}
+COUNTING = {1: "count", 2: "mark", 4: "path", 5: "causes"}
 
 
 def section(assignment: str, number: int) -> tuple[str, set[str]]:
