@@ -94,7 +94,8 @@ def check_path(g: Grid, marked: Collection[Cell]) -> Feedback:
         elif rows[s][t] == IDLE:
             messages.append(f"GPU {s}, t{t + 1} is idle: a critical path runs through operations only, with no gap.")
         elif rows[s][t] not in whole:
-            messages.append(f"{_where(g, rows[s][t])} is marked in part: an operation is on a path whole or not at all.")
+            messages.append(f"{_where(g, rows[s][t])} is marked in part: an operation is on a path whole or not at "
+                            "all.")
         elif opened and max(events[i].end for i in opened) >= g.timeline.makespan:
             messages.append(f"{_where(g, rows[s][t])} is busy but off the path you traced: the step does not wait "
                             "for it.")

@@ -27,7 +27,8 @@ from ppedu.widgets._parts import CellGrid, EnterChecks, StaticFallback, feedback
 Mode = Literal["count", "mark", "path", "causes"]
 _MARK_STEPS = 64
 #: In causes mode each click on an idle cell gives it the next sort, then clears it: (sort, cell text, tint).
-_CYCLE = (("fill", "f", CAUSE_STYLE["fill"][0]), ("drain", "d", "#D9D9D9"), ("order", "o", CAUSE_STYLE["activation"][0]))
+_CYCLE = (("fill", "f", CAUSE_STYLE["fill"][0]), ("drain", "d", "#D9D9D9"),
+          ("order", "o", CAUSE_STYLE["activation"][0]))
 _ASK = {"mark": "Click every idle cell", "path": "Click every cell of a critical path (the chain of operations that "
         "sets the step's length)", "causes": "Click each idle cell to say why it is idle: once for the pipeline "
         "filling (f), twice for draining (d), three times for the order's own (o), four to clear"}
@@ -190,7 +191,8 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
 
     def _static_html(self) -> str:
         marked = None if self.mode == "count" else set(self.sorted) if self.mode == "causes" else self.marked
-        ask = "Count the total slots, the idle slots and the bubble ratio." if self.mode == "count" else _ASK[self.mode] + "."
+        ask = ("Count the total slots, the idle slots and the bubble ratio." if self.mode == "count" else
+               _ASK[self.mode] + ".")
         return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
 
     def _restore(self) -> None:

@@ -111,7 +111,8 @@ def _off_by_a_cell(student):
 
 def _swapped(student):
     """Fill and the order's own taken for each other: only the draining cells right."""
-    causes = [SORTS[c] for row in grid(counting.timeline("causes", counting.values(student))).causes() for c in row if c]
+    g = grid(counting.timeline("causes", counting.values(student)))
+    causes = [SORTS[c] for row in g.causes() for c in row if c]
     return round(POINTS["causes"] * causes.count("drain") / len(causes), 2)
 
 

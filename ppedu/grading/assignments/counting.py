@@ -1,8 +1,9 @@
 """counting — the slot-counting exam, answered in :class:`~ppedu.widgets.SlotCountingExercise` itself: the
 counts typed into one exercise (``count``) and the idle cells clicked in another (``mark``), each on the
 student's own grid under equal costs; then a grid no chapter draws (1F1B's pattern with every GPU warming up as
-GPU 0 does, or one more) read for a critical path (``path``) and its idle cells' causes (``causes``). The answers are saved beside the notebook (``counting.json``) and
-graded from there by the instructors' judge, so there is no visible test beyond "something is saved".
+GPU 0 does, or one more) read for a critical path (``path``) and its idle cells' causes (``causes``). The answers
+are saved beside the notebook (``counting.json``) and graded from there by the instructors' judge, so there is no
+visible test beyond "something is saved".
 
 >>> v = values("alice")
 >>> timeline("count", v).schedule.p == v["p"]
@@ -37,7 +38,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
     count, mark = pick("schedules", (("gpipe", "1f1b"), ("1f1b", "gpipe")))
     return {"count_schedule": count, "p": pick("p", range(3, 6)), "m": pick("m", range(3, 7)),
             "mark_schedule": mark, "mark_p": pick("mark_p", range(2, 5)), "mark_m": pick("mark_m", range(2, 5)),
-            "read_p": pick("read_p", (3, 4)), "read_m": pick("read_m", (5, 6)), "read_warmup": pick("read_warmup", (0, 1))}
+            "read_p": pick("read_p", (3, 4)), "read_m": pick("read_m", (5, 6)),
+            "read_warmup": pick("read_warmup", (0, 1))}
 
 
 def warmups(v: Mapping[str, Any]) -> tuple[int, ...]:
