@@ -10,7 +10,7 @@ cell's value, which nbgrader reads as partial credit.
 >>> from ppedu.answer_file import SlotAnswer
 >>> v = counting.values("alice")
 >>> judge("alice", {}).points
-{'count': 0.0, 'mark': 0.0}
+{'count': 0.0, 'mark': 0.0, 'path': 0.0, 'causes': 0.0}
 >>> t = counting.timeline("count", v)
 >>> judge("alice", {"count": SlotAnswer(total=str(int(t.total_slots)), idle="0", ratio="")}).points["count"]
 1.0
@@ -31,9 +31,10 @@ from ppedu import answer_file as saved
 from ppedu.grading.assignments import counting
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.grid import grid
+from ppedu.reading import causes_share, check_causes, check_path, path_share
 
 #: Each question's points; the notebook's test cells carry the same (tests/grading/test_exam.py).
-POINTS = {"count": 3.0, "mark": 2.0}
+POINTS = {"count": 3.0, "mark": 2.0, "path": 2.0, "causes": 2.0}
 _KEY = "ppedu_exam"
 
 
@@ -59,9 +60,16 @@ def judge(student: str, answers: dict[str, saved.SlotAnswer]) -> Verdicts:
             feedback = check_slot_answers(g, total=answer.total, idle=answer.idle, ratio=answer.ratio)
             right = sum(m.endswith(": correct.") for m in feedback.messages)
             points[question] = POINTS[question] * right / 3
-        else:
+        elif question == "mark":
             feedback = check_marking(g, answer.marked)
             points[question] = _marking_points(g.idle_slots, answer.marked, g.idle_mask)
+        elif question == "path":  # any critical path is right (equal costs give several)
+            feedback = check_path(g, answer.marked)
+            points[question] = round(POINTS[question] * path_share(g, answer.marked), 2)
+        else:
+            given = {(s, t): sort for s, t, sort in sorted(answer.causes)}
+            feedback = check_causes(g, given)
+            points[question] = round(POINTS[question] * causes_share(g, given), 2)
         messages[question] = feedback.messages
     return Verdicts(points, messages)
 

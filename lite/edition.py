@@ -47,8 +47,9 @@ BANNER = ("*Browser edition: this notebook runs in your browser, with nothing in
 PRACTICE_INTRO = """# The slot-counting exam, as practice
 
 In the course this is a graded exam; here nothing is graded or saved. Each run of the notebook draws new grids.
-Type your counts into the first exercise and press **Check**; click the idle cells of the second, then **Check**.
-The exercises tell you what is right and, where not, what you most likely counted instead."""
+Type your counts into the first exercise and press **Check**; click the idle cells of the second, then **Check**;
+trace a critical path and sort the idle cells by cause in the last two, then **Check**. The exercises tell you what
+is right and, where not, what you most likely counted or read instead."""
 
 
 def browser_notebooks(root: Path, out: Path) -> list[Path]:

@@ -1,6 +1,7 @@
 """A widget exam's answers, saved in a small JSON file beside the notebook, so that nbgrader's submit carries
 them and the autograder grades them: one entry per question, ``{"count": {"total": "56", "idle": "24",
-"ratio": "24/56"}, "mark": {"marked": [[0, 4], [1, 0]]}}``.
+"ratio": "24/56"}, "mark": {"marked": [[0, 4], [1, 0]]}, "causes": {"causes": [[0, 1, "fill"]]}}``; a
+file saved before an entry had ``causes`` still reads (without them).
 
 The file is the student's to write, so reading it trusts nothing: a link, a file over :data:`LIMIT` bytes,
 text that is not JSON or an entry of the wrong shape is refused with one line saying why.
@@ -8,7 +9,7 @@ text that is not JSON or an entry of the wrong shape is refused with one line sa
 >>> import tempfile; folder = Path(tempfile.mkdtemp())
 >>> save(folder / "exam.json", "count", SlotAnswer(total="56", idle="24"))
 >>> read(folder / "exam.json")["count"]
-SlotAnswer(total='56', idle='24', ratio='', marked=frozenset())
+SlotAnswer(total='56', idle='24', ratio='', marked=frozenset(), causes=frozenset())
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any
 #: More than any honest answer needs (a 64-step grid fully marked is about 10 kB).
 LIMIT = 64_000
 _TEXTS = ("total", "idle", "ratio")
+#: The sorts an idle cell can be given (:data:`ppedu.idle.SORTS`' values).
+_SORTS = ("fill", "drain", "order")
 
 
 class Unreadable(ValueError):
@@ -31,15 +34,18 @@ class Unreadable(ValueError):
 
 @dataclass(frozen=True)
 class SlotAnswer:
-    """What a :class:`~ppedu.widgets.SlotCountingExercise` holds: the counts as typed, the cells marked idle."""
+    """What a :class:`~ppedu.widgets.SlotCountingExercise` holds: the counts as typed, the cells marked (idle, or on
+    the critical path), and the idle cells sorted by cause as ``(GPU, time step, sort)``."""
 
     total: str = ""
     idle: str = ""
     ratio: str = ""
     marked: frozenset[tuple[int, int]] = field(default_factory=frozenset)
+    causes: frozenset[tuple[int, int, str]] = field(default_factory=frozenset)
 
     def to_json(self) -> dict[str, Any]:
-        return {"total": self.total, "idle": self.idle, "ratio": self.ratio, "marked": sorted(map(list, self.marked))}
+        return {"total": self.total, "idle": self.idle, "ratio": self.ratio, "marked": sorted(map(list, self.marked)),
+                "causes": sorted(map(list, self.causes))}
 
     @classmethod
     def from_json(cls, entry: object) -> SlotAnswer:
@@ -52,7 +58,12 @@ class SlotAnswer:
         if not (isinstance(cells, list) and all(isinstance(c, list) and len(c) == 2 and
                                                 all(type(i) is int for i in c) for c in cells)):
             raise Unreadable("the marked cells are not a list of [GPU, time step] pairs")
-        return cls(**texts, marked=frozenset((s, t) for s, t in cells))
+        sorted_ = entry.get("causes", [])
+        if not (isinstance(sorted_, list) and all(isinstance(c, list) and len(c) == 3 and type(c[0]) is int and
+                                                  type(c[1]) is int and c[2] in _SORTS for c in sorted_)):
+            raise Unreadable(f"the idle causes are not a list of [GPU, time step, one of {', '.join(_SORTS)}]")
+        return cls(**texts, marked=frozenset((s, t) for s, t in cells),
+                   causes=frozenset((s, t, sort) for s, t, sort in sorted_))
 
 
 def read(path: Path) -> dict[str, SlotAnswer]:

@@ -76,6 +76,19 @@ class Grid:
         """True where a cell is the first step of its operation (not a continuation)."""
         return table([[c != IDLE and (t == 0 or c != row[t - 1]) for t, c in enumerate(row)] for row in self.rows], bool)
 
+    def causes(self) -> list[list[str]]:
+        """Per cell the cause of its idleness (:mod:`ppedu.idle`), or ``""`` where the GPU is busy.
+
+        >>> from ppedu import schedules, simulate
+        >>> grid(simulate(schedules.gpipe(2, 1))).causes()
+        [['', 'fill', 'fill', ''], ['fill', '', '', 'drain']]
+        """
+        out = [["" for _ in row] for row in self.rows]
+        for x in self.timeline.idle_causes():
+            a, b = round(x.start / self.dt), round(x.end / self.dt)
+            out[x.stage][a:b] = [x.cause] * (b - a)
+        return out
+
     def _per_cell(self, per_event: list[str]) -> Any:
         per_event.append("")  # IDLE (-1) reads the last entry
         return table([[per_event[c] for c in row] for row in self.rows], str)

@@ -44,6 +44,11 @@ CAUSES: dict[str, str] = {
     "gradient": "waiting for a gradient from downstream, as the schedule's order dictates",
 }
 
+#: The three kinds a student reads off a grid without hand-over time or uneven GPUs: the pipeline filling, draining,
+#: or the schedule's order itself (an input put late by the order, a W run first, a pair held back).
+SORTS: dict[str, str] = {"fill": "fill", "drain": "drain", "activation": "order", "gradient": "order",
+                         "deferred W": "order", "pair": "order"}
+
 #: How a diagram draws each cause: a pale tint and a hatch of its own, so the causes stay apart
 #: in greyscale and for colour-blind readers (the hatch names are :mod:`ppedu.svg`'s).
 CAUSE_STYLE: dict[str, tuple[str, str]] = {

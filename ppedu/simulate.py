@@ -9,6 +9,7 @@ from typing import Any
 
 from ppedu.arrays import as_list, gather, largest, spans, vector
 from ppedu.costs import Costs
+from ppedu.critical import critical_path
 from ppedu.idle import IdleCauses, idle_causes
 from ppedu.memory import FREE_AT_W, MemoryModel, profile
 from ppedu.ops import Op, Schedule
@@ -171,6 +172,16 @@ class Timeline:
     @cached_property
     def _idle_causes(self) -> IdleCauses:
         return idle_causes(self)
+
+    def critical_path(self) -> tuple[Event, ...]:
+        """The operations that set the makespan, first to last (:mod:`ppedu.critical`): each started when the one
+        before it on the path ended, or its output arrived.
+
+        >>> from ppedu.schedules import one_f_one_b
+        >>> [f"{e.op.kind}{e.op.microbatch}" for e in simulate(one_f_one_b(2, 2)).critical_path()]
+        ['F0', 'F0', 'B0', 'F1', 'B1', 'B1']
+        """
+        return critical_path(self)
 
     def on_stage(self, stage: int) -> tuple[Event, ...]:
         a, b = self.schedule.columns.start[stage : stage + 2]

@@ -78,3 +78,59 @@ def test_each_plan_maps_its_objectives_to_assessments_that_exist(key):
             assert label in labels, f"no practice question {label}"
     checks = text.split("**Concept checks.**")[1]
     assert len(re.findall(r"^\d+\. .+\(.+\)$", checks, re.M)) >= 2, f"chapter {key}: two concept checks with answers"
+
+
+#: The course's concepts, each as the words that name it (lower case): an objective and the question said to test it
+#: must share one. Only specific terms: "GPU", "schedule" or "micro-batch" would match any pair.
+CONCEPTS = {
+    "slots": ("slot", "grid"), "bubble": ("bubble", "idle"), "warm-up": ("warm-up", "warmup"),
+    "memory": ("memory", "activations", "fits", " gb", "peak"), "recomputation": ("recomput",),
+    "interleaving": ("interleav", "chunks per gpu"), "hand-over": ("hand-over", "link"),
+    "zero bubble": ("zb-h1", "zb-h2", "zero bubble", "zero-bubble", "weight-gradient", " w "),
+    "dualpipe": ("dualpipe", "deepseek"), "deadlock": ("deadlock", "blocking", "isend"),
+    "gradients": ("gradient",), "definitions": ("idle ÷ total", "bubble ÷ ideal", "idle_share", "definition"),
+    "collectives": ("all-reduce", "ring", "tree", "busbw", "α"), "tensor": ("tensor", "sequence parallel", "megatron"),
+    "sharding": ("zero", "fsdp", "shard"), "experts": ("expert", "all-to-all", "moe"),
+    "layout": ("layout", "t·p·d", "data-parallel"), "executor": ("executor", "run_pipeline", "mnist"),
+    "orders": ("order",), "placement": ("placement", "non-contiguous", "chunk"), "proof": ("prove", "proof"),
+}
+
+
+#: The counting exam's widget questions, each graded by a cell of its own at the end of the notebook.
+COUNTING = {1: "count", 2: "mark", 4: "path", 5: "causes"}
+
+
+def section(assignment: str, number: int) -> tuple[str, set[str]]:
+    """Question ``number`` of ``assignment``'s solution: its text (every cell from its ``## number.`` heading to the
+    next question's) and the grade_ids of its graded cells."""
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    text, graded, inside = [], set(), False
+    for c in nb.cells:
+        if c.cell_type == "markdown" and (heading := re.match(r"^## (\d+)\.", c.source, re.M)):
+            inside = int(heading.group(1)) == number
+        if inside:
+            text.append(c.source)
+            meta = c.metadata.get("nbgrader", {})
+            if meta.get("grade"):
+                graded.add(meta["grade_id"])
+    return "\n".join(text), graded
+
+
+def concepts(text: str) -> set[str]:
+    lowered = f" {text.lower()} "
+    return {name for name, words in CONCEPTS.items() if any(w in lowered for w in words)}
+
+
+@pytest.mark.parametrize("key", CHAPTERS)
+def test_each_question_an_objective_names_is_graded_and_tests_that_objective(key):
+    objectives = plans()[key].split("**Objectives**")[1].split("**Board derivation.**")[0]
+    for line in (x for x in objectives.splitlines() if x.startswith("- ")):
+        objective, _, named = line.partition("→")
+        for assignment, number in re.findall(r"\b(counting|ps\d|final) Q(\d+)", named):
+            text, graded = section(assignment, int(number))
+            if assignment == "counting" and int(number) in COUNTING:  # answered in a widget, graded at the end
+                graded.add(COUNTING[int(number)])
+            assert graded, f"chapter {key}: {assignment} Q{number} has no graded cell"
+            shared = concepts(objective) & concepts(text)
+            assert shared, (f"chapter {key}: {assignment} Q{number} shares no concept with the objective "
+                            f"{objective.strip()[2:60]!r} (it tests {sorted(concepts(text))})")

@@ -72,4 +72,4 @@ def test_the_counting_exam_becomes_practice_with_nothing_graded_or_saved(noteboo
     assert "student=f'practice-{randrange(10 ** 6)}'" in code  # new grids on each run
     text = " ".join(c["source"] for c in practice["cells"] if c["cell_type"] == "markdown")
     assert "point" not in text.replace("graded exam", "")
-    assert code.count("SlotCountingExercise(") == 2  # the two exercises, each with its Check button
+    assert code.count("SlotCountingExercise(") == 4  # the four exercises, each with its Check button

@@ -77,12 +77,14 @@ def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[
 @dataclass(frozen=True)
 class FormulaJudge:
     """The student's functions, on the fixed cases and their own arguments, against ``truth(name,
-    args)``; ``why(name, args, got, truth)`` says what is off in a wrong result."""
+    args)``; ``why(name, args, got, truth)`` says what is off in a wrong result. A result is right within ``1e-9``,
+    or within ``rel`` of the truth (for bytes and seconds, whose float noise grows with them)."""
 
     form: FormulaQuestion
     truth: Callable[[str, tuple[Any, ...]], float]
     why: Callable[[str, tuple[Any, ...], float, float], str]
     hidden: Callable[[str, Values], tuple[tuple[Any, ...], ...]]
+    rel: float = 0.0
 
     def calls(self, v: Values) -> dict[str, tuple[tuple[Any, ...], ...]]:
         """The inputs each function is run on: the visible cases, the student's own, and the autograder's."""
@@ -97,7 +99,7 @@ class FormulaJudge:
                 if args not in results:
                     raise Wrong(f"`{name}` was not run on every input the autograder chose.")
                 want = self.truth(name, args)
-                if abs(results[args] - want) <= 1e-9:
+                if abs(results[args] - want) <= max(1e-9, self.rel * abs(want)):
                     continue
                 if args in shown:
                     raise Wrong(f"{call} returned {results[args]:.6g}: {self.why(name, args, results[args], want)}")

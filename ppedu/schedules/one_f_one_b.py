@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ppedu.ops import Op, Schedule
 from ppedu.validate import require_counts
 
@@ -16,6 +18,25 @@ def one_f_one_b(p: int, m: int) -> Schedule:
     """
     require_counts(p=p, m=m)
     return Schedule(tuple(_stage_order(p, m, j, split_w=False) for j in range(p)), "1f1b", (tuple(range(p)),), m)
+
+
+def with_warmups(warmups: Sequence[int], m: int, name: str = "hand-built") -> Schedule:
+    """1F1B's pattern with the warm-up of each GPU given: GPU ``j`` runs ``warmups[j]`` forwards (at most ``m``),
+    then one forward and one backward in turn, then the backwards left. 1F1B's own is ``p-1-j``; any other is an
+    order no framework runs, for reading a grid one has not seen (it may deadlock: :func:`~ppedu.simulate` says).
+
+    >>> with_warmups((1, 1), 2).stages[1]
+    (F0c1, F1c1, B0c1, B1c1)
+    """
+    require_counts(p=len(warmups), m=m)
+    stages = []
+    for j, k in enumerate(warmups):
+        k = min(k, m)
+        ops = [Op("F", i, j) for i in range(k)]
+        for i in range(m - k):
+            ops += [Op("F", k + i, j), Op("B", i, j)]
+        stages.append((*ops, *(Op("B", i, j) for i in range(m - k, m))))
+    return Schedule(tuple(stages), name, (tuple(range(len(warmups))),), m)
 
 
 def _stage_order(p: int, m: int, j: int, split_w: bool, w_delay: int = 0) -> tuple[Op, ...]:

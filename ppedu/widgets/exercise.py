@@ -1,4 +1,5 @@
-"""SlotCountingExercise: count the slots of a spacetime grid, or mark its idle cells, and get a hint."""
+"""SlotCountingExercise: count the slots of a spacetime grid, mark its idle cells, trace its critical path or sort its
+idle cells by cause, and get a hint."""
 
 from __future__ import annotations
 
@@ -15,14 +16,22 @@ from ppedu.feedback import Wrong
 from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
+from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import op_colour
+from ppedu.reading import check_causes, check_path, readable
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
 from ppedu.widgets._parts import CellGrid, EnterChecks, StaticFallback, feedback_html
 
-Mode = Literal["count", "mark"]
+Mode = Literal["count", "mark", "path", "causes"]
 _MARK_STEPS = 64
+#: In causes mode each click on an idle cell gives it the next sort, then clears it: (sort, cell text, tint).
+_CYCLE = (("fill", "f", CAUSE_STYLE["fill"][0]), ("drain", "d", "#D9D9D9"),
+          ("order", "o", CAUSE_STYLE["activation"][0]))
+_ASK = {"mark": "Click every idle cell", "path": "Click every cell of a critical path (the chain of operations that "
+        "sets the step's length)", "causes": "Click each idle cell to say why it is idle: once for the pipeline "
+        "filling (f), twice for draining (d), three times for the order's own (o), four to clear"}
 
 
 class SlotCountingExercise(StaticFallback, widgets.VBox):
@@ -31,7 +40,9 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
     or a schedule's name with ``p`` and ``m``. ``hide`` covers that fraction of the time steps,
     from the right, so the student reasons about what is hidden. In ``mode="mark"`` the student
-    clicks the cells that are idle instead of typing counts.
+    clicks the cells that are idle instead of typing counts; in ``mode="path"`` the cells of a
+    critical path; in ``mode="causes"`` each idle cell, as often as it takes to give it its cause
+    (:mod:`ppedu.reading` checks those two).
 
     As an exam question, ``answers`` names a file beside the notebook (``"counting.json"``) where
     every change is saved at once under ``question``, for nbgrader's submit to carry and the
@@ -47,12 +58,19 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     ...     m.toggle(*cell)
     >>> m.check_marking().correct
     True
+    >>> c = SlotCountingExercise("gpipe", p=2, m=1, mode="causes")
+    >>> for _ in range(2):
+    ...     c.toggle(0, 1)
+    >>> c.sorted
+    {(0, 1): 'drain'}
     """
 
     def __init__(self, schedule_or_timeline: Timeline | Schedule | str, hide: float = 0.0, mode: Mode = "count",
                  p: int = 4, m: int = 4, answers: str | None = None, question: str = "slots") -> None:
-        if mode not in ("count", "mark"):
-            raise ValueError(f"mode is 'count' or 'mark' (got {mode!r})")
+        if mode not in _ASK and mode != "count":
+            raise ValueError(f"mode is 'count', 'mark', 'path' or 'causes' (got {mode!r})")
+        if hide and mode in ("path", "causes"):
+            raise ValueError(f"hide covers steps to count or mark; a {mode} reading needs the whole grid")
         if not 0 <= hide <= 1:
             raise ValueError(f"hide is the fraction of time steps to hide, between 0 and 1 (got {hide!r})")
         source = build(schedule_or_timeline, p, m) if isinstance(schedule_or_timeline, str) else schedule_or_timeline
@@ -60,12 +78,15 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         self.grid: Grid = grid(self.timeline)
         self.mode: Mode = mode
         steps = self.grid.shape[1]
-        if mode == "mark" and steps > _MARK_STEPS:
+        if mode in ("path", "causes") and (why := readable(self.grid)):
+            raise ValueError(f"this grid cannot be read cell by cell for its {mode}: {why}")
+        if mode != "count" and steps > _MARK_STEPS:
             raise ValueError(f"mark mode clicks cell by cell, so it takes at most {_MARK_STEPS} time steps (this grid has "
                              f"{steps}); use mode='count', or costs on a coarser grid")
         covered = steps - round(hide * steps)  # the first hidden step
         self.hidden = table([[t >= covered for t in range(steps)] for _ in range(self.grid.shape[0])], bool)
         self.marked: set[tuple[int, int]] = set()
+        self.sorted: dict[tuple[int, int], str] = {}  # causes mode: idle cell → "fill", "drain" or "order"
         if answers is not None and Path(answers).name != answers:
             raise ValueError(f"answers is a file name in the notebook's folder, without a folder (got {answers!r})")
         self.answers, self.question = (Path(answers) if answers else None), question
@@ -81,10 +102,10 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
             inputs: list[widgets.Widget] = list(self.fields.values())
         else:
-            name = f"{self.grid.shape[0]} GPUs by {steps} time steps: arrow keys move, Enter or Space marks a cell idle"
+            name = f"{self.grid.shape[0]} GPUs by {steps} time steps: arrow keys move, Enter or Space clicks a cell"
             self.picture = CellGrid(*self.grid.shape, on_click=self.toggle, toggles=True, name=name).add_class("ppedu-diagram")
-            inputs = [widgets.HTML("Click every idle cell, then check." if self.answers is None else
-                                   "Click every idle cell; each click is saved.")]
+            inputs = [widgets.HTML(f"{escape(_ASK[mode])}, then check." if self.answers is None else
+                                   f"{escape(_ASK[mode])}; each click is saved.")]
         buttons = [self.button, EnterChecks()] if self.answers is None else []
         if self.answers is not None:
             self._restore()
@@ -93,15 +114,18 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         else:
             for text in self.fields.values():  # a verdict on answers since changed would mislead
                 text.observe(lambda _change: self._clear(), names="value")
-        if mode == "mark":
+        if mode != "count":
             self._paint()
         super().__init__([self.picture, *inputs, *buttons, self.feedback])
         self.add_class("ppedu-slot-exercise")
 
     @property
     def answer(self) -> saved.SlotAnswer:
-        """The answer as it stands: the counts typed (count mode) or the cells marked (mark mode)."""
-        if self.mode == "mark":
+        """The answer as it stands: the counts typed (count mode), the cells marked (mark and path modes) or the idle
+        cells sorted (causes mode)."""
+        if self.mode == "causes":
+            return saved.SlotAnswer(causes=frozenset((s, t, sort) for (s, t), sort in self.sorted.items()))
+        if self.mode != "count":
             return saved.SlotAnswer(marked=frozenset(self.marked))
         total, idle, ratio = (self.fields[name].value for name in ("total slots", "idle slots", "bubble ratio"))
         return saved.SlotAnswer(total=total, idle=idle, ratio=ratio)
@@ -118,10 +142,14 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             raise Wrong(f"{problem}; answer in the exercise again to save it anew.") from None
         if answer is None:
             raise Wrong(f"nothing saved for this question in {self.answers.name} yet: answer in the exercise above.")
-        if self.mode == "mark":
+        if self.mode == "causes":
+            if not answer.causes:
+                raise Wrong("no idle cell has a cause yet: click the idle cells of the grid above.")
+            return f"saved in {self.answers.name}: {len(answer.causes)} idle cells given a cause."
+        if self.mode != "count":
             if not answer.marked:
-                raise Wrong("no cell is marked yet: click every idle cell of the grid above.")
-            return f"saved in {self.answers.name}: {len(answer.marked)} cells marked idle."
+                raise Wrong(f"no cell is marked yet: {_ASK[self.mode][0].lower()}{_ASK[self.mode][1:]} above.")
+            return f"saved in {self.answers.name}: {len(answer.marked)} cells marked{' idle' * (self.mode == 'mark')}."
         missing = [name for name, text in (("total slots", answer.total), ("idle slots", answer.idle),
                                            ("bubble ratio", answer.ratio)) if not text.strip()]
         if missing:
@@ -138,22 +166,33 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         return self._show(check_slot_answers(self.grid, *values))
 
     def toggle(self, stage: int, step: int) -> None:
-        """Mark the cell (``stage``, ``step``; steps from 0) as idle, or unmark it."""
+        """Mark the cell (``stage``, ``step``; steps from 0), or unmark it; in causes mode give it the next cause."""
         if not (0 <= stage < self.grid.shape[0] and 0 <= step < self.grid.shape[1]):
             raise ValueError(f"GPU {stage}, t{step + 1} is not a cell of this {self.grid.shape[0]}×{self.grid.shape[1]} grid")
-        self.marked ^= {(stage, step)}
-        if self.mode == "mark":
+        if self.mode == "causes":
+            sorts = [sort for sort, _, _ in _CYCLE]
+            now = self.sorted.pop((stage, step), None)
+            if (then := sorts.index(now) + 1 if now else 0) < len(sorts):
+                self.sorted[stage, step] = sorts[then]
+        else:
+            self.marked ^= {(stage, step)}
+        if self.mode != "count":
             self._paint(stage, step)
         self._clear()
         self._save()
 
     def check_marking(self) -> Feedback:
-        """Check the cells marked so far."""
+        """Check the cells marked (or, in causes mode, sorted) so far."""
+        if self.mode == "path":
+            return self._show(check_path(self.grid, self.marked))
+        if self.mode == "causes":
+            return self._show(check_causes(self.grid, self.sorted))
         return self._show(check_marking(self.grid, self.marked, self.hidden))
 
     def _static_html(self) -> str:
-        marked = self.marked if self.mode == "mark" else None
-        ask = "Mark every idle cell." if self.mode == "mark" else "Count the total slots, the idle slots and the bubble ratio."
+        marked = None if self.mode == "count" else set(self.sorted) if self.mode == "causes" else self.marked
+        ask = ("Count the total slots, the idle slots and the bubble ratio." if self.mode == "count" else
+               _ASK[self.mode] + ".")
         return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
 
     def _restore(self) -> None:
@@ -167,6 +206,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             self.fields[name].value = text
         p, steps = self.grid.shape
         self.marked = {(s, t) for s, t in answer.marked if 0 <= s < p and 0 <= t < steps}
+        self.sorted = {(s, t): sort for s, t, sort in sorted(answer.causes) if 0 <= s < p and 0 <= t < steps}
 
     def _save(self) -> None:
         if self.answers is None:
@@ -195,17 +235,23 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         labels, starts, kinds = self.grid.labels(), self.grid.starts(), self.grid.kinds()
         events = self.timeline.events
         cells = [tuple(only)] if only else list(product(*map(range, self.grid.shape)))
+        cycle = {sort: (letter, tint) for sort, letter, tint in _CYCLE}
         for s, t in cells:
-            marked = (s, t) in self.marked
-            flag, mark = ("ppedu-marked", ", marked idle") if marked else (None, "")
+            sort = self.sorted.get((s, t))
+            marked = (s, t) in self.marked or sort is not None
+            # What the student's click left on the cell: its sign, what a screen reader says, the tint of an idle one.
+            tick, mark, tint = ((cycle[sort][0], f", blamed on {sort}", cycle[sort][1]) if sort else
+                                ("◆", ", marked on the path", "#FCE4D6") if self.mode == "path" else
+                                ("✗", ", marked idle", "#FCE4D6"))
+            flag = "ppedu-marked" if marked else None
+            tick, mark = (tick, mark) if marked else ("", "")
             if self.hidden[s][t]:
-                self.picture.show(s, t, "✗?" if marked else "?", "#616161", flag, "hidden" + mark)
+                self.picture.show(s, t, f"{tick}?", "#616161", flag, "hidden" + mark)
             elif kinds[s, t]:
                 # A marked busy cell keeps its label: the student sees what they marked.
                 op = events[self.grid.rows[s][t]].op
                 text = labels[s, t] if starts[s, t] else "·"
                 what = labels[s, t] if starts[s, t] else f"{labels[s, t]} continues"
-                self.picture.show(s, t, f"✗{text}" if marked else text, op_colour(op, self.timeline.schedule), flag,
-                                  what + mark)
+                self.picture.show(s, t, f"{tick}{text}", op_colour(op, self.timeline.schedule), flag, what + mark)
             else:
-                self.picture.show(s, t, "✗" if marked else "", "#FCE4D6" if marked else None, flag, "empty" + mark)
+                self.picture.show(s, t, tick, tint if marked else None, flag, "empty" + mark)

@@ -21,6 +21,8 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from ppedu import Costs, practice, schedules, simulate
+from ppedu.idle import SORTS
+from ppedu.reading import check_causes, check_path
 from ppedu.slots import check_marking, check_slot_answers
 from ppedu.widgets import CollectiveExplorer, ScheduleBuilder, ScheduleExplorer, SlotCountingExercise, TimelinePlayer
 
@@ -144,7 +146,8 @@ def drive_explorer(lab, panel, root, explorer: ScheduleExplorer) -> None:
 
 
 def drive_exercise(lab, panel, root, exercise: SlotCountingExercise) -> None:
-    (drive_counting if exercise.mode == "count" else drive_marking)(lab, root, exercise)
+    {"count": drive_counting, "mark": drive_marking, "path": drive_path, "causes": drive_causes}[exercise.mode](
+        lab, root, exercise)
 
 
 def drive_counting(lab, root, exercise: SlotCountingExercise) -> None:
@@ -179,6 +182,46 @@ def drive_marking(lab, root, exercise: SlotCountingExercise) -> None:
         root.get_by_role("button", name="Check").click()
         shown = wait_for_text(root.locator(".ppedu-feedback"), lambda s: s and s != previous)
         assert shown == " ".join(" ".join(expected.messages).split()), f"feedback after marking {len(marked)} cells"
+
+
+def _check_shows(lab, root, expected, what: str) -> None:
+    previous = text(root.locator(".ppedu-feedback"))
+    root.get_by_role("button", name="Check").click()
+    shown = wait_for_text(root.locator(".ppedu-feedback"), lambda s: s and s != previous)
+    assert shown == " ".join(" ".join(expected.messages).split()), f"feedback after {what}"
+
+
+def drive_path(lab, root, exercise: SlotCountingExercise) -> None:
+    """Click the critical path ppedu finds, but one idle cell too, check; unclick that one, check: correct."""
+    path = sorted({(e.stage, t) for e in exercise.timeline.critical_path()
+                   for t in range(round(e.start / exercise.grid.dt), round(e.end / exercise.grid.dt))})
+    idle = next((int(s), int(t)) for s, t in zip(*exercise.grid.idle_mask.nonzero()))
+    for cells, clicks, correct in ((set(path) | {idle}, [*path, idle], False), (set(path), [idle], True)):
+        for s, t in clicks:
+            root.locator(f".ppedu-cell-{s}-{t}").click()
+        expected = check_path(exercise.grid, cells)
+        assert expected.correct is correct
+        _check_shows(lab, root, expected, f"tracing {len(cells)} cells")
+
+
+def drive_causes(lab, root, exercise: SlotCountingExercise) -> None:
+    """Click one idle cell of each cause as often as its cause takes, one of them once too often, check."""
+    causes = exercise.grid.causes()
+    sorts = ["fill", "drain", "order"]
+    first = {}
+    for s, row in enumerate(causes):
+        for t, cause in enumerate(row):
+            first.setdefault(SORTS.get(cause), (s, t))
+    given = {}
+    for n, sort in enumerate(sorts):
+        if sort in first:
+            wrong = n == 0  # the first a click too far: fill taken for drain
+            given[first[sort]] = sorts[n + wrong]
+            for _ in range(n + 1 + wrong):
+                root.locator(f".ppedu-cell-{first[sort][0]}-{first[sort][1]}").click()
+    expected = check_causes(exercise.grid, given)
+    assert not expected.correct and "not drain: the pipeline is still filling" in expected.messages[0]
+    _check_shows(lab, root, expected, f"sorting {len(given)} cells")
 
 
 def drive_collectives(lab, panel, root, explorer: CollectiveExplorer) -> None:

@@ -1,6 +1,7 @@
 """The widget exam end to end, as a class does it: the instructor releases `counting`; a student fetches it into a
-folder of their own, opens it in JupyterLab, types the counts and clicks the idle cells in Chromium, presses
-Validate and submits; the instructor collects and autogrades it in the sandbox; the grade is what was clicked."""
+folder of their own, opens it in JupyterLab, types the counts, clicks the idle cells, a critical path and the idle
+cells' causes in Chromium, presses Validate and submits; the instructor collects and autogrades it in the sandbox;
+the grade is what was clicked."""
 
 import getpass
 import json
@@ -14,6 +15,7 @@ from pathlib import Path
 from ppedu.grading.assignments import counting
 from ppedu.grading.students import student_id
 from ppedu.grid import grid
+from ppedu.idle import SORTS
 
 from .test_assignment import type_into, validate
 
@@ -64,6 +66,18 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     for s, t in idle:
         mark.locator(f".ppedu-cell-{s}-{t}").click()
     _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("mark", {}).get("marked", []))) == idle)
+    # The read grid: a critical path clicked cell by cell, then each idle cell clicked once per step of its cause.
+    read = counting.timeline("path", values)
+    path = sorted({(e.stage, t) for e in read.critical_path() for t in range(int(e.start), int(e.end))})
+    trace, sort = panel.locator(".ppedu-slot-exercise").nth(2), panel.locator(".ppedu-slot-exercise").nth(3)
+    for s, t in path:
+        trace.locator(f".ppedu-cell-{s}-{t}").click()
+    _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("path", {}).get("marked", []))) == path)
+    causes = sorted((s, t, SORTS[c]) for s, row in enumerate(grid(read).causes()) for t, c in enumerate(row) if c)
+    for s, t, c in causes:
+        for _ in range(("fill", "drain", "order").index(c) + 1):
+            sort.locator(f".ppedu-cell-{s}-{t}").click()
+    _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("causes", {}).get("causes", []))) == causes)
     assert "Saved in counting.json" in count.locator(".ppedu-feedback").inner_text()
 
     # The last question is answered in words, graded by hand: Validate wants it written too.
@@ -83,5 +97,5 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     graded = subprocess.run([str(Path(BIN) / "ppedu"), "grade", "counting", "--student", me, "--jobs", "1"], cwd=course,
                             env={**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]},
                             capture_output=True, text=True, timeout=600)
-    # 5 points from the widgets; the 2 of the written answer wait for the instructor
-    assert graded.returncode == 0 and f"{me}: 5/7" in graded.stdout, graded.stdout + graded.stderr
+    # 9 points from the widgets; the 2 of the written answer wait for the instructor
+    assert graded.returncode == 0 and f"{me}: 9/11" in graded.stdout, graded.stdout + graded.stderr

@@ -22,6 +22,7 @@ import nbformat
 import pytest
 
 from ppedu.grading import my_values
+from ppedu.grading.assignments import counting
 from ppedu.widgets import SlotCountingExercise
 
 from .conftest import CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab
@@ -160,6 +161,9 @@ def practice_twin(panel, source: str) -> SlotCountingExercise | None:
     student = re.search(r"counting for student '(practice-\d+)'", shown)
     assert student, "the practice's setup shows no student id"
     values = my_values("counting", student=student[1])
+    for mode in ("path", "causes"):
+        if f"mode='{mode}'" in source or f'mode="{mode}"' in source:
+            return SlotCountingExercise(counting.timeline(mode, values), mode=mode)
     if "mode='mark'" in source or 'mode="mark"' in source:
         return SlotCountingExercise(values.mark_schedule, p=values.mark_p, m=values.mark_m, mode="mark")
     return SlotCountingExercise(values.count_schedule, p=values.p, m=values.m)

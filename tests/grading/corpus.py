@@ -1,4 +1,4 @@
-"""The hostile corpus: submissions of ps1–ps6 and the final exam made from the solutions (or the release) by small
+"""The hostile corpus: submissions of ps1–ps7 and the final exam made from the solutions (or the release) by small
 scripted edits — careless, wrong, and hostile — each with the score it must get.
 
 A case names the cells it replaces or appends to (by grade_id), an optional edit of the notebook's
@@ -649,20 +649,86 @@ PS6: dict[str, Case] = {
     "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_idle": 2, "makespan": 3}  # questions 3-6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
+_ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
+    times = []
+    for m in range(2 * p - 1, batch + 1):
+        s = batch / m
+        if batch % m == 0 and p * s * act <= room:
+            times.append((m + p - 1) * (o + s * f + o + s * (b + w)))
+    return min(times)"""
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
-    "counted_busy": Case("final", append={"q1b_answer": "idle_slots = busy\nbubble = idle_slots / (values.grid_p * T)"},
-                         lost={"grid_idle": 2}),
-    "makespan_of_1f1b": Case("final", replace={"q2_answer": "def zb_h1_makespan(p, m, f, b, w):\n"
-                                                            "    return (m + p - 1) * (f + b + w)"}, lost={"makespan": 3}),
-    "makespan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
-                                                              "def zb_h1_makespan(p, m, f, b, w):\n"
-                                                              "    return simulate(schedules.zero_bubble_h1(p, m), "
-                                                              "Costs(f=f, b=b, w=w)).makespan"}, lost={"makespan": 3}),
+    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = values.grid_p * T - idle_slots"},
+                         lost={"grid_T": 2}),
+    # the bubble's causes not told apart: every idle slot put on the order, fill and drain included
+    "every_idle_slot_the_orders": Case("final", append={"q1b_answer": "order_idle = idle_slots"}, lost={"grid_path": 2}),
+    # the loop read as 1F1B's, off each GPU's own work rather than the critical path
+    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + values.grid_b"}, lost={"grid_path": 2}),
+    # memory forgotten: the fastest m, fitting or not
+    "plan_without_memory": Case("final", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
+        nb, "q2_answer").source.replace("act <= room", "act <= float('inf')")), lost={"plan": 3}),
+    # ZB-H2 never considered (its 2p - 1 micro-batches taken to be all m): right only where 1F1B wins
+    "plan_1f1b_only": Case("final", replace={"q2_answer": _ONE_F_ONE_B_ONLY}, lost={"plan": 3}),
+    # the simulator behind a closed form: not installed where the cell runs on its own
+    "plan_simulated": Case("final", replace={"q2_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                          "def best_step(p, batch, f, b, w, o, act, room):\n"
+                                                          "    return simulate(schedules.zero_bubble_h2(p, batch), "
+                                                          "Costs(f=o + f, b=o + b, w=o + w)).makespan"},
+                           lost={"plan": 3}),
     "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
 }
 
-CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6,
+PS7_ALL = {"allreduce": 1, "crossover": 1, "tensor": 1, "zero_memory": 1, "zero_traffic": 1, "all_to_all": 1,
+           "layout": 1}  # 1c, 2b, 5b by hand
+PS7: dict[str, Case] = {
+    "solved": Case("ps7"),
+    "blank": Case("ps7", release=True, lost=PS7_ALL),
+    # careless: the ring's reduce-scatter alone; a tree of log2 n levels, right only where n is a power of 2 (as the
+    # examples are), so on the hidden inputs
+    "reduce_scatter_only": Case("ps7", replace={"q1a_answer": "import math\n\n\n"
+                                                              "def ring_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
+                                                              "    return (n - 1) * alpha + (n - 1) / n * nbytes / bandwidth\n\n\n"
+                                                              "def tree_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
+                                                              "    return 2 * math.ceil(math.log2(n)) * alpha + (2 if n > 2 else 1) * nbytes / bandwidth"},
+                                lost={"allreduce": 1}),
+    "tree_without_whole_levels": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
+        nb, "q1a_answer").source.replace("math.ceil(math.log2(n))", "math.log2(n)")), lost={"allreduce": 1}),
+    # sequence parallelism counted as tensor parallelism's bytes: the backward's re-gathers forgotten
+    "sequence_as_tensor": Case("ps7", replace={"q2_answer": "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                            "    return 8 * (t - 1) / t * 2 * tokens * hidden"},
+                               lost={"tensor": 1}),
+    # the library behind a closed form: not installed where the cell runs on its own
+    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Model\n"
+                                                        "from ppedu.cluster.collectives import ring\n"
+                                                        "from ppedu.cluster.tensor import block_collectives\n\n\n"
+                                                        "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                        "    m = Model('x', layers=2, hidden=hidden, vocab=1, seq=tokens)\n"
+                                                        "    return sum(ring(c.nbytes, t, c.kind) for c in "
+                                                        "block_collectives(m, t, sequence))"},
+                           lost={"tensor": 1}),
+    # ZeRO-3's weights gathered once, as if the forward's copy were kept for the backward; memory in GiB
+    "zero3_one_gather": Case("ps7", replace={"q3b_answer": "def zero_sent_gb(stage, params, d):\n"
+                                                           "    return 2 * (d - 1) / d * 2 * params / 1e9"},
+                             lost={"zero_traffic": 1}),
+    "zero_in_gib": Case("ps7", append={"q3a_answer": "_gb = zero_gb\n\n\ndef zero_gb(stage, params, d):\n"
+                                                     "    return _gb(stage, params, d) * 1e9 / 2**30"},
+                        lost={"zero_memory": 1}),
+    # every copy counted as sent, the GPU's own experts' share included
+    "all_to_all_sends_own": Case("ps7", replace={"q4_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
+                                                             "    return tokens * top_k * hidden * 2"},
+                                 lost={"all_to_all": 1}),
+    # a layout that fits but is slow; one that does not use every GPU
+    "layout_slowest": Case("ps7", append={"q5a_answer": "slow = [r for r in rows if r.fits][-1]\n"
+                                                        "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
+                           lost={"layout": 1}),
+    "layout_half_the_gpus": Case("ps7", append={"q5a_answer": "d = d // 2"}, lost={"layout": 1}),
+    # the near-tie: the second schedule of the fastest layout is as right as the first (within the stated 1 %)
+    "layout_near_tie": Case("ps7", append={"q5a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
+                                                         ".get(schedule, schedule)"}),
+    "no_written_answers": Case("ps7", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q5b_answer": ""}),
+}
+
+CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,
                                       "final": FINAL}

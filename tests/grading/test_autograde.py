@@ -133,7 +133,7 @@ CASES = [(a, s) for a, cases in CORPUS.items() for s in cases]
 
 
 def test_the_corpus_is_big_enough_and_covers_every_assignment():
-    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "final"}
+    assert len(CASES) >= 150 and set(CORPUS) == {"counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "ps7", "final"}
     assert sum(map(len, HOSTILE.values())) >= 40
 
 
@@ -246,7 +246,7 @@ def test_time_outs_and_dead_kernels_say_what_happened(course, graded):
     assert "raised NameError" in _text(_test_outputs(course, "ps1", "defining_cell_raises")["conversion"])
 
 
-@pytest.mark.parametrize("assignment", ["ps3", "ps4", "ps5", "ps6"])
+@pytest.mark.parametrize("assignment", ["ps3", "ps4", "ps5", "ps6", "ps7"])
 def test_library_implementations_are_not_answers(course, graded, assignment):
     _graded_only(assignment)
     allowed = "is not available while this question is checked"
@@ -259,6 +259,8 @@ def test_library_implementations_are_not_answers(course, graded, assignment):
     elif assignment == "ps6":  # a derivation is a closed form: neither the simulator nor DeepSeek's table is there
         assert allowed in _text(_test_outputs(course, "ps6", "simulates_inside")["middle_fill"])
         assert allowed in _text(_test_outputs(course, "ps6", "table_inside")["zb_region"])
+    elif assignment == "ps7":  # a derivation of the scale chapters is a closed form: ppedu.cluster is not there
+        assert allowed in _text(_test_outputs(course, "ps7", "library_inside")["tensor"])
     else:
         assert allowed in _text(_test_outputs(course, "ps5", "library_caller")["gpipe"])
 

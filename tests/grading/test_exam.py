@@ -16,15 +16,19 @@ from grader.exam import POINTS, judge
 from ppedu.grading.assignments import counting
 from ppedu.answer_file import read
 from ppedu.grading.students import student_id
-from ppedu.grid import grid
+from ppedu.critical import critical_path
+from ppedu.grid import IDLE, grid
+from ppedu.idle import SORTS
 from ppedu.widgets import SlotCountingExercise
 
 RELEASED = ROOT / "exercises" / "counting" / "counting.ipynb"
 TOTAL = sum(points for _, points in graded_cells(ROOT / "solutions" / "counting" / "counting.ipynb"))  # with q3, by hand
 
 
-def _answer(student, right_counts=True, right_marks=True):
-    """The student's two exercises, worked through the widgets' own API in their folder (as clicks and typing do)."""
+def _answer(student, right_counts=True, right_marks=True, path="right", causes="right"):
+    """The student's four exercises, worked through the widgets' own API in their folder (as clicks and typing do).
+    ``path``: "right" (ppedu's critical path), "shifted" (one cell of it moved to an idle cell) or None (nothing);
+    ``causes``: "right", "swapped" (fill and the order's own taken for each other) or None."""
     v = counting.values(student)
     count = SlotCountingExercise(v["count_schedule"], p=v["p"], m=v["m"], answers=counting.ANSWERS, question="count")
     g = grid(count.timeline)
@@ -36,7 +40,35 @@ def _answer(student, right_counts=True, right_marks=True):
                                 answers=counting.ANSWERS, question="mark")
     for s, t in zip(*(~grid(mark.timeline).idle_mask if not right_marks else grid(mark.timeline).idle_mask).nonzero()):
         mark.toggle(int(s), int(t))
+    if path:
+        trace = SlotCountingExercise(counting.timeline("path", v), mode="path", answers=counting.ANSWERS,
+                                     question="path")
+        for s, t in _traced(trace.timeline, shifted=path == "shifted"):
+            trace.toggle(s, t)
+    if causes:
+        sort = SlotCountingExercise(counting.timeline("causes", v), mode="causes", answers=counting.ANSWERS,
+                                    question="causes")
+        for (s, t), c in _sorted(sort.grid, swapped=causes == "swapped").items():
+            for _ in range(("fill", "drain", "order").index(c) + 1):
+                sort.toggle(s, t)
     return count, mark
+
+
+def _traced(timeline, shifted=False):
+    """The cells of ppedu's critical path; ``shifted``: its middle cell moved to an idle cell of the same step."""
+    path = critical_path(timeline)
+    cells = {(e.stage, t) for e in path for t in range(int(e.start), int(e.end))}
+    if shifted:
+        g = grid(timeline)
+        s, t = min(cells, key=lambda c: abs(c[1] - g.shape[1] // 2))
+        cells = (cells - {(s, t)}) | {next((r, t) for r in range(g.shape[0]) if g.rows[r][t] == IDLE)}
+    return sorted(cells)
+
+
+def _sorted(g, swapped=False):
+    """Each idle cell's cause; ``swapped``: the pipeline filling and the order's own taken for each other."""
+    swap = {"fill": "order", "order": "fill"} if swapped else {}
+    return {(s, t): swap.get(SORTS[c], SORTS[c]) for s, row in enumerate(g.causes()) for t, c in enumerate(row) if c}
 
 
 def test_the_notebook_carries_the_judges_points():
@@ -52,7 +84,13 @@ def test_the_exercises_save_every_change_and_start_from_it(tmp_path, monkeypatch
     again = SlotCountingExercise(mark.timeline, mode="mark", answers=counting.ANSWERS, question="mark")
     assert again.marked == mark.marked  # re-running the notebook restores the marks and saves nothing
     assert read(tmp_path / counting.ANSWERS) == saved
+    sort = SlotCountingExercise(counting.timeline("causes", counting.values("alice")), mode="causes",
+                                answers=counting.ANSWERS, question="causes")
+    assert sort.sorted == _sorted(sort.grid) and saved["path"].marked == frozenset(_traced(sort.timeline))
     assert judge("alice", saved).points == POINTS
+    # A file saved before the causes were: it still reads, with none.
+    (tmp_path / "old.json").write_text('{"mark": {"total": "", "idle": "", "ratio": "", "marked": [[0, 1]]}}')
+    assert read(tmp_path / "old.json")["mark"].causes == frozenset()
     with pytest.raises(ValueError, match="without a folder"):
         SlotCountingExercise("gpipe", answers="../bob/counting.json")
 
@@ -65,13 +103,31 @@ def test_the_judge_grades_the_grid_of_the_student_it_is_told(tmp_path, monkeypat
     assert others and all(sum(judge(s, alices).points.values()) < sum(POINTS.values()) for s in others)
 
 
+def _off_by_a_cell(student):
+    """One cell of the path moved to an idle one: that step missing, and a cell marked wrong, each a share."""
+    steps = grid(counting.timeline("path", counting.values(student))).shape[1]
+    return round(POINTS["path"] * (steps - 2) / steps, 2)
+
+
+def _swapped(student):
+    """Fill and the order's own taken for each other: only the draining cells right."""
+    g = grid(counting.timeline("causes", counting.values(student)))
+    causes = [SORTS[c] for row in g.causes() for c in row if c]
+    return round(POINTS["causes"] * causes.count("drain") / len(causes), 2)
+
+
 STUDENTS = {  # student -> how they answer (None: they save nothing), expected points per question
     "solved": ((True, True), POINTS),
-    "busy_as_idle": ((False, True), {"count": 1.0, "mark": 2.0}),  # total right; idle and the ratio on it wrong
-    "marks_busy_cells": ((True, False), {"count": 3.0, "mark": 0.0}),
-    "saved_nothing": (None, {"count": 0.0, "mark": 0.0}),
-    "rewriter": ((False, False), {"count": 1.0, "mark": 0.0}),  # its notebook rewrites its answers as it runs
+    "busy_as_idle": ((False, True), {**POINTS, "count": 1.0}),  # total right; idle and the ratio on it wrong
+    "marks_busy_cells": ((True, False), {**POINTS, "mark": 0.0}),
+    "path_off_by_a_cell": ((True, True, "shifted"), {**POINTS, "path": _off_by_a_cell("path_off_by_a_cell")}),
+    "causes_swapped": ((True, True, "right", "swapped"), {**POINTS, "causes": _swapped("causes_swapped")}),
+    "saved_nothing": (None, dict.fromkeys(POINTS, 0.0)),
+    # its notebook rewrites its answers as it runs
+    "rewriter": ((False, False, None, None), {"count": 1.0, "mark": 0.0, "path": 0.0, "causes": 0.0}),
 }
+assert 0 < STUDENTS["path_off_by_a_cell"][1]["path"] < POINTS["path"]
+assert 0 < STUDENTS["causes_swapped"][1]["causes"] < POINTS["causes"]
 
 
 def _submission(course, student):
@@ -102,7 +158,7 @@ def graded(course, tmp_path_factory):
         _answer("rewriter")
         perfect = open(counting.ANSWERS).read()
         os.chdir(_submission(course, "rewriter"))
-        _answer("rewriter", False, False)
+        _answer("rewriter", *STUDENTS["rewriter"][0])
         nb = nbformat.read(RELEASED, as_version=4)
         nb.cells.insert(2, nbformat.v4.new_code_cell(f"open('counting.json', 'w').write({perfect!r})"))
         nbformat.write(nb, "counting.ipynb")
@@ -131,12 +187,22 @@ def test_a_link_or_a_scribbled_file_scores_nothing(graded, student):
     assert _scores(graded, student) == (0, TOTAL)
 
 
+def _outputs(course, student):
+    """What each graded cell of ``student``'s autograded notebook shows."""
+    nb = nbformat.read(course / "autograded" / student / "counting" / "counting.ipynb", as_version=4)
+    return {c.metadata.nbgrader["grade_id"]: "".join(o.get("text", "") for o in c.outputs)
+            for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
 def test_the_feedback_says_what_is_wrong(graded, course):
-    nb = nbformat.read(course / "autograded" / "busy_as_idle" / "counting" / "counting.ipynb", as_version=4)
-    outputs = {c.metadata.nbgrader["grade_id"]: "".join(o.get("text", "") for o in c.outputs)
-               for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+    outputs = _outputs(course, "busy_as_idle")
     assert "you counted the busy slots, not the idle ones" in outputs["count"]
     assert "1 of 3 points" in outputs["count"] and "2 of 2 points" in outputs["mark"]
+    path = _outputs(course, "path_off_by_a_cell")["path"]
+    assert "is idle: a critical path runs through operations only" in path and "your path breaks after" in path
+    assert f"{_off_by_a_cell('path_off_by_a_cell'):g} of 2 points" in path
+    causes = _outputs(course, "causes_swapped")["causes"]
+    assert "not order: the pipeline is still filling there" in causes and "more cells sorted wrong" in causes
     linker = nbformat.read(course / "autograded" / "linker" / "counting" / "counting.ipynb", as_version=4)
     assert "counting.json was a symbolic link" in "".join(o.get("text", "") for c in linker.cells
                                                          for o in c.get("outputs", []))

@@ -116,8 +116,8 @@ def test_the_students_commands_work_in_their_own_folder(walkthrough):
 def test_grading_regrading_and_export(walkthrough):
     course, _, _, logs = walkthrough
     me = getpass.getuser()
-    # the widgets' 5 points autograded, of 7: the written reasoning (2) waits for the formgrader
-    assert f"{me}: 5/7" in logs["grade"], logs["grade"]
+    # the widgets' points autograded, of all: the written reasoning (2) waits for the formgrader
+    assert f"{me}: {sum(POINTS.values()):g}/{sum(POINTS.values()) + 2:g}" in logs["grade"], logs["grade"]
     assert "Skipping existing assignment" in logs["again"]
     assert "Skipping existing assignment" not in logs["force"] and "put back as released" not in logs["force"]
     grades = list(csv.DictReader((course / "grades.csv").open()))
