@@ -71,7 +71,7 @@ c.HTMLExporter.extra_template_basedirs = [str(course / "grader" / "templates"), 
 # nbgrader's formgrade template renders markdown cells itself, past `sanitize_html`: nbconvert's SanitizeHTML
 # preprocessor cleans the cells before any template sees them.
 c.HTMLExporter.sanitize_html = True
-c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.SanitizeHTML"]
+c.HTMLExporter.preprocessors = ["nbconvert.preprocessors.sanitize.SanitizeHTML"]
 c.SanitizeHTML.enabled = True
 # The exchange (where `nbgrader release_assignment` puts assignments and `nbgrader collect` finds
 # submissions) is the machine's, set for every user by `make exchange` in /etc/jupyter/nbgrader_config.py:
