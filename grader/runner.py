@@ -7,6 +7,7 @@ gradebook (with the course's configuration: intake, evaluation, judge), and repo
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import re
@@ -175,6 +176,10 @@ def gradebook_trouble() -> str | None:
 def _prepare(root: Path, timeout: int | None, sandbox: bool = True) -> None:
     # nbgrader's gradebook code trips SQLAlchemy 2's autoflush warnings; they change nothing recorded.
     warnings.filterwarnings("ignore", message=".*not in session.*")
+    # nbgrader logs each session it rolls back with a traceback; when the gradebook is gone, the command says what
+    # was not recorded, once, in one line
+    logging.getLogger("tornado.application").addFilter(
+        lambda record: not record.getMessage().startswith("Rolling back session"))
     os.chdir(root)
     # nbgrader runs `alembic` (the gradebook's migrations) as a command: it must be on PATH.
     bindir = str(Path(sys.executable).parent)

@@ -46,6 +46,8 @@ ABSENT = {
     "nbgrader": "nothing is graded in this edition",
     "jsonschema": "pinned only to start nbgrader and JupyterLab sooner; nothing in the browser checks a schema",
     "tqdm": "only the command line's progress bars use it",
+    "nbgitpuller": "a browser edition has no clone to update: ppedu update is for the hub and laptops",
+    "nbdime": "ppedu update's cell-by-cell merge runs in a clone, never in the browser",
 }
 MARK = ".ppedu-lite"
 

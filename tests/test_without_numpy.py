@@ -26,8 +26,8 @@ NEEDS_BLOCKED = {"ppedu.animate", "ppedu.plot", "ppedu.widgets.lab", "ppedu.mnis
 #: Modules that import without numpy but whose examples show numpy or PyTorch at work (numpy scalars as answers,
 #: PyTorch's own orders, the grading sandbox's kernels): not the browser's.
 EXAMPLES_NEED_MORE = {"ppedu.grading.answers", "ppedu.reference", "ppedu.grading.sandbox", "ppedu.grading.evaluate",
-                      "ppedu.grading.execute", "ppedu.grading.harness", "ppedu.mnist", "ppedu.mnist.cli", "ppedu.grading.cli",
-                      "ppedu.batch_size"}
+                      "ppedu.grading.execute", "ppedu.grading.harness", "ppedu.grading.stages", "ppedu.mnist",
+                      "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size"}
 BLOCK = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in BLOCKED)
 
 

@@ -42,6 +42,19 @@ def make_course(root, names=None):
     return root
 
 
+def copy_course(course, copy, *ignore):
+    """A copy of the shared ``course`` for a test of its own: no student of the others (their submissions go with
+    them from its gradebook, and from its folders ``submitted`` to ``downloaded``), nor what ``ignore`` names."""
+    shutil.copytree(course, copy, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "intake",
+                                                                "downloaded", *ignore))
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{copy / 'gradebook.db'}", "ppedu") as gb:
+        for student in gb.students:
+            gb.remove_student(student.id)
+    return copy
+
+
 @pytest.fixture(scope="session")
 def course(tmp_path_factory):
     """A course directory with nbgrader_config.py and solutions/, every assignment generated."""

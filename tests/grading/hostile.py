@@ -47,7 +47,7 @@ from typing import Any
 from corpus import PS1_ALL, PS1_WRONG, PS2_ALL, PS2_WRONG, PS3_ALL, PS4_ALL, PS5_ALL, REACH, SPOIL, Case
 
 Folder = Callable[[Path, dict[str, str]], None]
-COUNTING_ALL = {"count": 3, "mark": 2}
+COUNTING_ALL = {"count": 3, "mark": 2, "path": 2, "causes": 2}
 
 
 # ---- helpers: what a case does to its folder or its notebook's bytes ------------------------------
@@ -1018,11 +1018,10 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
-        # the channel forged from inside: the records no longer match what the grader asked, so the run is read no
-        # further — the questions from this cell on are lost (as a cell that ends the kernel loses them), never
-        # more credit; the cell is listed for the instructor to read
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER},
-                                 lost={"one_f_one_b": 4, "interleaved_1f1b": 4}),
+        # the channel forged from inside (json.dumps and the harness's send patched): the harness writes its records
+        # with an encoder of its own, so the forgery never reaches the grader — the stub loses its own question,
+        # the other questions are graded as if the patch were not there
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
@@ -1407,11 +1406,13 @@ OTHER_LINKS: dict[str, dict[str, Case]] = {
 # JSON nested too deep. Each is refused with a reason (nothing saved: 0), never followed, blocked on or crashed on.
 # A broken or linked *notebook* changes nothing: the answers are in counting.json, which is regular.
 
-def _counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.json") -> None:
-    """This student's right answers, saved as the exercises save them (ppedu.answer_file)."""
+def save_counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.json") -> None:
+    """This student's right answers to the four exercises, saved as the exercises save them (ppedu.answer_file)."""
     from ppedu.answer_file import SlotAnswer, save
+    from ppedu.critical import critical_path
     from ppedu.grading.assignments import counting
     from ppedu.grid import grid
+    from ppedu.idle import SORTS
 
     v = counting.values(fill["{student}"])
     count = grid(counting.timeline("count", v))
@@ -1420,6 +1421,12 @@ def _counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.
     save(folder / name, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
     marked = frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))
     save(folder / name, "mark", SlotAnswer(marked=marked))
+    path = critical_path(counting.timeline("path", v))
+    save(folder / name, "path", SlotAnswer(marked=frozenset((e.stage, t) for e in path
+                                                            for t in range(int(e.start), int(e.end)))))
+    causes = grid(counting.timeline("causes", v)).causes()
+    save(folder / name, "causes", SlotAnswer(causes=frozenset((s, t, SORTS[c]) for s, row in enumerate(causes)
+                                                              for t, c in enumerate(row) if c)))
 
 
 def _counting_stash(folder: Path, fill: dict[str, str]) -> None:
@@ -1428,25 +1435,25 @@ def _counting_stash(folder: Path, fill: dict[str, str]) -> None:
     stash = folder.parent / "my-work"
     stash.mkdir()
     shutil.copy(_notebook(folder), stash / "counting.ipynb")
-    _counting_answers(stash, fill)
+    save_counting_answers(stash, fill)
     shutil.rmtree(folder)
     os.symlink("my-work", folder)
 
 
 def _counting_link(folder: Path, fill: dict[str, str]) -> None:
-    _counting_answers(folder.parent, fill, "answers-backup.json")
+    save_counting_answers(folder.parent, fill, "answers-backup.json")
     os.symlink("../answers-backup.json", folder / "counting.json")
 
 
 COUNTING: dict[str, Case] = {
-    "h_counting_solved": Case("counting", folder=_counting_answers),
+    "h_counting_solved": Case("counting", folder=save_counting_answers),
     # careless: the save's leftover temporary file, a checkpoint, a stray note
     "h_counting_leftovers": Case("counting", folder=_then(
-        _counting_answers, _write(".counting.json.k3j2h1", '{"count": {"total": "1"'),
+        save_counting_answers, _write(".counting.json.k3j2h1", '{"count": {"total": "1"'),
         _write(".ipynb_checkpoints/counting-checkpoint.ipynb", "{}"), _write("scratch.txt", "idle = 7?"))),
     "h_counting_notebook_link": Case("counting", release=True, folder=_then(
-        _counting_answers, _notebook_is_link("{course}/solutions/counting/counting.ipynb"))),
-    "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2], folder=_counting_answers),
+        save_counting_answers, _notebook_is_link("{course}/solutions/counting/counting.ipynb"))),
+    "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2], folder=save_counting_answers),
     "h_counting_folder_link": Case("counting", release=True, folder=_counting_stash, lost=COUNTING_ALL),
     "h_counting_json_link": Case("counting", folder=_counting_link, lost=COUNTING_ALL),
     "h_counting_json_fifo": Case("counting", folder=_fifo("counting.json"), lost=COUNTING_ALL),

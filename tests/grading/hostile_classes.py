@@ -30,7 +30,7 @@ from typing import Any
 import nbformat
 
 from corpus import PS1_WRONG, PS1_ALL, PS5_ALL, Case
-from hostile import HOARDS_ACTIVATIONS, UNPIPELINED_FORGED_TRACE
+from hostile import HOARDS_ACTIVATIONS, UNPIPELINED_FORGED_TRACE, save_counting_answers
 
 #: Which words the student or the instructor must read about a case: per test cell (grade_id) in that cell's
 #: feedback, or under "*" anywhere in the graded notebook's text or in `ppedu grade`'s lines for the student.
@@ -510,8 +510,8 @@ CLASS_5: dict[str, Collection] = {
         Archive("counting+ca_carol.zip", {"counting.ipynb": "release", "counting.json": "counting answers"}),),
         {"ca_carol": "release"}),
 }
-#: After collecting: the widget exam's student graded from the answers in her archive (all 5 autograded points).
-COUNTING_POINTS = {"ca_carol": {"count": 3.0, "mark": 2.0}}
+#: After collecting: the widget exam's student graded from the answers in her archive (all 9 autograded points).
+COUNTING_POINTS = {"ca_carol": {"count": 3.0, "mark": 2.0, "path": 2.0, "causes": 2.0}}
 
 
 # ---- 6. the grader's working files are private ----------------------------------------------------------------------
@@ -553,16 +553,8 @@ def solution_cells(nb: Any) -> list[str]:
 
 def counting_answers(folder: Path, student: str) -> bytes:
     """The widget exam's right answers for ``student``, as its exercises save them."""
-    from ppedu.answer_file import SlotAnswer, save
-    from ppedu.grading.assignments import counting
-    from ppedu.grid import grid
-
-    v = counting.values(student)
-    count, mark = grid(counting.timeline("count", v)), grid(counting.timeline("mark", v))
-    total, idle = int(count.total_slots), int(count.idle_slots)
     path = folder / f"counting-{student}.json"
-    save(path, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
-    save(path, "mark", SlotAnswer(marked=frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))))
+    save_counting_answers(folder, {"{student}": student}, path.name)
     data = path.read_bytes()
     path.unlink()
     return data

@@ -79,8 +79,10 @@ def _draws(assignment, cells):
     every change is made somewhere."""
     rng, kinds = random.Random(assignment), KEEPS + BREAKS
     draws = [[rng.choice(kinds) for _ in cells] for _ in range(EXAMPLES[assignment])]
-    for k, how in enumerate(kinds):  # each change at least once, on cells spread over the notebook
-        draws[k % len(draws)][(k * 7) % len(cells)] = how
+    # Each change at least once, each in a cell of its own where there are enough; a keep and a break alternate, so
+    # that a notebook of one answer cell (ps5) is kept in one example and broken in the other.
+    for k, how in enumerate(how for pair in zip(KEEPS, BREAKS) for how in pair):
+        draws[k % len(draws)][k // len(draws) % len(cells)] = how
     return draws
 
 

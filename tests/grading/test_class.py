@@ -32,7 +32,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BIN, ROOT, autograded_cells, graded_cells
+from conftest import BIN, ROOT, autograded_cells, copy_course, graded_cells
 from corpus import PS1, write
 from guide import section
 from hostile import HOSTILE
@@ -161,9 +161,7 @@ def instructor(course, command, school, like=None, status=0):
 
 def _course(school, shared, name):
     """A copy of the course for one way in, closed to the class, with the class list and ps1's due date."""
-    course = school["base"] / name
-    shutil.copytree(shared, course, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "intake",
-                                                                  "downloaded", "grades.csv"))
+    course = copy_course(shared, school["base"] / name, "grades.csv")
     shutil.copy(ROOT / "Makefile", course)
     shutil.copytree(ROOT / "student", course / "student")
     instructor(course, "make -s private", school, like="make private")

@@ -15,7 +15,7 @@ from nbgrader.api import Base, Gradebook
 from nbgrader.utils import parse_utc
 from sqlalchemy import create_engine, inspect
 
-from conftest import BIN, ROOT, autograded_cells
+from conftest import BIN, ROOT, autograded_cells, copy_course
 from guide import section
 
 SOLVED = ROOT / "solutions" / "ps1" / "ps1.ipynb"
@@ -48,12 +48,7 @@ def _submit(course, student, stamp, notebook=SOLVED):
 def graded(course, tmp_path_factory):
     """A copy of the course (its gradebook too: the due date is this copy's own) with a class list of four, three of
     whom handed ps1 in (on time, late, without a time), graded after the due date was set."""
-    copy = tmp_path_factory.mktemp("grades") / "course"
-    shutil.copytree(course, copy, ignore=shutil.ignore_patterns("submitted", "autograded", "feedback", "intake",
-                                                                "downloaded"))
-    with Gradebook(f"sqlite:///{copy / 'gradebook.db'}", "ppedu") as gb:  # students other tests added to the course
-        for student in gb.students:
-            gb.remove_student(student.id)
+    copy = copy_course(course, tmp_path_factory.mktemp("grades") / "course")
     run(f'nbgrader db assignment add ps1 --duedate="{DUE}"', copy)
     (copy / "students.csv").write_text("id,first_name,last_name,email\nontime,On,Time,\nlatecomer,Late,Comer,\n"
                                        "untimed,Un,Timed,\nabsent,Ab,Sent,absent@example.org\n")
