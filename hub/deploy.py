@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the course's own ppedu (standard library only where this imports it)
 from ppedu.grading.homes import open_homes, refusal  # noqa: E402
-from ppedu.update import DRIVER, driver  # noqa: E402
+from ppedu.update import define_driver  # noqa: E402
 
 COURSE = "ppedu"
 PROXY = "configurable-http-proxy@5.3.0"
@@ -152,7 +152,7 @@ def gitconfig(path: Path, release: Path, python: Path) -> None:
     driver; ppedu.update)."""
     path.write_text(f"[include]\n\tpath = /etc/gitconfig\n[safe]\n\tdirectory = {release}\n"
                     f"\tdirectory = {release}/.git\n")
-    run("git", "config", "--file", path, f"merge.{DRIVER}.driver", driver(str(python)))
+    define_driver(str(python), "--file", str(path))
 
 
 def environment(prefix: Path, args: argparse.Namespace) -> None:

@@ -108,11 +108,16 @@ def driver(python: str) -> str:
     return f"{shlex.quote(python)} -m ppedu.update %O %A %B %P || git merge-file --ours %A %O %B"
 
 
-def configure(top: Path, python: str = sys.executable) -> None:
-    """Make the clone at ``top`` merge notebooks cell by cell with ``python``'s ppedu, in ``ppedu update`` and in a
-    ``git pull`` alike. The rule goes in the clone's own attributes too: git reads attributes from the working tree,
-    where the release's ``.gitattributes`` arrives only with the merge that brings it."""
-    git(top, "config", f"merge.{DRIVER}.driver", driver(python))
+def define_driver(python: str, *where: str) -> None:
+    """Define the driver, run by ``python``, in the git config ``where`` names (``--system``, ``--file PATH``)."""
+    subprocess.run(["git", "config", *where, f"merge.{DRIVER}.driver", driver(python)], check=True)
+
+
+def configure(top: Path) -> None:
+    """Make the clone at ``top`` merge notebooks cell by cell with this environment's ppedu, in ``ppedu update`` and
+    in a ``git pull`` alike. The rule goes in the clone's own attributes too: git reads attributes from the working
+    tree, where the release's ``.gitattributes`` arrives only with the merge that brings it."""
+    define_driver(sys.executable, "--file", str(top / git(top, "rev-parse", "--git-path", "config")))
     attributes = top / git(top, "rev-parse", "--git-path", "info/attributes")
     known = attributes.read_text(encoding="utf-8") if attributes.is_file() else ""
     if ATTRIBUTES not in known.splitlines(keepends=True):
