@@ -32,8 +32,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Who the commits of an update are by: nbgitpuller's own name, as on the hub.
-COMMITTER = ("-c", "user.email=nbgitpuller@nbgitpuller.link", "-c", "user.name=nbgitpuller")
 #: The name of git's merge driver for notebooks (``merge.ppedu-notebook.driver`` in a git config).
 DRIVER = "ppedu-notebook"
 #: The student release's ``.gitattributes``: every notebook merged by that driver, where a git config defines it.
@@ -220,7 +218,8 @@ def merge_notebooks(base: str, mine: str, release: str) -> tuple[str, int] | Non
 
 def main(argv: list[str]) -> int:
     """git's merge driver: ``python -m ppedu.update BASE MINE RELEASE PATH`` (:func:`driver`)."""
-    said = merge_file(*(Path(name) for name in argv[:3]), argv[3])
+    base, mine, release, path = argv
+    said = merge_file(Path(base), Path(mine), Path(release), path)
     if said:
         print(said, file=sys.stderr)
     return 0
