@@ -10,7 +10,8 @@ What it makes, each step skipped where it is done already (run it again after an
   while a student's home can be read by others (:mod:`ppedu.grading.homes`), and so does the hub when it starts;
 * under ``--data`` (/srv/ppedu): ``course/``, a copy of this repository closed to everyone but the grader account
   (answer keys, solutions, submissions, the gradebook); ``exchange/``, nbgrader's exchange (1777); ``release/``, the
-  student release as a git repository, for nbgitpuller links; ``config/``, the Jupyter settings of each role;
+  student release as a git repository, for nbgitpuller links; ``config/``, the Jupyter settings of each role and
+  the users' git settings (the release trusted, notebooks merged cell by cell);
   ``hub/``, root's: the hub's database and secrets, its settings and its copy of hub/jupyterhub_config.py;
 * a systemd service, ``ppedu-hub``, where systemd runs the machine (else it prints the command that starts the hub).
 
@@ -33,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))  # the course's own ppedu (standard library only where this imports it)
 from ppedu.grading.homes import open_homes, refusal  # noqa: E402
+from ppedu.update import define_driver  # noqa: E402
 
 COURSE = "ppedu"
 PROXY = "configurable-http-proxy@5.3.0"
@@ -126,10 +128,7 @@ def deploy(args: argparse.Namespace) -> dict:
     as_user(grader, prefix / "bin" / "python", course / "student" / "build.py", release)
     config = data / "config"
     shutil.copytree(HERE / "config", config, dirs_exist_ok=True)
-    # nbgitpuller clones the release as each student: git refuses a repository someone else owns unless the system
-    # config trusts it; the hub points its users' git at this file, which keeps the machine's own settings too.
-    (config / "gitconfig").write_text(f"[include]\n\tpath = /etc/gitconfig\n[safe]\n\tdirectory = {release}\n"
-                                      f"\tdirectory = {release}/.git\n")
+    gitconfig(config / "gitconfig", release, prefix / "bin" / "python")
     state = data / "hub"
     state.mkdir(mode=0o700, parents=True, exist_ok=True)
     shutil.copy(HERE / "jupyterhub_config.py", state / "jupyterhub_config.py")
@@ -144,6 +143,16 @@ def deploy(args: argparse.Namespace) -> dict:
     started = service(prefix, state) if not args.no_service else False
     print(summary(settings, state, started))
     return settings
+
+
+def gitconfig(path: Path, release: Path, python: Path) -> None:
+    """The git settings the hub gives its users (GIT_CONFIG_SYSTEM), the machine's own kept too. nbgitpuller clones
+    the release as each student: git refuses a repository someone else owns unless the system config trusts it. Its
+    merges take notebooks cell by cell with the shared environment's ppedu (the release's .gitattributes names the
+    driver; ppedu.update)."""
+    path.write_text(f"[include]\n\tpath = /etc/gitconfig\n[safe]\n\tdirectory = {release}\n"
+                    f"\tdirectory = {release}/.git\n")
+    define_driver(str(python), "--file", str(path))
 
 
 def environment(prefix: Path, args: argparse.Namespace) -> None:

@@ -44,8 +44,9 @@ def role(spawner) -> str:
 
 def environment(role: str) -> dict[str, str]:
     """What every server of one role runs with: the shared environment's programs first (kernels, terminals and
-    nbgrader's own subprocesses find them), the role's Jupyter settings, the exchange, and git trusting the
-    release's repository (owned by the grader account) for nbgitpuller."""
+    nbgrader's own subprocesses find them), the role's Jupyter settings, the exchange, and git's settings
+    (hub/deploy.py's gitconfig): the release's repository (owned by the grader account) trusted for nbgitpuller, and
+    notebooks merged cell by cell."""
     return {"PATH": f"{prefix / 'bin'}:/usr/local/bin:/usr/bin:/bin",
             "JUPYTER_CONFIG_PATH": os.pathsep.join([str(config / role), str(config / "common")]),
             "PPEDU_EXCHANGE": settings["exchange"], "GIT_CONFIG_SYSTEM": str(config / "gitconfig")}

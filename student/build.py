@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the course's own ppedu, installed or not (make runs this with any python3)
 from ppedu.grading.assignments import TIMED  # noqa: E402
+from ppedu.update import ATTRIBUTES  # noqa: E402
 #: What the course's repository gives students as it is.
 SHIPPED = ("ppedu", "notebooks", "exercises", "pyproject.toml", "environment.yml")
 #: The students' own README and Makefile, from this folder.
@@ -58,6 +59,7 @@ def build(out: Path) -> str | None:
     for name in TEMPLATES:
         shutil.copy2(HERE / name, out / name)
     shutil.copy2(HERE / "gitignore", out / ".gitignore")  # what an install makes here stays out of updates
+    (out / ".gitattributes").write_text(ATTRIBUTES)  # git merges notebooks cell by cell where its config says how
     (out / MARK).write_text("made by `make student-release` from the instructors' repository\n")
     return commit(out)
 

@@ -7,6 +7,7 @@ course's wheel, which must hold the library and none of the grader's files."""
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -116,3 +117,15 @@ def test_the_image_holds_the_library_and_none_of_the_grader_s_files(tmp_path):
     assert not [n for n in names if n.split("/")[0] in {"solutions", "grader", "tests"}]
     configs = [src for srcs, dest in _copied() if dest == "/etc/jupyter/" for src in srcs]
     assert configs and all((ROOT / src).is_dir() for src in configs)
+
+
+def test_the_image_s_git_merges_notebooks_cell_by_cell(tmp_path):
+    """The image defines the notebook merge driver system-wide, before its user loses root, with its own python; the
+    line's command run here, into a system config of this test's, defines the driver git then runs."""
+    run = re.search(r"^RUN /opt/ppedu/bin/python -c '(.+)'$", DOCKERFILE, re.M)
+    assert run and DOCKERFILE.index(run[0]) < DOCKERFILE.index("USER 1000")
+    config = tmp_path / "gitconfig"
+    subprocess.run([sys.executable, "-c", run[1]], env={**os.environ, "GIT_CONFIG_SYSTEM": str(config)}, check=True)
+    defined = subprocess.run(["git", "config", "--file", config, "merge.ppedu-notebook.driver"], capture_output=True,
+                             text=True, check=True).stdout
+    assert defined.startswith(f"{sys.executable} -m ppedu.update %O %A %B %P")

@@ -95,6 +95,8 @@ def test_the_release_has_what_students_need(release):
     for name in TIMED:  # released through the exchange when the exam starts
         assert (ROOT / "exercises" / name).is_dir() and not (release / "exercises" / name).exists()
     assert "students' copy" in (release / "README.md").read_text()
+    # git merges every notebook cell by cell where a git config defines the driver (the hub's; `ppedu update`'s)
+    assert (release / ".gitattributes").read_text() == "*.ipynb merge=ppedu-notebook\n"
 
 
 def test_the_release_has_nothing_of_the_instructors(release):
