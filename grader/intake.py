@@ -122,10 +122,14 @@ def copy_in(source: Path, target: Path, limits: Limits = Limits()) -> list[str]:
     return dropped
 
 
+KEPT_FIRST = ("timestamp.txt", "submission_secret.txt")
+
+
 def _copy_folder(fd: int, target: Path, shown: str, limits: Limits, budget: dict[str, int], dropped: list[str],
                  depth: int) -> None:
-    # the answers and the submission's time first, whatever else a folder holds
-    names = sorted(os.listdir(fd), key=lambda n: (not n.endswith((".ipynb", ".json")) and n != "timestamp.txt", n))
+    # the answers, the submission's time and its secret (nbgrader's feedback is released by it) first, whatever else
+    # a folder holds
+    names = sorted(os.listdir(fd), key=lambda n: (not n.endswith((".ipynb", ".json")) and n not in KEPT_FIRST, n))
     for at, name in enumerate(names):
         where = f"{shown}{name}" if plain_name(name) else f"{shown}{name!r}"
         if name in IGNORED:

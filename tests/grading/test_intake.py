@@ -86,15 +86,20 @@ def test_pipes_sockets_hard_links_hidden_and_odd_names_are_left_out_without_bloc
 
 def test_a_folder_of_a_million_entries_is_not_read_to_its_end(tmp_path):
     """One line for what was not read, not one per file (a student's 200,000 files once filled the instructor's
-    terminal with as many warnings); the notebook is taken first, whatever the other files are called."""
+    terminal with as many warnings); the notebook, its time and nbgrader's secret (feedback is released by it) are
+    taken first, whatever the other files are called."""
     folder = tmp_path / "submission"
     (folder / "runs").mkdir(parents=True)
     for i in range(5000):
         (folder / "runs" / f"{i:05d}.csv").touch()
         (folder / f"a{i:05d}").symlink_to("/etc/hostname")
     (folder / "ps1.ipynb").write_bytes(SOLVED)
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        (folder / name).write_text(name)
     dropped = copy_in(folder, tmp_path / "in")
     assert (tmp_path / "in" / "ps1.ipynb").read_bytes() == SOLVED
+    assert [(tmp_path / "in" / n).read_text() for n in ("timestamp.txt", "submission_secret.txt")] == [
+        "timestamp.txt", "submission_secret.txt"]
     assert len(dropped) <= 1000 and "more entries, not read: more than 500 files" in dropped[-1], dropped[-1]
 
 
