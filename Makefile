@@ -7,14 +7,14 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap npm postgresql hub bench lecture slides sheet lite student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap npm postgresql sshfs hub bench lecture slides sheet lite student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
 
 # `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class and a
 # class graded into a PostgreSQL gradebook the test starts and stops itself).
-test: install chromium bubblewrap npm postgresql
+test: install chromium bubblewrap npm postgresql sshfs
 	$(BIN)/python -m pytest
 
 test-browser: install chromium npm
@@ -53,6 +53,13 @@ postgresql:
 	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -qq --no-install-recommends postgresql-15; } \
 		|| echo "PostgreSQL could not be installed: the gradebook-server tests will be skipped"
+
+# Debian's sshfs and OpenSSH server for tests/grading/test_network_exchange.py, which starts its own sshd (not the
+# package's) and mounts nbgrader's exchange over SFTP as each of its users.
+sshfs:
+	@{ command -v sshfs && [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sshfs openssh-server; } \
+		|| echo "sshfs or the OpenSSH server could not be installed: the network-exchange tests will be skipped"
 
 # Debian's npm: it brings Pyodide's core for the browser edition, reveal.js for the slides and the hub's proxy
 # (configurable-http-proxy) from npm's registry.

@@ -99,9 +99,9 @@ def school():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _remove_stale_class(names):
-    """The users of an earlier run of this test that was killed before it could remove them (their homes were in a
-    folder it made); anyone else of those names stops the test."""
+def _remove_stale_class(names, groups=(f"{PREFIX}-class",), homes="/tmp/ppedu-class-"):
+    """The users (and groups) of an earlier run of this test that was killed before it could remove them (their homes
+    were in a folder it made, named ``homes``…); anyone else of those names stops the test."""
     import pwd
 
     for name in names:
@@ -109,10 +109,11 @@ def _remove_stale_class(names):
             home = pwd.getpwnam(name).pw_dir
         except KeyError:
             continue
-        if not home.startswith("/tmp/ppedu-class-"):
+        if not home.startswith(homes):
             pytest.fail(f"a user {name} exists who is not this test's: remove it, or run the test elsewhere")
         subprocess.run(["userdel", "--remove", name], capture_output=True)
-    subprocess.run(["groupdel", f"{PREFIX}-class"], capture_output=True)
+    for group in groups:
+        subprocess.run(["groupdel", group], capture_output=True)
 
 
 def _students_python(names):
@@ -134,7 +135,11 @@ def _students_python(names):
 def as_student(school, case, command, cwd=None, check=True):
     """``command`` (a list; its first word a tool of the course's environment: nbgrader, ppedu, python) run as the
     student of ``case``, in their home."""
-    name = school["names"][case]
+    return as_user(school, school["names"][case], command, cwd, check, case)
+
+
+def as_user(school, name, command, cwd=None, check=True, label=None, input=None):
+    """``command`` (as for :func:`as_student`) run as the Unix user ``name``, whose home is in the school's."""
     home = school["base"] / "home" / name
     python, env = school["python"]
     tool = {"nbgrader": [*python, "-m", "nbgrader"], "ppedu": [*python, "-m", "ppedu"], "python": python}
@@ -142,8 +147,8 @@ def as_student(school, case, command, cwd=None, check=True):
            "JUPYTER_CONFIG_PATH": str(school["config"]), **env}
     done = subprocess.run(["runuser", "-u", name, "--", "env", *(f"{k}={v}" for k, v in env.items()),
                            *tool.get(command[0], command[:1]), *command[1:]], cwd=cwd or home, capture_output=True,
-                          text=True, timeout=300)
-    assert not check or done.returncode == 0, f"{case}: {command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+                          text=True, timeout=300, input=input)
+    assert not check or done.returncode == 0, f"{label or name}: {command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
     return done
 
 
