@@ -165,8 +165,6 @@ def test_the_class_graded_through_the_network_exchange_exports_what_each_student
     assert all(bool(r["timestamp"]) == (r["status"] != "no submission") for r in graded["csv"])
 
 
-@pytest.mark.xfail(strict=True, reason="nbgrader release_feedback stops with a traceback (FileNotFoundError: "
-                   "feedback/<id>/ps1/submission_secret.txt) at h_many_files's submission, whose intake left it out")
 def test_each_student_fetched_their_own_feedback_through_their_mount(school, graded):
     done = graded["release_feedback"]
     assert done.returncode == 0, done.stderr[-1500:]
