@@ -12,8 +12,9 @@ JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
 
-# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class and a
-# class graded into a PostgreSQL gradebook the test starts and stops itself).
+# `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class, a
+# class graded into a PostgreSQL gradebook and a class on an exchange mounted over SFTP, each test starting and
+# stopping its own server).
 test: install chromium bubblewrap npm postgresql sshfs
 	$(BIN)/python -m pytest
 
