@@ -1453,7 +1453,8 @@ COUNTING: dict[str, Case] = {
         _write(".ipynb_checkpoints/counting-checkpoint.ipynb", "{}"), _write("scratch.txt", "idle = 7?"))),
     "h_counting_notebook_link": Case("counting", release=True, folder=_then(
         save_counting_answers, _notebook_is_link("{course}/solutions/counting/counting.ipynb"))),
-    "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2], folder=save_counting_answers),
+    "h_counting_notebook_not_json": Case("counting", raw=lambda data: data[:len(data) // 2],
+                                         folder=save_counting_answers),
     "h_counting_folder_link": Case("counting", release=True, folder=_counting_stash, lost=COUNTING_ALL),
     "h_counting_json_link": Case("counting", folder=_counting_link, lost=COUNTING_ALL),
     "h_counting_json_fifo": Case("counting", folder=_fifo("counting.json"), lost=COUNTING_ALL),

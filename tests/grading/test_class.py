@@ -148,7 +148,8 @@ def as_user(school, name, command, cwd=None, check=True, label=None, input=None)
     done = subprocess.run(["runuser", "-u", name, "--", "env", *(f"{k}={v}" for k, v in env.items()),
                            *tool.get(command[0], command[:1]), *command[1:]], cwd=cwd or home, capture_output=True,
                           text=True, timeout=300, input=input)
-    assert not check or done.returncode == 0, f"{label or name}: {command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    said = f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert not check or done.returncode == 0, f"{label or name}: {command}\n{said}"
     return done
 
 

@@ -106,7 +106,8 @@ def mine(school, case):
 
 @pytest.fixture(scope="module")
 def graded(school, course):
-    """ps1 released, fetched, submitted, collected, graded, exported and its feedback fetched, all through the mounts."""
+    """ps1 released, fetched, submitted, collected, graded, exported and its feedback fetched, all through the
+    mounts."""
     course = copy_course(course, school["base"] / "course", "grades.csv")
     subprocess.run(["chown", "-R", f"{TEACHER}:{PREFIX}-staff", course], check=True)
     course.chmod(0o700)  # make private
@@ -115,7 +116,8 @@ def graded(school, course):
     (course / "students.csv").write_text("\n".join(roster) + "\n")
     teacher(school, course, "nbgrader db student import students.csv")
     teacher(school, course, "nbgrader release_assignment ps1", like="nbgrader release_assignment counting")
-    fetch = in_guide("nbgrader fetch_assignment ps1 --course ppedu", like="nbgrader fetch_assignment counting --course ppedu")
+    fetch = in_guide("nbgrader fetch_assignment ps1 --course ppedu",
+                     like="nbgrader fetch_assignment counting --course ppedu")
     submit = in_guide("nbgrader submit ps1 --course ppedu", like="nbgrader submit counting --course ppedu")
     seen = {"course": course, "fetched": {}}
 
@@ -151,7 +153,8 @@ def graded(school, course):
     seen["rows"], seen["csv"] = exported(course)
     seen["release_feedback"] = teacher(school, course, "nbgrader release_feedback ps1",
                                        like="nbgrader release_feedback counting", check=False)
-    feedback = in_guide("nbgrader fetch_feedback ps1 --course ppedu", like="nbgrader fetch_feedback counting --course ppedu")
+    feedback = in_guide("nbgrader fetch_feedback ps1 --course ppedu",
+                        like="nbgrader fetch_feedback counting --course ppedu")
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda case: as_student(school, case, feedback.split(), check=False), CASES))
     seen["feedback"] = {case: sorted((school["base"] / "home" / name / "ps1" / "feedback").glob("*/ps1.html"))
