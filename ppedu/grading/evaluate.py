@@ -37,6 +37,8 @@ from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
+from ppedu.grading.answers import conform, text
+
 #: Every copy has these, real (and what they import at their top level): what the notebook's own set-up calls
 #: (``my_values``, ``check``) and what turns a result into data; none of them computes an answer.
 ALWAYS = ("ppedu.grading", "ppedu.grading.answers", "ppedu.grading.assignments", "ppedu.grading.unavailable")
@@ -284,7 +286,7 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
             _stop(process)
     at = next((r["at"] for r in reversed(records) if isinstance(r, dict) and r.keys() == {"at"}
                and isinstance(r["at"], int)), None)
-    run = _collect(records, stopped, asked, process.returncode)
+    run = _collect(records, stopped, asked)
     return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
 
 
@@ -326,8 +328,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str, str, Any]],
-             returncode: int | None) -> FunctionRun:
+def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str, str, Any]]) -> FunctionRun:
     """The records as results, in the order the calls were asked for; a record that is neither a cell's error nor
     the next call's (something else wrote on the pipe) ends the reading."""
     results: dict[str, dict[str, Any]] = {}
@@ -338,7 +339,7 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
         if isinstance(record, dict) and record.keys() == {"at"}:
             continue
         if isinstance(record, dict) and isinstance(record.get("cell"), int) and isinstance(record.get("error"), str):
-            errors.append((record["cell"], record["error"][:300]))
+            errors.append((record["cell"], text(record["error"], 300)))
             continue
         if record == {"done": True}:
             done = True
@@ -350,11 +351,10 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
             break
         test, name, args = call
         functions = results.setdefault(test, {})
-        if "absent" in record:
-            functions[name] = record["absent"]
+        if "absent" in record:  # whatever the process sent, held to the answers' schema here
+            functions[name] = conform(record["absent"])
         elif isinstance(functions.setdefault(name, []), list):
-            functions[name].append([args, record["result"]])
-    if not done and stopped is None:
-        stopped = "stopped before every call was made (it exited or crashed" + (
-            f", status {returncode})" if returncode and returncode > 0 else ")")
+            functions[name].append([args, conform(record["result"])])
+    if not done and stopped is None:  # (not its exit status: a number the student's code chose)
+        stopped = "stopped before every call was made (it exited or crashed)"
     return FunctionRun(results, tuple(errors[:5]), stopped)
