@@ -263,12 +263,12 @@ class SandboxedExecute(Execute):
         (computed here): ``my_values`` gives them whatever the notebook later sets its environment to, so an answer
         computed with another student's values is not computed there."""
         assert self.kc is not None and self._assignment is not None
-        numbers = json.dumps(dict(my_values(self._assignment, self._student)))
-        code = (f"__import__('ppedu.grading.assignments', fromlist=['give']).give({self._assignment!r}, "
-                f"{self._student!r}, __import__('json').loads({numbers!r}))")
         try:
+            numbers = json.dumps(dict(my_values(self._assignment, self._student)))
+            code = (f"__import__('ppedu.grading.assignments', fromlist=['give']).give({self._assignment!r}, "
+                    f"{self._student!r}, __import__('json').loads({numbers!r}))")
             await self.async_wait_for_reply(self.kc.execute(code, silent=True, store_history=False))
-        except Exception:  # the notebook's own values then: its first cell finds out what is wrong
+        except Exception:  # values that are not data, a kernel that does not answer: the environment's id then
             pass
 
     async def _ask(self, question: str) -> Any:

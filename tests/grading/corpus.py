@@ -603,11 +603,10 @@ PS5: dict[str, Case] = {
     "solved": Case("ps5"),
     "blank": Case("ps5", release=True, lost=PS5_ALL),
     "library_caller": Case("ps5", release=True, replace={"executor_answer": LIBRARY_EXECUTOR}, lost=PS5_ALL),
-    # reads activations from `saved` but never frees them: right gradients, every GPU holds all its micro-batches
-    # until it returns (GPipe holds them all anyway)
+    # reads activations from `saved` but never frees them until it returns: right gradients, and the schedule's order,
+    # which is what memory is counted from (issue 35: copies its own process keeps are not a peak it could shape)
     "keeps_activations": Case("ps5", edit=lambda nb: setattr(_cell(nb, "executor_answer"), "source", _cell(
-        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]")),
-        lost={"one_f_one_b": 1, "interleaved": 0.6}),
+        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]"))),
     "noisy_stderr": Case("ps5", prepend={"executor_answer": NOISE}, edit=lambda nb: setattr(
         _cell(nb, "executor_answer"), "source", _cell(nb, "executor_answer").source.replace(
             "    order = ", "    import sys, warnings\n    warnings.warn('running')\n"

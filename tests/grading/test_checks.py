@@ -71,9 +71,10 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
     assert "one per GPU" in message(Counts("peaks", 4).read, {"peaks": [1, 2]})
 
 
-def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
+def test_an_object_that_claims_to_equal_everything_is_no_answer():
+    """A subclass of a number, with methods of its own, is not read as its number: it is not an answer (issue 35)."""
     liar = "class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\ndef idle_share(r):\n    return Liar(0.123)"
-    assert "returned 0.123" in judged("ps1", "conversion", liar)
+    assert "is a Liar; this answer is a single number" in judged("ps1", "conversion", liar)
 
 
 @pytest.mark.parametrize("value, expected", [
