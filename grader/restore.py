@@ -24,6 +24,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from grader.intake import new_cell
+
 
 def _id(cell: NotebookNode) -> str | None:
     meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -59,8 +61,7 @@ def _with_pictures(cell: NotebookNode, source: Any) -> NotebookNode:
 def _own(cell: NotebookNode) -> NotebookNode:
     """A student's own cell: code or text (with its pictures), nothing that nbgrader would grade."""
     kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") else "markdown"
-    make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
-    return _with_pictures(make(str(cell.get("source", ""))), cell)
+    return _with_pictures(new_cell(kind, str(cell.get("source", ""))), cell)
 
 
 def restore(submitted: NotebookNode, release: NotebookNode) -> tuple[NotebookNode, list[str]]:

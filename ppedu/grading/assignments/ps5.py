@@ -188,8 +188,8 @@ def _not_the_schedules(schedule: Any, ops: Sequence[Any], secret: bool) -> str |
     needed: str | None = None
     for kind_, a, b, chunk in ops:
         if a is None:
-            return (f"chunk {chunk} ran on an input that is not the output the chunk before it gave, nor a "
-                    "micro-batch's examples (pass each on unchanged)")
+            return (f"{'a chunk' if secret else f'chunk {chunk}'} ran on an input that is not the output the chunk "
+                    "before it gave, nor a micro-batch's examples (pass each on unchanged)")
         if (a, b) not in micro:
             return "a chunk ran on several micro-batches at once (the whole mini-batch?), not one micro-batch at a time"
         op = Op(kind_, micro[a, b], chunk)
