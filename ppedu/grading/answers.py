@@ -9,8 +9,8 @@ student's process, and holds it to the same schema again on its side (:func:`con
 send anything.
 
 >>> import numpy as np
->>> plain({"a": np.int64(3), "b": np.True_, "c": np.array(0.5), "d": (1, 2)})
-{'a': 3, 'b': True, 'c': 0.5, 'd': [1, 2]}
+>>> plain({"a": np.int64(3), "b": np.True_, "c": np.array(0.5), "d": (1, 2), "e": np.str_("equal")})
+{'a': 3, 'b': True, 'c': 0.5, 'd': [1, 2], 'e': 'equal'}
 >>> class Everything(list):
 ...     def __eq__(self, other):
 ...         return True
@@ -93,7 +93,8 @@ def _plain(value: Any, kind: type, depth: int, budget: list[int]) -> object:
     items: list[Any] | None = None
     if kind is list:
         items = list.copy(value)
-    elif kind is tuple or (issubclass(kind, tuple) and "_fields" in type.__getattribute__(kind, "__dict__")):
+    elif kind is tuple or kind is getattr(sys.modules.get("torch"), "Size", tuple) or (
+            issubclass(kind, tuple) and "_fields" in type.__getattribute__(kind, "__dict__")):
         items = list(tuple.__getitem__(value, slice(None)))  # a named tuple (ppedu's Op) too: its fields
     elif (array := _library_array(value, kind)) is not None:
         items = array
@@ -110,6 +111,8 @@ def _library_scalar(value: object, kind: type) -> object:
     """A numpy or torch scalar (or 0-d array, or one-element tensor) as a Python number, by the library's own
     method; else ``_MISSING``. Only libraries already imported are looked at, and only their own types."""
     numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if numpy is not None and kind is numpy.str_:
+        return str.__str__(value)
     if numpy is not None and kind in _numpy_scalars(numpy):
         item = numpy.generic.item(value)
         if isinstance(item, numpy.generic):  # a type Python has no number for (long double): through float64
@@ -124,7 +127,7 @@ def _library_scalar(value: object, kind: type) -> object:
 
 
 def _numpy_scalars(numpy: Any) -> frozenset[type]:
-    """numpy's own scalar types (its numbers and truth values; not a subclass of one)."""
+    """numpy's own scalar types of numbers and truth values (not a subclass of one; its texts are read apart)."""
     return frozenset(t for t in numpy.sctypeDict.values() if issubclass(t, (numpy.number, numpy.bool_)))
 
 
