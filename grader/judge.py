@@ -27,6 +27,7 @@ from grader import keys
 from grader.intake import notes_for_instructor
 from ppedu.grading.answers import Wrong, text
 from ppedu.grading.assignments import load, my_values
+from ppedu.grading.harness import TIMED_OUT
 from ppedu.grading.questions import explain
 from ppedu.grading.verdict import visible_verdict
 
@@ -130,14 +131,15 @@ def told(nb: NotebookNode, facts: dict[str, Any], forms: dict[str, Any]) -> dict
     """The evaluation's ``facts`` with what a cell raised in a function question's run said in the grader's words,
     unless the kernel raised the same in that cell: that run holds the autograder's own inputs, which the student was
     never shown, and an error's name or message (the student's code chooses both) could carry them out. The kernel never
-    held them. A part of ppedu that is not available there is named from the cell's own imports."""
+    held them. A part of ppedu that is not available there is named from the cell's own imports; a cell stopped at its
+    time limit says so in the harness's own words."""
     kernel = {i: text(f"{o.get('ename')}: {o.get('evalue')}", 300) for i, c in enumerate(nb.cells)
               if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"}
     runs = {}
     for question, run in facts.get("function_runs", {}).items():
         errors = []
         for index, error in run.get("errors", []):
-            if kernel.get(index) != error:
+            if kernel.get(index) != error and error != TIMED_OUT:
                 source = str(nb.cells[index].source) if 0 <= index < len(nb.cells) else ""
                 error = (f"NotAvailable: {_forbidden(source, forms.get(question))} is not available"
                          if str(error).startswith("NotAvailable:") else "an error")

@@ -395,9 +395,11 @@ PS1: dict[str, Case] = {
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
     "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
-    # the functions' answers wrong too: a right function earns its points whoever's values the kernel believes
-    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, replace={k: PS1_WRONG[k] for k in ("q3_answer", "q4_answer", "q5_answer")},
-                       lost=PS1_ALL),
+    # the kernel was handed its owner's values before the first cell (issue 35): the borrowed id changes nothing, the
+    # value answers are the owner's own and right; the functions' answers are wrong
+    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, replace={k: PS1_WRONG[k] for k in ("q3_answer", "q4_answer",
+                                                                                              "q5_answer")},
+                       lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),
