@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppedu.lesson import Table
-from ppedu.ranks.workload import Workload, flat, largest_gap, timed_steps
+from ppedu.ranks.traffic import Traffic
+from ppedu.ranks.workload import Workload, flat, largest_gap, median_step_ms, timed_steps
 
 #: The runs :func:`compare` makes, by name.
 METHODS = ("each parameter", "one flat buffer", "buckets from hooks", "DDP", "DDP, gradients as bucket views")
@@ -81,7 +82,8 @@ class Buckets:
 
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.plan = bucket_plan([p.numel() * p.element_size() for p in self.params], cap)
-        self.buffers = [torch.zeros(sum(self.params[i].numel() for i in b)) for b in self.plan]
+        self.buffers = [torch.zeros(sum(self.params[i].numel() for i in b), dtype=self.params[0].dtype)
+                        for b in self.plan]
         self.where: dict[int, tuple[int, int]] = {}
         for k, bucket in enumerate(self.plan):
             at = 0
@@ -146,34 +148,22 @@ def compare(world: int = 2, workload: Workload = Workload(), cap_mb: float = 0.2
         raise ValueError(f"unknown method {unknown[0]!r} (the methods are {', '.join(METHODS)})")
     per_rank = run_ranks(_train, world, workload, list(methods), cap_mb, timeout=timeout)
     reference = workload.reference()
-    formula = ring(reference.params.numel() * 4, world, "all-reduce") / 1e6
+    formula = ring(reference.params.numel() * reference.params.element_size(), world, "all-reduce") / 1e6
     rows = []
     for method in methods:
         ran = [r[method] for r in per_rank]
-        step = sorted(max(r["seconds"][s] for r in ran) for s in range(1, workload.steps))[(workload.steps - 1) // 2]
-        rows.append(Compared(method, round(step * 1e3, 2), len(ran[0]["traffic"]),
-                             round(_ring_mb(ran[0]["traffic"], world), 4), round(formula, 4),
+        rows.append(Compared(method, median_step_ms([r["seconds"] for r in ran]), len(ran[0]["traffic"]),
+                             round(Traffic.of(ran[0]["traffic"]).sent(world) / 1e6, 4), round(formula, 4),
                              largest_gap(ran[0]["grad"], reference.grads[0]),
                              max(largest_gap(r["params"], reference.params) for r in ran), ran[0]["storages"]))
     return Table(tuple(rows))
 
 
-def _ring_mb(traffic: list[tuple[str, int]], world: int) -> float:
-    from ppedu.ranks.traffic import Message, Traffic
-
-    t = Traffic()
-    t.messages += [Message(kind, nbytes) for kind, nbytes in traffic]
-    return t.sent(world) / 1e6
-
-
 def _train(rank: int, world: int, workload: Workload, methods: list[str], cap_mb: float) -> dict[str, Any]:
-    """On each rank: every method from the same initial model, its steps timed, one step's traffic recorded."""
+    """On each rank: every method from the same initial model, its steps timed, the last one's traffic recorded."""
     from torch.nn.functional import cross_entropy
     from torch.nn.parallel import DistributedDataParallel
 
-    from ppedu.ranks.traffic import Traffic
-
-    cap = int(cap_mb * 2**20)
     out = {}
     for method in methods:
         model = workload.model()
@@ -181,26 +171,28 @@ def _train(rank: int, world: int, workload: Workload, methods: list[str], cap_mb
         if method.startswith("DDP"):
             net = DistributedDataParallel(model, bucket_cap_mb=cap_mb, gradient_as_bucket_view="views" in method)
         elif method == "buckets from hooks":
-            buckets = Buckets(model, cap)
+            buckets = Buckets(model, int(cap_mb * 2**20))
         optimizer = workload.make_optimizer(model.parameters())
-        seen: dict[str, Any] = {}
+        first: list[Any] = []
 
         def step(x: Any, y: Any) -> None:
             optimizer.zero_grad(set_to_none="views" not in method)  # set to None, a view's bucket alias would go
-            with Traffic() as traffic:
-                cross_entropy(net(x), y).backward()
-                if method == "each parameter":
-                    allreduce_each(model)
-                elif method == "one flat buffer":
-                    allreduce_flat(model)
-                elif buckets is not None:
-                    buckets.finish()
-            seen.setdefault("grad", flat(p.grad for p in model.parameters()))
-            seen["traffic"] = [(m.kind, m.nbytes) for m in traffic.messages]
+            cross_entropy(net(x), y).backward()
+            if method == "each parameter":
+                allreduce_each(model)
+            elif method == "one flat buffer":
+                allreduce_flat(model)
+            elif buckets is not None:
+                buckets.finish()
+            if not first:  # the first step's averaged gradient, to check (a step the timing leaves out)
+                first.append(flat(p.grad for p in model.parameters()))
             optimizer.step()
 
-        seconds = timed_steps(step, workload.shard(rank, world))
+        *timed, (x, y) = workload.shard(rank, world)
+        seconds = timed_steps(step, timed)
+        with Traffic() as traffic:  # the last step, watched (after its buckets were rebuilt, for DDP)
+            step(x, y)
         storages = len({p.grad.untyped_storage().data_ptr() for p in model.parameters()})
-        out[method] = {"seconds": seconds, "traffic": seen["traffic"], "grad": seen["grad"],
+        out[method] = {"seconds": seconds, "traffic": traffic.pairs(), "grad": first[0],
                        "params": flat(model.parameters()), "storages": storages}
     return out

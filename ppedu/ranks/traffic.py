@@ -84,6 +84,29 @@ class Traffic:
     def __exit__(self, *exc: Any) -> None:
         self._mode.__exit__(*exc)
 
+    @classmethod
+    def of(cls, pairs: list[tuple[str, int]]) -> Traffic:
+        """A record of ``(kind, nbytes)`` pairs, as a rank hands them back.
+
+        >>> Traffic.of([("all-gather", 8)]).messages
+        [Message(kind='all-gather', nbytes=8)]
+        """
+        recorded = cls()
+        recorded.messages += [Message(kind, nbytes) for kind, nbytes in pairs]
+        return recorded
+
+    def pairs(self) -> list[tuple[str, int]]:
+        """``(kind, nbytes)`` of every message, plain data to hand back from a rank."""
+        return [(m.kind, m.nbytes) for m in self.messages]
+
+    def summary(self) -> str:
+        """How many of each kind, in words.
+
+        >>> Traffic.of([("reduce-scatter", 8), ("all-gather", 8)]).summary()
+        '1 reduce-scatter, 1 all-gather'
+        """
+        return ", ".join(f"{n} {kind}" for kind, n in self.counts().items())
+
     def counts(self) -> dict[str, int]:
         """How many of each kind.
 
