@@ -67,11 +67,13 @@ class Library:
 class Code:
     """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
     through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
-    side serves the driver while it runs (:mod:`ppedu.grading.service`)."""
+    side serves the driver while it runs (:mod:`ppedu.grading.service`). ``ranks`` above 1 runs the notebook in that
+    many sandboxes at once, ranks whose only channel is the ``service`` (:mod:`ppedu.grading.ranked`)."""
 
     library: Library = Library()
     driver: str | None = None
     service: str | None = None
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ def _search_path(library: str) -> list[str]:
 def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
-                  use_sandbox: bool = True, service: str | None = None) -> FunctionRun:
+                  use_sandbox: bool = True, service: str | None = None, ranks: int = 1) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
@@ -229,8 +231,14 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     errors: list[tuple[int, str]] = []
     todo, stopped = dict(requests), None
     while todo:
-        once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
-                             cell_timeout, limits, use_sandbox, service)
+        if ranks > 1:  # several sandboxes at once, the service between them
+            from ppedu.grading.ranked import run_once
+
+            once, at = run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
+                                cell_timeout, limits, use_sandbox, service, ranks)
+        else:
+            once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(),
+                                 driver, cell_timeout, limits, use_sandbox, service)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped

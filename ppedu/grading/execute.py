@@ -304,7 +304,7 @@ class Evaluate(SandboxedExecute):
                      for c in nb.cells]
             run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
                                 driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
-                                use_sandbox=self.sandbox)
+                                use_sandbox=self.sandbox, ranks=code.ranks)
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():
