@@ -80,7 +80,7 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
                     os.close(read)
                     _stop(process)
                 outcomes[rank] = (records, stopped, process.returncode)
-                if stopped is not None or process.returncode:  # one rank's end is every rank's
+                if stopped is not None or {"done": True} not in records:  # one rank's end is every rank's
                     for other, _ in processes:
                         _stop(other)
 

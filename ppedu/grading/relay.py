@@ -74,6 +74,9 @@ def encode(tensor: Any) -> dict[str, Any]:
     if kind not in DTYPES:
         raise RuntimeError(f"the autograder's process group carries {', '.join(DTYPES)} tensors, not {kind}")
     values = tensor.detach().cpu().contiguous()
+    if values.numel() * values.element_size() > MAX_FRAME * 3 // 4:
+        raise RuntimeError(f"a tensor of {values.numel() * values.element_size()} bytes: the autograder's process "
+                           f"group carries at most {MAX_FRAME * 3 // 4} at a time")
     return {"dtype": kind, "shape": list(values.shape), "data": base64.b64encode(values.numpy().tobytes()).decode()}
 
 

@@ -221,8 +221,8 @@ PROPERTIES = {
              ("point-to-point messages only, each to the next rank on the ring", 0.2),
              ("2(n − 1) messages per rank, 2(n − 1)/n of the vector in all: chapter 12's ring", 0.4)),
     "data_parallel": (("the final parameters are the unsharded model's", 0.4),
-                      ("each step's reduced gradients are the whole batch's", 0.3),
-                      ("all-reduces only, every gradient once a step: 2(n − 1)/n·Ψ per rank as a ring", 0.3)),
+                      ("the gradients reduced in the first step are the whole batch's", 0.3),
+                      ("all-reduces only, of every gradient once a step: 2(n − 1)/n·Ψ per rank as a ring", 0.3)),
     "buckets": (("the final parameters are the unsharded model's", 0.3),
                 ("one all-reduce per bucket, DDP's buckets in order, each with its gradients", 0.4),
                 ("the buckets in flight together: each issued before the one before it finished", 0.3)),
@@ -323,6 +323,8 @@ def _ring_judge(spec: Spec, seen: Mapping[str, Any], secret: bool) -> dict[str, 
     elif len(claims) != n or not worst <= 1e-9 * max(1.0, float(want.abs().max())):
         out[props[0]] = ("not every rank's vector is the sum of the ranks' vectors" +
                          ("" if worst == float("inf") else f" (off by up to {worst:.2g})"))
+    if props[0] in out:  # messages that did not make the sum are not the ring, whatever their count
+        return {**out, **dict.fromkeys(props[1:], "the messages are judged only when they made the sum")}
     messages, collectives = seen.get("messages") or [], seen.get("collectives") or []
     if collectives:
         out[props[1]] = f"it issued a {collectives[0]['kind']}: the ring is made of sends and receives alone"
@@ -379,14 +381,13 @@ def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool) -> d
     elif steps is None or len(steps) != STEPS:
         out[props[2]] = (f"its all-reduces do not add up to every gradient once a step ({psi} elements a step, "
                          f"{STEPS} steps)")
-    if steps is None or other:
+    if not steps or other:
         out[props[1]] = "the all-reduces could not be read as each step's gradients"
         return out
-    for s, step in enumerate(steps):
-        results = torch.cat([_values(c["result"], c["dtype"]) for c in step])
-        if not _reduced_right(results, ref.grads[s], n):
-            out[props[1]] = f"the gradients reduced in step {s + 1} are not the whole batch's (averaged)"
-            break
+    # the first step's: every later step's gradient depends on how the step before it moved the parameters
+    if not _reduced_right(torch.cat([_values(c["result"], c["dtype"]) for c in steps[0]]), ref.grads[0], n):
+        out[props[1]] = "the gradients reduced in the first step are not the whole batch's (averaged)"
+        out[props[2]] = "what it all-reduced was not the gradients"
     return out
 
 
@@ -413,9 +414,9 @@ def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool) -> dict[st
     for s in range(STEPS):
         for b, bucket in enumerate(plan):
             c = collectives[s * len(plan) + b]
-            grads = torch.cat([ref.grads[s][starts[i]:starts[i] + ref.sizes[i]] for i in bucket])
-            if not _reduced_right(_values(c["result"], c["dtype"]), grads, n):
-                out.setdefault(props[1], f"bucket {b + 1} of step {s + 1} does not hold its parameters' averaged "
+            grads = torch.cat([ref.grads[0][starts[i]:starts[i] + ref.sizes[i]] for i in bucket])
+            if s == 0 and not _reduced_right(_values(c["result"], c["dtype"]), grads, n):  # later: their parameters'
+                out.setdefault(props[1], f"bucket {b + 1} of the first step does not hold its parameters' averaged "
                                          "gradients")
             if b < len(plan) - 1 and not all(c["in_flight"]):
                 out.setdefault(props[2], f"bucket {b + 2} of step {s + 1} was issued only after bucket {b + 1} had "
@@ -438,6 +439,12 @@ def _zero1_judge(spec: Spec, seen: Mapping[str, Any], secret: bool) -> dict[str,
                          f"gradients (padded to {padded // 8}, a multiple of {n}) and an all-gather of as many")
         out[props[2]] = "without one all-gather a step, the parameters it gathered cannot be judged"
         return out
+    import torch
+
+    scattered = torch.cat([_values(piece, collectives[0]["dtype"]) for piece in collectives[0]["pieces"]])
+    if not _reduced_right(scattered[:psi], ref.grads[0], n) or bool(scattered[psi:].ne(0).any()):
+        out[props[1]] = ("what it reduce-scattered in the first step was not the gradients (in the order of "
+                         "model.parameters(), zeros after)")
     for s in range(STEPS):
         gathered = _values(collectives[2 * s + 1]["result"], collectives[2 * s + 1]["dtype"])[:psi]
         gap = _gap(gathered, ref.params[s])
