@@ -15,10 +15,12 @@ the data, drawn for this run from a seed the relay draws and keeps (:data:`Setti
 reach it except through the relay. The ranks' final word (``end``: their parameters, their result) is their claim,
 judged beside what the relay saw; every call's record (:meth:`Relay.observed`) is plain data for the judge.
 
-A rank that never joins a collective, or leaves the run while others wait, fails that collective on every rank
-after :data:`JOIN_SECONDS` (a hung rank costs its question, not the grading); a rank's bytes and operations per run
-are limited (:data:`MOST_BYTES`, :data:`MOST_OPS`), and a frame over :data:`~ppedu.grading.service.MAX_FRAME` ends
-that rank's connection.
+A rank that leaves the run while others wait for it fails the run at once; one that never joins a collective fails it
+on every rank :data:`JOIN_SECONDS` after every rank has begun the run (a rank's lag before that is the call before's,
+which its own time limit ends). Every call ends together on all its ranks — a rank that has ended waits for the others
+— so that a rank stuck in one call delays no rank's next: a hung rank costs its question, not the grading. A rank's
+bytes and operations per run are limited (:data:`MOST_BYTES`, :data:`MOST_OPS`), and a frame over
+:data:`~ppedu.grading.service.MAX_FRAME` ends that rank's connection.
 
 >>> import torch
 >>> relay = Relay([[["demo", 2, 0]]], lambda spec, seed, rank: {"x": torch.full((3,), float(rank + 1))}, seed=7)
@@ -161,16 +163,27 @@ class _Run:
         self.problem: str | None = None
         self.held: list[_Slot] = []
         self.ended: set[int] = set()
+        self.began: set[int] = set()
+        self.all_began: float | None = None  # when the last rank began: a rank's lag before it is no hang
+        self.leaving: dict[int, tuple[int, Reply]] = {}  # ranks that ended, waiting for the others to
 
     def fail(self, why: str) -> None:
-        """The run cannot go on: every waiting rank is told ``why``."""
+        """The run cannot go on: every waiting rank is told ``why`` (a rank that has ended is let go)."""
         self.problem = self.problem or why
+        self.release()
         for slot in self.slots.values():
             for request, reply in slot.replies.values():
                 reply({"id": request, "refused": why})
         for message in (*self.sends, *self.recvs):
             message.reply({"id": message.request, "refused": why})
         self.slots, self.sends, self.recvs, self.held = {}, [], [], []
+
+    def release(self) -> None:
+        """Let the ranks that ended go: each call of a run ends together on every rank, so that a rank stuck in it
+        delays the next call on none."""
+        for request, reply in self.leaving.values():
+            reply({"id": request})
+        self.leaving = {}
 
 
 class Relay:
@@ -209,7 +222,11 @@ class Relay:
                 del self.current[rank]
                 if run.slots or any(m.rank != rank for m in (*run.sends, *run.recvs) if m.peer == rank):
                     run.fail(f"rank {rank} finished the run while the others waited for it")
-                return {"id": message["id"]}
+                if reply is None or len(run.ended) == run.world or run.problem:
+                    run.release()
+                    return {"id": message["id"]}
+                run.leaving[rank] = (message["id"], reply)
+                return None
             if run.problem:
                 raise Refused(f"the run had already failed: {run.problem}")
             run.ops[rank] += 1
@@ -248,6 +265,9 @@ class Relay:
         if rank in run.claims:
             raise Refused("a run begun twice")
         self.current[rank] = k
+        run.began.add(rank)
+        if len(run.began) == world:
+            run.all_began = time.monotonic()
         data = self.setting(spec, run.seed, rank)
         return {"world": world, "rank": rank, "data": {name: encode(t) for name, t in data.items()}}
 
@@ -375,14 +395,18 @@ class Relay:
                 for slot in list(run.held):
                     if now - slot.started > HOLD_SECONDS:
                         self._complete(run, slot)
-                waiting = [s for s in run.slots.values() if s not in run.held and now - s.started > JOIN_SECONDS]
+                if run.all_began is None:
+                    continue  # a rank not yet there may be finishing the call before: its own limit stops it
+                since = run.all_began
+                waiting = [s for s in run.slots.values()
+                           if s not in run.held and now - max(s.started, since) > JOIN_SECONDS]
                 if waiting:
                     slot = min(waiting, key=lambda s: s.index)
                     missing = [r for r in range(run.world) if r not in slot.inputs]
                     run.fail(f"rank {missing[0]} never issued collective #{slot.index + 1} ({slot.kind}) that "
                              f"rank {min(slot.inputs)} issued, in {JOIN_SECONDS:g} s (it hung, finished, or issued "
                              "something else)")
-                stale = [m for m in (*run.sends, *run.recvs) if now - m.started > JOIN_SECONDS]
+                stale = [m for m in (*run.sends, *run.recvs) if now - max(m.started, since) > JOIN_SECONDS]
                 if stale:
                     m = stale[0]
                     what = "send to" if m in run.sends else "receive from"
@@ -440,6 +464,7 @@ def serve(relay: Relay, sockets: Sequence[socket.socket]) -> Callable[[], None]:
             with relay.lock:
                 k = relay.current.pop(rank, None)
                 if k is not None:
+                    relay.runs[k].ended.add(rank)
                     relay.runs[k].fail(f"rank {rank}'s connection closed during the run")
             sock.close()
 
