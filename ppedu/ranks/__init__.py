@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ppedu.ranks.data_parallel import METHODS, Buckets, allreduce_each, allreduce_flat, bucket_plan, compare
     from ppedu.ranks.launch import RanksFailed, backend_for, run_ranks
+    from ppedu.ranks.plot import plot_busbw
     from ppedu.ranks.sharding import Zero1, adam_in, run_fsdp2, run_zero1
     from ppedu.ranks.timing import against_model, fit, measure, table
     from ppedu.ranks.traffic import Traffic
@@ -28,6 +29,7 @@ _HOME = {
     **dict.fromkeys(["RanksFailed", "backend_for", "run_ranks"], "launch"),
     **dict.fromkeys(["Zero1", "adam_in", "run_fsdp2", "run_zero1"], "sharding"),
     **dict.fromkeys(["against_model", "fit", "measure", "table"], "timing"),
+    "plot_busbw": "plot",
     "Traffic": "traffic",
     "Workload": "workload",
 }

@@ -121,14 +121,14 @@ class Buckets:
 
 @dataclass(frozen=True)
 class Compared:
-    """One way of averaging gradients, as it ran: the median step in ms, the collectives of one step after the
-    first and the MB each rank sends in them as a ring would (beside chapter 12's all-reduce of every gradient), the
-    largest gaps from the unsharded run's first gradient and final parameters, and how many distinct storages hold
-    the gradients."""
+    """One way of averaging gradients, as it ran: the median step in ms, the all-reduces of its last step (their
+    buffers in kB, in order) and the MB each rank sends in them as a ring would (beside chapter 12's all-reduce of
+    every gradient), the largest gaps from the unsharded run's first gradient and final parameters, and how many
+    distinct storages hold the gradients."""
 
     method: str
     step_ms: float
-    collectives: int
+    buckets_kb: tuple[float, ...]
     sent_mb: float
     formula_mb: float
     grad_gap: float
@@ -152,7 +152,8 @@ def compare(world: int = 2, workload: Workload = Workload(), cap_mb: float = 0.2
     rows = []
     for method in methods:
         ran = [r[method] for r in per_rank]
-        rows.append(Compared(method, median_step_ms([r["seconds"] for r in ran]), len(ran[0]["traffic"]),
+        buffers = tuple(round(b / 1e3, 1) for b in Traffic.of(ran[0]["traffic"]).buffers("all-reduce"))
+        rows.append(Compared(method, median_step_ms([r["seconds"] for r in ran]), buffers,
                              round(Traffic.of(ran[0]["traffic"]).sent(world) / 1e6, 4), round(formula, 4),
                              largest_gap(ran[0]["grad"], reference.grads[0]),
                              max(largest_gap(r["params"], reference.params) for r in ran), ran[0]["storages"]))

@@ -80,7 +80,8 @@ class Zero1:
 @dataclass(frozen=True)
 class Sharded:
     """A sharded run beside the unsharded one: the largest parameter gap after its steps, the median step (ms),
-    the collectives of one step and the MB a rank sends in them as rings, beside chapter 13's count."""
+    the collectives of one step and the MB a rank sends in them as rings, and the MB of Adam's state a rank keeps,
+    each beside chapter 13's count."""
 
     method: str
     param_gap: float
@@ -88,6 +89,11 @@ class Sharded:
     collectives: str
     sent_mb: float
     formula_mb: float
+    adam_mb: float
+    formula_adam_mb: float
+
+    def _repr_markdown_(self) -> str:
+        return Table((self,))._repr_markdown_()
 
 
 def run_zero1(world: int = 2, workload: Workload = Workload(optimizer="adam"), timeout: float = 300.0) -> Sharded:
@@ -97,11 +103,11 @@ def run_zero1(world: int = 2, workload: Workload = Workload(optimizer="adam"), t
 
     per_rank = run_ranks(_zero1, world, workload, timeout=timeout)
     reference = workload.reference()
-    psi = reference.params.numel()
+    stage = zero_stages(reference.params.numel(), world, adam_in(workload.dtype))[1]
     return Sharded("ZeRO-1 by hand", max(largest_gap(r["params"], reference.params) for r in per_rank),
                    median_step_ms([r["seconds"] for r in per_rank]), Traffic.of(per_rank[0]["traffic"]).summary(),
-                   round(Traffic.of(per_rank[0]["traffic"]).sent(world) / 1e6, 4),
-                   round(zero_stages(psi, world, adam_in(workload.dtype))[1].sent_gb * 1e3, 4))
+                   round(Traffic.of(per_rank[0]["traffic"]).sent(world) / 1e6, 4), round(stage.sent_gb * 1e3, 4),
+                   round(per_rank[0]["state"] / 1e6, 4), round(stage.optimizer_gb * 1e3, 4))
 
 
 def _zero1(rank: int, world: int, workload: Workload) -> dict[str, Any]:
@@ -158,7 +164,8 @@ def run_fsdp2(world: int = 2, workload: Workload = Workload(optimizer="adam"), r
     r0, traffic = per_rank[0], per_rank[0]["traffic"]
     sharded = Sharded("FSDP2 (fully_shard)", max(largest_gap(r["params"], reference.params) for r in per_rank),
                       median_step_ms([r["seconds"] for r in per_rank]), Traffic.of(traffic).summary(),
-                      round(Traffic.of(traffic).sent(world) / 1e6, 4), round(walk.sent / 1e6, 4))
+                      round(Traffic.of(traffic).sent(world) / 1e6, 4), round(walk.sent / 1e6, 4),
+                      round(r0["moments"] / 1e6, 4), round(sum(units) * precision.optimizer / world / 1e6, 4))
     state = r0["state"]
     memory = Table((
         Memory("sharded state: parameters, gradients, Adam", round(state / 1e6, 4),
@@ -206,6 +213,8 @@ def _fsdp2(rank: int, world: int, workload: Workload, reshard: bool) -> dict[str
     local = [p.to_local() for p in model.parameters()]
     grads = [p.grad.to_local() for p in model.parameters() if p.grad is not None]
     moments = [t.to_local() if hasattr(t, "to_local") else t for s in optimizer.state.values() for t in s.values()]
-    state = sum(t.numel() * t.element_size() for t in [*local, *grads, *moments] if t.dim() > 0)
+    adam = sum(t.numel() * t.element_size() for t in moments if t.dim() > 0)
+    state = adam + sum(t.numel() * t.element_size() for t in [*local, *grads])
     return {"params": flat(p.full_tensor() for p in model.parameters()), "seconds": seconds, "state": state,
+            "moments": adam,
             "transient": sum(peak.get(k, 0) for k in TRANSIENT), "traffic": traffic.pairs()}

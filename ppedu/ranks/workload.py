@@ -97,15 +97,16 @@ def flat(tensors: Iterator[Any] | Any) -> Any:
 
 
 def largest_gap(a: Any, b: Any) -> float:
-    """The largest absolute difference between two vectors of the same length.
+    """The largest absolute difference between two vectors of the same length, to three significant digits (what a
+    table shows of a gap).
 
     >>> import torch
-    >>> largest_gap(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5]))
-    0.5
+    >>> largest_gap(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])), largest_gap(torch.ones(2) / 3, torch.zeros(2))
+    (0.5, 0.333)
     """
     if a.shape != b.shape:
         raise ValueError(f"vectors of {tuple(a.shape)} and {tuple(b.shape)} elements cannot be compared")
-    return float((a - b).abs().max())
+    return float(f"{float((a - b).abs().max()):.3g}")
 
 
 def timed_steps(run_step: Callable[[Any, Any], None], shards: list[tuple[Any, Any]]) -> list[float]:
