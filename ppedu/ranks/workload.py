@@ -126,10 +126,11 @@ def timed_steps(run_step: Callable[[Any, Any], None], shards: list[tuple[Any, An
 
 def median_step_ms(seconds: list[list[float]]) -> float:
     """The median step in ms of ranks' step times (``seconds[rank][step]``): each step as long as its slowest rank,
-    the first step (warm-up: buffers allocated, connections made) left out.
+    the first step (warm-up: buffers allocated, connections made) left out where there are others.
 
-    >>> median_step_ms([[1.0, 0.002, 0.004, 0.003], [1.0, 0.003, 0.001, 0.003]])
-    3.0
+    >>> median_step_ms([[1.0, 0.002, 0.004, 0.003], [1.0, 0.003, 0.001, 0.003]]), median_step_ms([[0.5], [0.25]])
+    (3.0, 500.0)
     """
-    slowest = sorted(max(rank[s] for rank in seconds) for s in range(1, len(seconds[0])))
+    steps = len(seconds[0])
+    slowest = sorted(max(rank[s] for rank in seconds) for s in range(1 if steps > 1 else 0, steps))
     return round(slowest[(len(slowest) - 1) // 2] * 1e3, 2)
