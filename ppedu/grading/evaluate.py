@@ -68,7 +68,7 @@ class Code:
     """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
     through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
     side serves the driver while it runs (:mod:`ppedu.grading.service`). ``ranks`` above 1 runs the notebook in that
-    many sandboxes at once, ranks whose only channel is the ``service`` (:mod:`ppedu.grading.ranked`)."""
+    many sandboxes at once, ranks whose only channel is the ``service`` (:func:`ppedu.grading.ranked.once`)."""
 
     library: Library = Library()
     driver: str | None = None
@@ -219,26 +219,21 @@ def _search_path(library: str) -> list[str]:
 def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
-                  use_sandbox: bool = True, service: str | None = None, ranks: int = 1) -> FunctionRun:
+                  use_sandbox: bool = True, service: str | None = None, runner: Any = None) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
     interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
-    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel)."""
+    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel). ``runner`` makes one
+    run (by default :func:`_run_once`, one interpreter; :func:`ppedu.grading.ranked.once` gives one of several)."""
     deadline = time.monotonic() + timeout
     where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
     results: dict[str, dict[str, Any]] = {}
     errors: list[tuple[int, str]] = []
     todo, stopped = dict(requests), None
     while todo:
-        if ranks > 1:  # several sandboxes at once, the service between them
-            from ppedu.grading.ranked import run_once
-
-            once, at = run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
-                                cell_timeout, limits, use_sandbox, service, ranks)
-        else:
-            once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(),
-                                 driver, cell_timeout, limits, use_sandbox, service)
+        once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
+                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox, service)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped

@@ -15,6 +15,7 @@ are asked of fresh sandboxes, as :func:`~ppedu.grading.evaluate.run_functions` d
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -22,7 +23,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
@@ -34,9 +35,19 @@ from ppedu.grading.service import ENV
 RANK = "PPEDU_RANK"
 
 
+def once(ranks: int) -> Callable[..., tuple[FunctionRun, int | None]] | None:
+    """What :func:`~ppedu.grading.evaluate.run_functions` runs each time for a question of ``ranks`` ranks: ``None``
+    (its own single interpreter) for one, :func:`run_once` on ``ranks`` sandboxes for more.
+
+    >>> once(1) is None, once(4).keywords
+    (True, {'ranks': 4})
+    """
+    return None if ranks <= 1 else functools.partial(run_once, ranks=ranks)
+
+
 def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
-             cell_timeout: float, limits: Any, use_sandbox: bool, service: str | None,
+             cell_timeout: float, limits: Any, use_sandbox: bool, service: str | None, *,
              ranks: int) -> tuple[FunctionRun, int | None]:
     """One run of ``cells`` on ``ranks`` sandboxes at once, the relay ``service`` (``module:function``, made for the
     calls' arguments) between them; what it gave and the cell it stopped at (see the module's docstring)."""
