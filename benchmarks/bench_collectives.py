@@ -8,8 +8,8 @@ prints, measured side by side in one run:
 - every size's time, algbw and busbw (nccl-tests' definitions, ``doc/PERFORMANCE.md``);
 - α and β fitted to the all-reduces (chapter 12's ``steps·α + sent·β``, least squares on relative error), and to
   all four collectives together;
-- each measured time over the fitted ring's: near 1 where the model holds; about 2 for gloo's reduce-scatter
-  (PyTorch runs it as an all-reduce) and its all-gather at small sizes (gloo passes each piece in two halves);
+- each measured time over the fitted ring's: near 1 where the model holds; 2 or more for gloo's reduce-scatter
+  (PyTorch runs it as an all-reduce of a copy) and its all-gather at small sizes (gloo passes each piece in two halves);
 - the busbw at the largest size over the fitted bandwidth, per collective.
 
 One GPU is no cluster: NCCL needs a GPU per rank, so on a machine with fewer GPUs than ranks this measures gloo.
