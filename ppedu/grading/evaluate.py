@@ -252,14 +252,8 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
     from ppedu.grading.service import serving
 
     copy = view(library)
-    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
-             for name, cases in functions.items() for args in cases]
-    request = json.dumps({
-        "path": _search_path(sandbox.LIBRARY if use_sandbox else str(copy.parent)),
-        "assignment": assignment, "student": student, "values": dict(values), "driver": driver,
-        "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
-        "cell_timeout": cell_timeout,
-        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
+    asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent))
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
             library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
@@ -289,6 +283,20 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
                and isinstance(r["at"], int)), None)
     run = _collect(records, stopped, asked, process.returncode)
     return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
+
+
+def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
+                    assignment: str, student: str, values: Mapping[str, Any], driver: str | None, cell_timeout: float,
+                    library: str) -> tuple[list[tuple[str, str, Any]], str]:
+    """The calls asked, in order (``(test, name, args)``, the arguments as JSON has them), and the harness's request
+    (JSON) for a run importing the ppedu in ``library``."""
+    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
+             for name, cases in functions.items() for args in cases]
+    return asked, json.dumps({
+        "path": _search_path(library), "assignment": assignment, "student": student, "values": dict(values),
+        "driver": driver, "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
+        "cell_timeout": cell_timeout,
+        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
 
 
 def _read(fd: int, timeout: float, quiet: float) -> tuple[list[Any], str | None]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import os
 import socket
 import subprocess
@@ -27,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from ppedu.grading.evaluate import (GRACE, HARNESS, FunctionRun, Library, _absent, _collect, _read, _search_path,
-                                    _stop, view)
+from ppedu.grading.evaluate import (GRACE, HARNESS, FunctionRun, Library, _absent, _collect, _read, _stop,
+                                    harness_request, view)
 from ppedu.grading.service import ENV
 
 #: Where a rank's sandbox reads its rank.
@@ -57,14 +56,8 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
     if service is None:
         raise ValueError("a run across ranks needs a relay between them")
     copy = view(library)
-    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
-             for name, cases in functions.items() for args in cases]
-    request = json.dumps({
-        "path": _search_path(sandbox.LIBRARY if use_sandbox else str(copy.parent)),
-        "assignment": assignment, "student": student, "values": dict(values), "driver": driver,
-        "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
-        "cell_timeout": cell_timeout,
-        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}}).encode()
+    asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent))
     module, _, attribute = service.partition(":")
     relay = getattr(importlib.import_module(module), attribute)([args for _, _, args in asked])
     ranks = max(1, min(ranks, relay.ranks))  # no sandbox for a rank no call of this run has
@@ -79,7 +72,7 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
                        ENV: str(theirs.fileno()), RANK: str(rank)}
                 box = stack.enter_context(sandbox.prepared(library=copy, absent=_absent(library), env=env,
                                                            limits=limits or sandbox.Limits()))
-                processes.append(_start(box, env, theirs.fileno(), request, use_sandbox))
+                processes.append(_start(box, env, theirs.fileno(), request.encode(), use_sandbox))
             for _, theirs in pairs:
                 theirs.close()  # each sandbox holds its own copy
 

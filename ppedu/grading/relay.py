@@ -289,7 +289,8 @@ class Relay:
         if kind == "broadcast" and not (type(root) is int and 0 <= root < run.world):
             raise Refused(f"a broadcast from rank {root!r}, not one of the {run.world}")
         shape = None if tensor is None else (str(tensor.dtype).removeprefix("torch."), tensor.numel())
-        params = (shape, how if kind in ("all-reduce", "reduce-scatter") else None, root if kind == "broadcast" else None)
+        reduced = kind in ("all-reduce", "reduce-scatter")
+        params = (shape, how if reduced else None, root if kind == "broadcast" else None)
         index = run.next[rank]
         run.next[rank] += 1
         slot = run.slots.get(index)

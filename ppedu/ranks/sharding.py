@@ -170,7 +170,8 @@ def run_fsdp2(world: int = 2, workload: Workload = Workload(optimizer="adam"), r
     memory = Table((
         Memory("sharded state: parameters, gradients, Adam", round(state / 1e6, 4),
                round(sum(units) * precision.total / world / 1e6, 4)),
-        Memory("gathered and whole at the peak", round(r0["transient"] / 1e6, 4), round(walk.gathered_at_peak / 1e6, 4)),
+        Memory("gathered and whole at the peak", round(r0["transient"] / 1e6, 4),
+               round(walk.gathered_at_peak / 1e6, 4)),
         Memory("peak, activations and inputs aside", round((state + r0["transient"]) / 1e6, 4),
                round(walk.peak / 1e6, 4)),
     ))

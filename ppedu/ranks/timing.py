@@ -2,9 +2,9 @@
 the times.
 
 :func:`measure` runs each collective on ``world`` ranks (:func:`~ppedu.ranks.launch.run_ranks`: gloo between CPU
-processes, NCCL between GPUs) over a range of buffer sizes ``S`` — the whole buffer, as nccl-tests' ``doc/PERFORMANCE.md``
-defines it: an all-gather's output, a reduce-scatter's input. Each size runs a few warm-up operations, then several
-trials of a batch of operations between barriers; a trial's time per operation is the slowest rank's (a collective
+processes, NCCL between GPUs) over a range of buffer sizes ``S`` — the whole buffer, as nccl-tests'
+``doc/PERFORMANCE.md`` defines it: an all-gather's output, a reduce-scatter's input. Each size runs a few warm-up
+operations, then several trials of a batch of operations between barriers; a trial's time per operation is the slowest rank's (a collective
 has finished when its last rank has), and the fastest trial is kept (a process the machine set aside for a moment
 only ever makes a trial longer). Each row shows ``algbw = S/t`` and ``busbw = algbw × factor``, nccl-tests' two
 bandwidths (:func:`ppedu.cluster.collectives.bus_factor`).

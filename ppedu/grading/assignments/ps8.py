@@ -41,7 +41,8 @@ FUNCTIONS = {"ring": "ring_all_reduce", "data_parallel": "data_parallel_step", "
 def values(student: str) -> dict[str, Any]:
     n = pick("ps8", student, "n", (2, 3))
     return {"n": n, "length": pick("ps8", student, "length", range(1001, 4001)),
-            "cap": pick("ps8", student, "cap", (2048, 3000, 9000, 12000)), "seed": pick("ps8", student, "seed", range(1000))}
+            "cap": pick("ps8", student, "cap", (2048, 3000, 9000, 12000)),
+            "seed": pick("ps8", student, "seed", range(1000))}
 
 
 # ---- the grader's side: data, model, reference -----------------------------------------------------------------
@@ -57,7 +58,7 @@ def _digits() -> tuple[Any, Any]:
 
 
 def batches(spec: Spec, seed: int) -> tuple[Any, Any]:
-    """Every step's whole batch, ``(steps, n·EXAMPLES, …)``: digits drawn from ``seed``, which only the relay knows."""
+    """Every step's whole batch, ``(steps, n·EXAMPLES, …)``: digits drawn from ``seed`` (only the relay knows it)."""
     import torch
 
     images, labels = _digits()
