@@ -129,7 +129,6 @@ class _Slot:
     started: float
     inputs: dict[int, Any] = field(default_factory=dict)
     replies: dict[int, tuple[int, Reply]] = field(default_factory=dict)
-    issued: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -201,7 +200,7 @@ class Relay:
         self.ranks = 16  # sandboxes its runs need at most (the question's own relay says fewer)
         self.runs: dict[int, _Run] = {}
         self.current: dict[int, int] = {}  # rank → the run it is in
-        self.lock = threading.Condition()
+        self.lock = threading.Lock()
 
     # -- requests -------------------------------------------------------------------------------------------------
 
@@ -244,7 +243,6 @@ class Relay:
                 self._point_to_point(run, rank, message, reply)
             else:
                 self._collective(run, rank, message, reply)
-            self.lock.notify_all()
             return None
 
     def _begin(self, rank: int, spec: Any) -> dict[str, Any]:
@@ -305,8 +303,8 @@ class Relay:
         if kind in ("reduce-scatter", "all-to-all") and tensor is not None and tensor.numel() % run.world:
             run.fail(f"a {kind} of {tensor.numel()} elements, not a multiple of the {run.world} ranks")
             raise Refused(run.problem or "")
-        slot.inputs[rank], slot.replies[rank], slot.issued[rank] = tensor, (message["id"], reply), time.monotonic()
-        for held in run.held:
+        slot.inputs[rank], slot.replies[rank] = tensor, (message["id"], reply)
+        for held in list(run.held):
             if held.index == index - 1 and all(held.index + 1 < run.next[r] for r in range(run.world)):
                 self._complete(run, held)
         if len(slot.inputs) == run.world:
