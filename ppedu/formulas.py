@@ -120,7 +120,7 @@ def zero_bytes_per_gpu(params: float, d: int, stage: int, k: float = 12.0) -> fl
     [120.0, 31.4, 16.6, 1.9]
     """
     weights, grads, state = 2.0, 2.0, k
-    sharded = (state,) if stage == 1 else (grads, state) if stage == 2 else (weights, grads, state) if stage == 3 else ()
+    sharded = ((), (state,), (grads, state), (weights, grads, state))[stage]  # what each stage divides by d
     return params * (weights + grads + state - sum(sharded) + sum(sharded) / d)
 
 

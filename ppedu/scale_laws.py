@@ -100,6 +100,10 @@ def _tp(model: Model, t: int) -> Values:
                  for sp in (False, True))
 
 
+def _zero_paper() -> Table[sharding.ZeroRow]:
+    return sharding.zero_stages(_ZERO_PARAMS, _ZERO_D, sharding.PRECISIONS["bf16"])
+
+
 _LLAMA70, _LLAMA405 = MODELS["70b"], MODELS["405b"]
 _ZERO_PARAMS, _ZERO_D = ZERO_FIGURE_1["params"], int(ZERO_FIGURE_1["d"])
 _MOE_BYTES = DEEPSEEK_V3.tokens * DEEPSEEK_V3.top_k * DEEPSEEK_V3.hidden * DEEPSEEK_V3.dtype_bytes
@@ -127,12 +131,12 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
     ScaleLaw("ZeRO: model state per GPU", "(2+2+K)Ψ, (2+2+K/d)Ψ, (2+(2+K)/d)Ψ, (2+2+K)Ψ/d; K = 12",
              "stages 0 / 1 / 2 / 3, Ψ = 7.5B, d = 64", "GB",
              lambda: tuple(closed_form.zero_bytes_per_gpu(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
-             lambda: tuple(r.total_gb for r in sharding.zero_stages(_ZERO_PARAMS, _ZERO_D, sharding.PRECISIONS["bf16"])),
+             lambda: tuple(r.total_gb for r in _zero_paper()),
              "13; ZeRO Figure 1: 120, 31.4, 16.6, 1.9", rel=1e-5),
     ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements)",
              "stages 0 / 1 / 2 / 3, Ψ = 7.5B, d = 64", "GB",
              lambda: tuple(closed_form.zero_bytes_sent(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
-             lambda: tuple(r.sent_gb for r in sharding.zero_stages(_ZERO_PARAMS, _ZERO_D, sharding.PRECISIONS["bf16"])),
+             lambda: tuple(r.sent_gb for r in _zero_paper()),
              "13; ZeRO section 7", rel=1e-5),
     ScaleLaw("tensor parallelism per block", "8(t−1)/t·sbh; with SP 10(t−1)/t·sbh (2 B each)",
              "Llama 2 70B, s = 4,096, t = 8: TP / TP+SP", "GB",

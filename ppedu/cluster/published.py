@@ -99,8 +99,8 @@ DEEPSEEK_V3 = Model(
 #: The report's totals (abstract, section 4.2): 671B parameters, 37B activated per token.
 DEEPSEEK_V3_PARAMS = {"total": 671e9, "activated": 37e9}
 #: Training (section 3.2, 4.2 and Table 1): 2,048 H800s, nodes of 8; 16-way pipeline parallelism (DualPipe), 64-way
-#: expert parallelism over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism; a "batch size" of 15,360 (after the
-#: first 469B tokens; no unit given, read as sequences of the 4K maximum length); 14.8T tokens; 180K H800 GPU hours per trillion tokens, 2,664K for
+#: expert parallelism over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism; a "batch size" of 15,360 (after
+#: the first 469B tokens; no unit given, read as sequences of the 4K maximum length); 14.8T tokens; 180K H800 GPU hours per trillion tokens, 2,664K for
 #: pre-training; each token sent to at most 4 nodes.
 @dataclass(frozen=True)
 class Run:
