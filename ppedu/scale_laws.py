@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import cast
 
 from ppedu import formulas as closed_form
 from ppedu.cluster import GPU, GPUS, LINKS, MODELS, Model
@@ -105,7 +106,7 @@ def _zero_paper() -> Table[sharding.ZeroRow]:
 
 
 _LLAMA70, _LLAMA405 = MODELS["70b"], MODELS["405b"]
-_ZERO_PARAMS, _ZERO_D = ZERO_FIGURE_1["params"], int(ZERO_FIGURE_1["d"])
+_ZERO_PARAMS, _ZERO_D = cast(float, ZERO_FIGURE_1["params"]), cast(int, ZERO_FIGURE_1["d"])
 _MOE_BYTES = DEEPSEEK_V3.tokens * DEEPSEEK_V3.top_k * DEEPSEEK_V3.hidden * DEEPSEEK_V3.dtype_bytes
 
 #: The scale part of the sheet, in the chapters' order.

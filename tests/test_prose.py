@@ -690,7 +690,7 @@ def test_ch14_llama_3s_mfu_is_table_4s_own_ratio_and_the_whole_run_is_the_check(
 
 def test_ch14_reliability_says_what_the_report_says_and_no_more():
     text = source(CH14, "14-23")
-    assert "of its training as a whole Meta reports an effective training time above 90 %" in text
+    assert "of its training as a whole Meta reports an effective training time above the share" in text
     assert "taking all 16,384 GPUs as running through the snapshot" in text
     text = source(CH14, "14-27")
     assert "Daly, 2006, adds the higher-order terms" in text and "an upper bound" in text
