@@ -165,3 +165,20 @@ def test_the_vendor_module_states_its_node_size_as_an_assumption():
     assert "the brief gives no" in vendor.__doc__ and "as in the brief's own" not in vendor.__doc__
     claim = vendor.claims()[7]  # "1F1B schedule bubble elimination"
     assert not claim.holds and "with balanced stages and free hand-overs" in claim.computed
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 12), st.sampled_from([2, 3]), quarters, quarters, st.sampled_from([0, 0.25, 1]))
+def test_ch4_interleaving_divides_the_idle_time_by_v_whatever_f_b_w_while_hand_overs_are_free(p, extra, v, f, b, w):
+    m, costs = p + extra, Costs(f=f, b=b, w=w)
+    plain = simulate(schedules.one_f_one_b(p, m), costs)
+    inter = simulate(schedules.interleaved_1f1b(p, m, v), costs.per_chunk(v))
+    assert inter.idle_slots * v == pytest.approx(plain.idle_slots)
+
+
+def test_ch4_a_hand_over_latency_moves_the_ratio_off_one_over_v():
+    late = Costs(f=1, b=1, comm=0.1)
+    plain = simulate(schedules.one_f_one_b(4, 8), late)
+    inter = simulate(schedules.interleaved_1f1b(4, 8, 2), late.per_chunk(2))
+    assert inter.idle_slots * 2 > plain.idle_slots
+    assert "so long as hand-overs are free" in source("04-interleaved", "04-15")
