@@ -741,3 +741,26 @@ def test_ch14_the_whole_run_may_miss_the_long_context_tokens():
     text = source(CH14, "14-16")
     assert "the report gives the 15.6T for the 8K-context stage (section 2)" in text
     assert "a lower bound" in text
+
+
+def test_ch13_notes_two_thirds_is_ppedus_fp8_ratio():
+    from ppedu.cluster import GPUS
+    from ppedu.cluster.experts import moe_layer_overlap
+    from ppedu.cluster.published import DEEPSEEK_V3, H800_IB
+
+    ratio = moe_layer_overlap(DEEPSEEK_V3, GPUS["h800"], H800_IB, nodes=8, limit=4, fp8=True).ratio
+    assert abs(ratio - 2 / 3) < 0.05
+    notes = (NOTEBOOKS.parent / "docs" / "speaker-notes" / f"{CH13}.md").read_text()
+    assert "in ppedu's FP8 estimate about two thirds as long as the computation" in notes
+
+
+def test_ch14_the_whole_run_check_rests_on_table_4_counting_flops_as_ppedu_does():
+    from ppedu.cluster import MODELS
+    from ppedu.cluster.cases import llama3_405b
+    from ppedu.cluster.published import LLAMA3_TOKENS
+
+    llama, model = llama3_405b(), MODELS["405b"]
+    assert 6 * model.params * LLAMA3_TOKENS == pytest.approx(3.8e25, rel=0.01)  # the report's budget is 6ND
+    six_n = 6 * sum(model.layer_active_params()[1:])
+    assert llama.mfu_whole_run / llama.mfu * six_n / llama.flops_per_token < 0.9  # looser under 6N alone
+    assert "had it counted 6*N* alone (the report's total compute matches 6*N* × tokens)" in source(CH14, "14-17a")
