@@ -29,7 +29,7 @@ from typing import Any
 
 from ppedu.lesson import Table
 from ppedu.ranks.traffic import Traffic
-from ppedu.ranks.workload import Workload, flat, largest_gap, median_step_ms, timed_steps
+from ppedu.ranks.workload import Workload, flat, largest_gap, median_step_ms, on_cpu, timed_steps
 
 #: The runs :func:`compare` makes, by name.
 METHODS = ("each parameter", "one flat buffer", "buckets from hooks", "DDP", "DDP, gradients as bucket views")
@@ -82,7 +82,8 @@ class Buckets:
 
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.plan = bucket_plan([p.numel() * p.element_size() for p in self.params], cap)
-        self.buffers = [torch.zeros(sum(self.params[i].numel() for i in b), dtype=self.params[0].dtype)
+        like = self.params[0]
+        self.buffers = [torch.zeros(sum(self.params[i].numel() for i in b), dtype=like.dtype, device=like.device)
                         for b in self.plan]
         self.where: dict[int, tuple[int, int]] = {}
         for k, bucket in enumerate(self.plan):
@@ -165,12 +166,15 @@ def _train(rank: int, world: int, workload: Workload, methods: list[str], cap_mb
     from torch.nn.functional import cross_entropy
     from torch.nn.parallel import DistributedDataParallel
 
-    out = {}
+    from ppedu.ranks.launch import device
+
+    here, out = device(rank), {}
     for method in methods:
-        model = workload.model()
+        model = workload.model().to(here)
         net, buckets = model, None
         if method.startswith("DDP"):
-            net = DistributedDataParallel(model, bucket_cap_mb=cap_mb, gradient_as_bucket_view="views" in method)
+            net = DistributedDataParallel(model, device_ids=[here] if here.type == "cuda" else None,
+                                          bucket_cap_mb=cap_mb, gradient_as_bucket_view="views" in method)
         elif method == "buckets from hooks":
             buckets = Buckets(model, int(cap_mb * 2**20))
         optimizer = workload.make_optimizer(model.parameters())
@@ -186,14 +190,14 @@ def _train(rank: int, world: int, workload: Workload, methods: list[str], cap_mb
             elif buckets is not None:
                 buckets.finish()
             if not first:  # the first step's averaged gradient, to check (a step the timing leaves out)
-                first.append(flat(p.grad for p in model.parameters()))
+                first.append(on_cpu(p.grad for p in model.parameters()))
             optimizer.step()
 
-        *timed, (x, y) = workload.shard(rank, world)
+        *timed, (x, y) = workload.shard(rank, world, here)
         seconds = timed_steps(step, timed)
         with Traffic() as traffic:  # the last step, watched (after its buckets were rebuilt, for DDP)
             step(x, y)
         storages = len({p.grad.untyped_storage().data_ptr() for p in model.parameters()})
         out[method] = {"seconds": seconds, "traffic": traffic.pairs(), "grad": first[0],
-                       "params": flat(model.parameters()), "storages": storages}
+                       "params": on_cpu(model.parameters()), "storages": storages}
     return out

@@ -23,7 +23,7 @@ from typing import Any
 from ppedu.cluster.sharding import Precision, fsdp_step, zero_stages
 from ppedu.lesson import Table
 from ppedu.ranks.traffic import Traffic
-from ppedu.ranks.workload import Workload, flat, largest_gap, median_step_ms, timed_steps
+from ppedu.ranks.workload import Workload, flat, largest_gap, median_step_ms, on_cpu, timed_steps
 
 def adam_in(dtype: str) -> Precision:
     """Bytes per parameter when everything is kept in ``dtype``: weights, gradients and Adam's two moments, no
@@ -49,8 +49,8 @@ class Zero1:
         total = sum(p.numel() for p in self.params)
         self.piece = -(-total // self.n)
         self.padding = self.piece * self.n - total
-        self.dtype = self.params[0].dtype
-        whole = torch.cat([flat(self.params), torch.zeros(self.padding, dtype=self.dtype)])
+        self.like = {"dtype": self.params[0].dtype, "device": self.params[0].device}
+        whole = torch.cat([flat(self.params), torch.zeros(self.padding, **self.like)])
         self.mine = torch.nn.Parameter(whole[rank * self.piece:(rank + 1) * self.piece].clone())
         self.optimizer = optimizer([self.mine])
 
@@ -58,12 +58,12 @@ class Zero1:
         import torch
         import torch.distributed as dist
 
-        grads = torch.cat([flat(p.grad for p in self.params), torch.zeros(self.padding, dtype=self.dtype)])
-        mine = torch.empty(self.piece, dtype=self.dtype)
+        grads = torch.cat([flat(p.grad for p in self.params), torch.zeros(self.padding, **self.like)])
+        mine = torch.empty(self.piece, **self.like)
         dist.reduce_scatter_single(mine, grads)
         self.mine.grad = mine / self.n
         self.optimizer.step()
-        whole = torch.empty(self.piece * self.n, dtype=self.dtype)
+        whole = torch.empty(self.piece * self.n, **self.like)
         dist.all_gather_single(whole, self.mine.detach())
         at = 0
         with torch.no_grad():
@@ -113,7 +113,10 @@ def run_zero1(world: int = 2, workload: Workload = Workload(optimizer="adam"), t
 def _zero1(rank: int, world: int, workload: Workload) -> dict[str, Any]:
     from torch.nn.functional import cross_entropy
 
-    model = workload.model()
+    from ppedu.ranks.launch import device
+
+    here = device(rank)
+    model = workload.model().to(here)
     zero = Zero1(list(model.parameters()), workload.make_optimizer)
 
     def step(x: Any, y: Any) -> None:
@@ -121,11 +124,11 @@ def _zero1(rank: int, world: int, workload: Workload) -> dict[str, Any]:
         cross_entropy(model(x), y).backward()
         zero.step()
 
-    *timed, (x, y) = workload.shard(rank, world)
+    *timed, (x, y) = workload.shard(rank, world, here)
     seconds = timed_steps(step, timed)
     with Traffic() as traffic:  # the last step, watched
         step(x, y)
-    return {"params": flat(model.parameters()), "seconds": seconds, "traffic": traffic.pairs(),
+    return {"params": on_cpu(model.parameters()), "seconds": seconds, "traffic": traffic.pairs(),
             "state": zero.state_bytes()}
 
 
@@ -192,8 +195,9 @@ def _fsdp2(rank: int, world: int, workload: Workload, reshard: bool) -> dict[str
 
     from ppedu.ranks.launch import device
 
-    model = workload.model()
-    mesh = init_device_mesh(device(rank).type, (world,))
+    here = device(rank)
+    model = workload.model().to(here)
+    mesh = init_device_mesh(here.type, (world,))
     for layer in model:
         fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
@@ -204,7 +208,7 @@ def _fsdp2(rank: int, world: int, workload: Workload, reshard: bool) -> dict[str
         cross_entropy(model(x), y).backward()
         optimizer.step()
 
-    *timed, (x, y) = workload.shard(rank, world)
+    *timed, (x, y) = workload.shard(rank, world, here)
     seconds = timed_steps(step, timed)
     tracker = FSDPMemTracker(model, optimizer)  # the last step, watched: its memory and its collectives
     tracker.track_inputs((x,))
@@ -216,6 +220,6 @@ def _fsdp2(rank: int, world: int, workload: Workload, reshard: bool) -> dict[str
     moments = [t.to_local() if hasattr(t, "to_local") else t for s in optimizer.state.values() for t in s.values()]
     adam = sum(t.numel() * t.element_size() for t in moments if t.dim() > 0)
     state = adam + sum(t.numel() * t.element_size() for t in [*local, *grads])
-    return {"params": flat(p.full_tensor() for p in model.parameters()), "seconds": seconds, "state": state,
+    return {"params": on_cpu(p.full_tensor() for p in model.parameters()), "seconds": seconds, "state": state,
             "moments": adam,
             "transient": sum(peak.get(k, 0) for k in TRANSIENT), "traffic": traffic.pairs()}

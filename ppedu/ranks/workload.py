@@ -67,12 +67,13 @@ class Workload:
         kind = getattr(torch, self.dtype)
         return ((x.to(kind), y) for x, y in training_batches(self.steps, self.batch, self.seed))
 
-    def shard(self, rank: int, world: int) -> list[tuple[Any, Any]]:
-        """Rank ``rank``'s equal share of every step's batch."""
+    def shard(self, rank: int, world: int, device: Any = "cpu") -> list[tuple[Any, Any]]:
+        """Rank ``rank``'s equal share of every step's batch, on ``device``."""
         if self.batch % world:
             raise ValueError(f"a batch of {self.batch} cannot be cut into {world} equal shards")
         size = self.batch // world
-        return [(x[rank * size:(rank + 1) * size], y[rank * size:(rank + 1) * size]) for x, y in self.batches()]
+        return [(x[rank * size:(rank + 1) * size].to(device), y[rank * size:(rank + 1) * size].to(device))
+                for x, y in self.batches()]
 
     def reference(self) -> Reference:
         """The same steps on one process and the whole batch."""
@@ -90,10 +91,15 @@ class Workload:
 
 
 def flat(tensors: Iterator[Any] | Any) -> Any:
-    """Tensors flattened into one vector (a copy, detached)."""
+    """Tensors flattened into one vector (a copy, detached, where they are)."""
     import torch
 
     return torch.cat([t.detach().reshape(-1) for t in tensors]).clone()
+
+
+def on_cpu(tensors: Iterator[Any] | Any) -> Any:
+    """:func:`flat`, on the CPU: what a rank hands back, whatever device it computed on."""
+    return flat(tensors).cpu()
 
 
 def largest_gap(a: Any, b: Any) -> float:
@@ -113,6 +119,7 @@ def timed_steps(run_step: Callable[[Any, Any], None], shards: list[tuple[Any, An
     """Seconds per step of ``run_step(x, y)`` over ``shards``, each step started together on every rank."""
     import time
 
+    import torch
     import torch.distributed as dist
 
     seconds = []
@@ -120,6 +127,8 @@ def timed_steps(run_step: Callable[[Any, Any], None], shards: list[tuple[Any, An
         dist.barrier()
         start = time.perf_counter()
         run_step(x, y)
+        if x.is_cuda:  # a GPU's work is queued: the step ends when it has run
+            torch.cuda.synchronize()
         seconds.append(time.perf_counter() - start)
     return seconds
 
