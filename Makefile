@@ -85,6 +85,7 @@ bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_mnist.py
 	$(BIN)/python benchmarks/bench_grade.py
 	$(BIN)/python benchmarks/bench_search.py
+	$(BIN)/python benchmarks/bench_collectives.py
 
 # After editing a chapter: its slide metadata as jupyterlab-slideshow's deck reads it, and any notes cells moved to the
 # lecturer's docs/speaker-notes/ (tests/test_lecture.py fails until this is run).
