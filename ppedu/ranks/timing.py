@@ -114,8 +114,8 @@ def _timed(rank: int, world: int, kinds: list[str], sizes: list[int], trials: in
             out = torch.empty_like(whole)
             operation = {
                 "all-reduce": lambda: dist.all_reduce(whole),
-                "all-gather": lambda: dist.all_gather_into_tensor(whole, piece),
-                "reduce-scatter": lambda: dist.reduce_scatter_tensor(piece, whole),
+                "all-gather": lambda: dist.all_gather_single(whole, piece),
+                "reduce-scatter": lambda: dist.reduce_scatter_single(piece, whole),
                 "all-to-all": lambda: dist.all_to_all_single(out, whole),
             }[kind]
             batch = max(1, min(20, (1 << 22) // nbytes))  # small buffers: many per timing, above the clock's grain
