@@ -77,6 +77,8 @@ HUB_DATA ?= /srv/ppedu
 HUB_FLAGS ?=
 hub: bubblewrap npm
 	@command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq git; }
+	@command -v setquota >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends quota; } \
+		|| echo "quota could not be installed: the exchange will have no quota per student"
 	/usr/bin/python3 hub/deploy.py --prefix "$(HUB_PREFIX)" --data "$(HUB_DATA)" $(HUB_FLAGS)
 
 bench: install bubblewrap
