@@ -126,7 +126,8 @@ def run(*argv: str | Path, **kwargs) -> str:
 
 
 def as_user(user: str, *argv: str | Path) -> str:
-    return run("runuser", "-u", user, "--", "env", f"HOME={_home(user)}", *argv)
+    """``argv`` run as ``user``, in their home (the folder make hub runs in may be closed to them)."""
+    return run("runuser", "-u", user, "--", "env", f"HOME={_home(user)}", *argv, cwd=_home(user))
 
 
 def readable_by_all(path: Path) -> bool:
@@ -212,7 +213,7 @@ def course_clone(clone: Path, course: Path, grader: str) -> str:
     before = run(*git, "rev-parse", "HEAD").strip()
     merge = subprocess.run(["runuser", "-u", grader, "--", "env", f"HOME={_home(grader)}", *mine, "merge",
                             "--no-edit", "-m", f"Merge the instructors' clone ({clone})", "FETCH_HEAD"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=_home(grader))
     if merge.returncode:
         as_user(grader, *mine, "merge", "--abort")
         raise SystemExit(f"deploy.py: the hub's course and {clone} both changed the same lines; nothing was changed "
@@ -228,7 +229,7 @@ def course_clone(clone: Path, course: Path, grader: str) -> str:
 def identity(grader: str) -> None:
     """The grader account's git identity: what the instructors commit in the formgrader's terminal is theirs."""
     if subprocess.run(["runuser", "-u", grader, "--", "env", f"HOME={_home(grader)}", "git", "config", "--global",
-                       "user.email"], capture_output=True).returncode:
+                       "user.email"], capture_output=True, cwd=_home(grader)).returncode:
         as_user(grader, "git", "config", "--global", "user.name", f"{COURSE} course on {socket.gethostname()}")
         as_user(grader, "git", "config", "--global", "user.email", f"{grader}@{socket.gethostname()}")
 

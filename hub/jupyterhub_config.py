@@ -124,8 +124,8 @@ if homes := open_homes(settings["students"]):  # a class whose answers classmate
     sys.exit(2)
 
 GROUPS = limits.discover() if settings.get("cgroups", True) else None
-print(f"jupyterhub_config.py: users' servers limited {'in control groups: ' + repr(GROUPS) if GROUPS else "
-      "'per process (no control groups this hub may make)'}", file=sys.stderr)
+kind = f"in control groups: {GROUPS!r}" if GROUPS else "per process (no control groups this hub may make)"
+print(f"jupyterhub_config.py: users' servers limited {kind}", file=sys.stderr)
 
 # A hub started in the background by a shell without job control (`jupyterhub ... &` in a script) has SIGINT ignored,
 # and JupyterHub starts the proxy and its services before it takes SIGINT over: they would inherit it ignored, and
