@@ -265,7 +265,8 @@ def exchange_filesystem(data: Path, exchange: Path, capacity: str, students: str
             exchange.mkdir()
     on_its_own = mount_exchange({"exchange": str(exchange), "data": str(data), "exchange_quota": quota})
     exchange.chmod(0o1777)
-    if not on_its_own or "usrquota" not in run("findmnt", "-n", "-o", "OPTIONS", exchange):
+    features = run("dumpe2fs", "-h", image).split("Filesystem features:", 1)[-1].splitlines()[0] if on_its_own else ""
+    if "quota" not in features.split():  # made where the kernel has no quotas
         return None
     for user in members(students):
         kib = str(size(quota) // 1024)

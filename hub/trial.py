@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -191,6 +192,9 @@ def deployed_as_documented(root: Path) -> Iterator[Deployment]:
         settings = json.loads((DATA / "hub" / "ppedu-hub.json").read_text())
         yield Deployment(f"p{secrets.token_hex(2)}", DATA, settings, accounts, made.stdout, clone)
     finally:
+        log = DATA / "hub" / "jupyterhub.log"
+        if sys.exc_info()[0] and log.exists():  # what the hub said, before it goes with the data folder
+            print(f"the end of the hub's log:\n{log.read_text(errors='replace')[-6000:]}", file=sys.stderr)
         ppedu_hub = PREFIX / "bin" / "ppedu-hub"
         if ppedu_hub.exists() and (DATA / "hub" / "ppedu-hub.json").exists():
             subprocess.run([str(ppedu_hub), "stop"], capture_output=True, timeout=600)
