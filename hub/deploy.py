@@ -67,8 +67,8 @@ Delegate=yes
 WantedBy=multi-user.target
 """
 #: For login shells (SSH, su -): the course's programs, and the hub's git settings (the release trusted).
-PROFILE = """# Written by ppedu's `make hub`: the course's programs (nbgrader, ppedu) in login shells, first for users and
-# after the system's for root, and the hub's git settings (the release at {release} trusted for a local clone).
+PROFILE = """# Written by ppedu's `make hub`: the course's programs (nbgrader, ppedu) in login shells, first for users
+# and after the system's for root, and the hub's git settings (the release at {release} trusted for a local clone).
 if [ "$(id -u)" -eq 0 ]; then PATH="$PATH:{prefix}/bin"; else PATH="{prefix}/bin:$PATH"; fi
 GIT_CONFIG_SYSTEM={gitconfig}
 export PATH GIT_CONFIG_SYSTEM
@@ -168,7 +168,8 @@ def deploy(args: argparse.Namespace) -> dict:
     shutil.copy(HERE / "jupyterhub_config.py", state / "jupyterhub_config.py")
     settings = {"course_id": COURSE, "prefix": str(prefix), "data": str(data), "course": str(course),
                 "exchange": str(exchange), "release": str(release), "grader": grader, "instructors": args.instructors,
-                "students": args.students, "bind_url": args.bind_url, "hub_bind_url": f"http://127.0.0.1:{args.hub_port}",
+                "students": args.students, "bind_url": args.bind_url,
+                "hub_bind_url": f"http://127.0.0.1:{args.hub_port}",
                 "proxy_api_url": f"http://127.0.0.1:{args.proxy_api_port}", "formgrader_port": args.formgrader_port}
     settings = {**kept, **settings, "exchange_quota": quota}
     written.write_text(json.dumps(settings, indent=2) + "\n")

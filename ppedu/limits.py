@@ -70,7 +70,7 @@ def size(text: str | int) -> int:
     """
     if isinstance(text, int):
         return text
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*", text.upper())
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)I?B?\s*", text.upper())
     if not found:
         raise ValueError(f"{text!r} is not a size (2G, 512M)")
     return int(float(found[1]) * _UNITS[found[2]])
@@ -131,7 +131,7 @@ class Groups:
         return int(found[1]) if found else 0
 
     def remove(self, user: str, seconds: float = 10) -> None:
-        """End whatever is left in ``user``'s group (a process started in the background in a terminal) and remove it."""
+        """End what is left in ``user``'s group (a process started in the background in a terminal); remove it."""
         deadline = time.monotonic() + seconds
         while pids := self.members(user):
             for pid in pids:
