@@ -124,11 +124,14 @@ class Hub:
             print("the hub is not running")
         else:
             self._end(pid)
-        left = self.leftovers(pid)
+        deadline = time.monotonic() + 15  # what the hub stopped last (its proxy) may still be exiting
+        while (left := [p for p in self.leftovers(pid) if _alive(p)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        named = [f"{p} ({_command(p)})" for p in left]
         for other in left:
             _kill(other, signal.SIGKILL)
         if left:
-            print(f"ended {len(left)} process(es) the hub left behind: {', '.join(map(str, left))}")
+            print(f"ended {len(left)} process(es) the hub left behind: {', '.join(named)}")
         for name in (PID, "jupyterhub-proxy.pid"):
             (self.state / name).unlink(missing_ok=True)
         print("the hub is stopped" if pid else "nothing of the hub runs")
@@ -197,6 +200,13 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return status != "Z"
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ").strip()[:200]
+    except OSError:
+        return "gone"
 
 
 def _kill(pid: int, sig: int) -> None:

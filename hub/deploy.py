@@ -206,7 +206,7 @@ def course_clone(clone: Path, course: Path, grader: str) -> str:
     run(*git, "fetch", "--quiet", clone, "HEAD")
     run("chown", "-R", f"{grader}:{grader}", course / ".git")
     mine = ("git", "-C", course)
-    if subprocess.run([*mine[:3], "rev-parse", "--verify", "--quiet", "HEAD"], capture_output=True).returncode:
+    if subprocess.run([*git, "rev-parse", "--verify", "--quiet", "HEAD"], capture_output=True).returncode:
         as_user(grader, *mine, "reset", "--quiet", "FETCH_HEAD")  # the copy's files as they are, on the clone's history
     if as_user(grader, *mine, "status", "--porcelain"):
         as_user(grader, *mine, "add", "--all")
@@ -223,7 +223,7 @@ def course_clone(clone: Path, course: Path, grader: str) -> str:
     after = run(*git, "rev-parse", "HEAD").strip()
     if after == before:
         return f"the course is up to date with {clone}"
-    count = run(*git, "rev-list", "--count", f"{before}..{after}").strip()
+    count = run(*git, "rev-list", "--count", f"{before}..FETCH_HEAD").strip()  # the clone's, not the merge
     return f"the course took {count} new commit(s) from {clone} ({after[:7]})"
 
 

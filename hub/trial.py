@@ -241,7 +241,8 @@ class RunningHub:
         found = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
-                if int(stat.read_text().rsplit(")", 1)[1].split()[3]) == self.pid:
+                state, _, _, session = stat.read_text().rsplit(")", 1)[1].split()[:4]
+                if int(session) == self.pid and state != "Z":  # a zombie runs nothing
                     found.append((stat.parent / "cmdline").read_text().replace("\0", " ").strip())
             except (OSError, ValueError, IndexError):
                 continue

@@ -3,9 +3,10 @@ to know: a test runs on whichever worker is free, except that
 
 * the tests of a module (or class) that share a fixture of that scope run on one worker, one after the other, so the
   fixture is made once (a session-scoped fixture is made once per worker);
-* tests that use one resource of the machine (``@pytest.mark.system("name")``: Unix users or folders of fixed names,
-  fixed ports, /srv/ppedu, /etc/jupyter; the browser tests, which share Chromium and the CPU their timings need) run
-  on one worker, one after the other, whatever their module.
+* tests that use one resource of the machine run on one worker, one after the other, whatever their module: those
+  marked ``@pytest.mark.system("name")`` with the same name (Unix users or folders of fixed names, fixed ports,
+  /srv/ppedu, /etc/jupyter), and those of :data:`SYSTEM` (the browser tests, which share Chromium, the CPU their
+  timings need and folders of build/).
 """
 
 import os
@@ -14,8 +15,9 @@ import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-#: Folders whose every test uses one resource of the machine (the browser tests' Chromium and JupyterLab).
-SYSTEM = {"tests/browser/": "chromium"}
+#: Folders and files whose every test uses one resource of the machine: the browser tests' Chromium, and the folders
+#: of build/ they share with tests elsewhere (reveal.js installed into build/test-slides).
+SYSTEM = {"tests/browser/": "browser", "tests/widgets/test_slides.py": "browser"}
 
 
 def pytest_configure(config):

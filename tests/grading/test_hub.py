@@ -227,7 +227,7 @@ def _limits(hub, users):
                                      f"({hog}; echo first: $?) & ({hog}; echo second: $?) & wait", seconds=120)
     seen["oom_kills"] = int(re.search(r"^oom_kill (\d+)", _cgroup(name, "memory.oom_control").read_text(), re.M)[1])
     seen["forks"] = terminal(f"{hub.url}/user/{name}", bob.token,
-                             f"python3 -c {FORKS!r}; sleep 6",
+                             f'python3 -c "exec({FORKS!r})"; sleep 6',
                              seconds=120)
     before = _cgroup(name, "cpu.stat").read_text()
     terminal(f"{hub.url}/user/{name}", bob.token, "timeout 3 yes >/dev/null & timeout 3 yes >/dev/null & wait")
