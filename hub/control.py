@@ -26,6 +26,7 @@ import urllib.request
 from pathlib import Path
 
 UNIT = "ppedu-hub"
+USERS = "ppedu-users"  # ppedu.limits' folder of the users' control groups
 LOG, PID = "jupyterhub.log", "jupyterhub.pid"
 
 
@@ -134,6 +135,12 @@ class Hub:
             print(f"ended {len(left)} process(es) the hub left behind: {', '.join(named)}")
         for name in (PID, "jupyterhub-proxy.pid"):
             (self.state / name).unlink(missing_ok=True)
+        folders = [procs.parent for procs in self._groups()]  # the users' control groups, empty now, and their parents
+        for folder in folders + sorted(Path("/sys/fs/cgroup").glob(f"**/{USERS}")):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
         print("the hub is stopped" if pid else "nothing of the hub runs")
         return 0
 
@@ -168,8 +175,8 @@ class Hub:
 
     def _groups(self):
         """The users' control groups (ppedu.limits) under the hub's, as the hub found them."""
-        return {procs for procs in Path("/sys/fs/cgroup").glob("**/ppedu-users/*/cgroup.procs")
-                if procs.parent.parent.parent.name != "ppedu-users"}
+        return sorted(procs for procs in Path("/sys/fs/cgroup").glob(f"**/{USERS}/*/cgroup.procs")
+                      if procs.parent.parent.parent.name != USERS)
 
     def leftovers(self, pid: int | None) -> list[int]:
         """Processes the hub left running: of its session (the proxy, a service), or in a user's control group."""
