@@ -492,7 +492,7 @@ def test_a_change_committed_in_the_instructors_clone_reaches_the_course_and_the_
     assert seen["releases"] == 3 and "Revised in the instructors' clone." in seen["pulled"]
     assert seen["course_status"] == ""
     # regenerated, nothing changed in exercises/ (it is committed), and the course is a git work tree
-    assert re.search(r"^0\ntrue\nppedu-done$", seen["ines_regenerates"], re.M), seen["ines_regenerates"]
+    assert "0\ntrue\nppedu-done" in seen["ines_regenerates"], seen["ines_regenerates"]  # after the terminal's codes
 
 
 def test_a_login_shell_has_the_course_s_programs_and_clones_the_release(classroom):
