@@ -2,14 +2,15 @@
 
 Run: ``.venv/bin/python benchmarks/bench_collectives.py [--world 2] [--trials 5]``.
 Starts ``--world`` ranks (:func:`ppedu.ranks.run_ranks`: gloo between CPU processes, NCCL where every rank has a GPU),
-times all-reduce, all-gather, reduce-scatter and all-to-all from 4 KB to 16 MB as NVIDIA's nccl-tests do, and
+times all-reduce, all-gather, reduce-scatter and all-to-all from 4 KB to 16 MB much as NVIDIA's nccl-tests do, and
 prints, measured side by side in one run:
 
 - every size's time, algbw and busbw (nccl-tests' definitions, ``doc/PERFORMANCE.md``);
 - α and β fitted to the all-reduces (chapter 12's ``steps·α + sent·β``, least squares on relative error), and to
   all four collectives together;
-- each measured time over the fitted ring's: near 1 where the model holds; 2 or more for gloo's reduce-scatter
-  (PyTorch runs it as an all-reduce of a copy) and its all-gather at small sizes (gloo passes each piece in two halves);
+- each measured time over the fitted ring's: near 1 where the model holds; on gloo, expect the reduce-scatter well
+  above 1 (PyTorch runs it as an all-reduce of a copy) and the all-gather above it too (gloo passes each piece in two
+  halves, and PyTorch copies the gathered buffer out of a temporary) — the printed ratios say by how much;
 - the busbw at the largest size over the fitted bandwidth, per collective.
 
 One GPU is no cluster: NCCL needs a GPU per rank, so on a machine with fewer GPUs than ranks this measures gloo.

@@ -10,9 +10,9 @@ their gradients, so each takes the same optimizer step as one process on the who
   accumulated (``register_post_accumulate_grad_hook``); a bucket is all-reduced asynchronously as soon as it is full,
   while the backward goes on computing the layers below, and :meth:`Buckets.finish` waits for them all.
 
-DDP's reducer does the last (``torch/nn/parallel/distributed.py``, PyTorch 2.13): buckets of at most
+DDP's reducer does the last (``torch/nn/parallel/distributed.py``, PyTorch 2.13): buckets of at least
 ``bucket_cap_mb`` (25 MiB by default; the first bucket ``dist._DEFAULT_FIRST_BUCKET_BYTES``, 1 MiB, when the cap is
-the default) in reverse order of the parameters; a bucket is closed once it holds at least the cap. Its first step
+the default) in reverse order of the parameters: a bucket is closed once it holds the cap. Its first step
 reduces all the gradients as one bucket; after it, the reducer rebuilds the buckets in the order the gradients became
 ready, and launches them in order. ``gradient_as_bucket_view=True`` makes each ``.grad`` a view into its bucket, so
 the gradients are not held twice. :func:`bucket_plan` is that assignment.

@@ -1,13 +1,14 @@
-"""Collectives timed across real processes, as NVIDIA's nccl-tests time them, and chapter 12's α–β model fitted to
-the times.
+"""Collectives timed across real processes, much as NVIDIA's nccl-tests time them, and chapter 12's α–β model fitted
+to the times.
 
 :func:`measure` runs each collective on ``world`` ranks (:func:`~ppedu.ranks.launch.run_ranks`: gloo between CPU
 processes, NCCL between GPUs) over a range of buffer sizes ``S`` — the whole buffer, as nccl-tests'
-``doc/PERFORMANCE.md`` defines it: an all-gather's output, a reduce-scatter's input. Each size runs a few warm-up
-operations, then several trials of a batch of operations between barriers; a trial's time per operation is the slowest rank's (a collective
-has finished when its last rank has), and the fastest trial is kept (a process the machine set aside for a moment
-only ever makes a trial longer). Each row shows ``algbw = S/t`` and ``busbw = algbw × factor``, nccl-tests' two
-bandwidths (:func:`ppedu.cluster.collectives.bus_factor`).
+``doc/PERFORMANCE.md`` defines it: an all-gather's output, a reduce-scatter's input. Each size runs two warm-up
+operations, then several trials of a batch of operations between barriers; a trial's time per operation is the
+slowest rank's (a collective has finished when its last rank has), and the fastest trial is kept (a process the
+machine set aside for a moment only ever makes a trial longer). Those two choices are the lab's: nccl-tests report
+one batch's mean, averaged over the ranks by default (``-a``). Each row shows ``algbw = S/t`` and
+``busbw = algbw × factor``, nccl-tests' two bandwidths (:func:`ppedu.cluster.collectives.bus_factor`).
 
 :func:`fit` finds the link (``α``, ``β = 1/B``) under which chapter 12's ring costs ``steps·α + sent·β`` come
 closest to the measured times (least squares on relative error, so that a 50 µs time counts as much as a 50 ms
@@ -113,8 +114,8 @@ def _timed(rank: int, world: int, kinds: list[str], sizes: list[int], trials: in
             out = torch.empty_like(whole)
             operation = {
                 "all-reduce": lambda: dist.all_reduce(whole),
-                "all-gather": lambda: dist.all_gather_into_tensor(whole, piece),
-                "reduce-scatter": lambda: dist.reduce_scatter_tensor(piece, whole),
+                "all-gather": lambda: dist.all_gather_single(whole, piece),
+                "reduce-scatter": lambda: dist.reduce_scatter_single(piece, whole),
                 "all-to-all": lambda: dist.all_to_all_single(out, whole),
             }[kind]
             batch = max(1, min(20, (1 << 22) // nbytes))  # small buffers: many per timing, above the clock's grain
