@@ -39,30 +39,45 @@ from pathlib import Path
 from typing import Any
 
 #: The deck's type, in hundredths of the screen's height (of the slide's, in a static deck): prose at 2.4 (26 px at
-#: 1080p; JupyterLab's own is 14 px), code, text outputs and tables at 1.85 (20 px; JupyterLab sets tables at 13 px).
-TEXT_VH, CODE_VH = 2.4, 1.85
+#: 1080p; JupyterLab's own is 14 px), code, text outputs and tables at 2.25 (24 px; JupyterLab sets tables at 13 px).
+TEXT_VH, CODE_VH = 2.4, 2.25
+#: The least any text on a slide may measure at 1080p, in px: what reads from the back row of a lecture hall.
+SLIDE_TEXT_PX = 24
+#: How much larger a slide at 1080p shows widgets and HTML (diagrams' labels and ipywidgets' controls, 13 px: 24 px),
+#: and pictures (matplotlib figures, whose text ppedu.plot writes at 16.7 px: 25 px); at 720p two thirds of that, as
+#: everything else on the slide.
+DRAWN_ZOOM, PICTURE_ZOOM = 1.85, 1.5
 #: The notebook's style while the deck presents it (its ``@deathbeds/jupyterlab-fonts`` metadata, which
 #: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
 #: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (:data:`TEXT_VH`); a line of
 #: code or of a text output too long for the screen wraps rather than run off it (lines short enough, a spacetime
 #: grid's rows, stay whole); tables in the code's size; a widget's control as wide as its name (ipywidgets cuts a name
-#: longer than 80 px); pictures, widgets and HTML (diagrams) half as large again, at their own size on a screen under
-#: 900 px high. (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside
-#: ``:is()``.)
-_DRAWN = ("[data-mime-type^='image/']", "[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
+#: longer than 80 px); widgets, HTML (diagrams) and pictures larger by :data:`DRAWN_ZOOM` and :data:`PICTURE_ZOOM`
+#: (two thirds of that on a screen under 900 px high). (One selector a rule: jupyterlab-fonts splits a selector at every
+#: comma, even inside ``:is()``.)
+_DRAWN = ("[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
+_PICTURE = "[data-mime-type^='image/']"
+
+
+def _zoom(k: float) -> dict[str, dict[str, str]]:
+    return {**{f"& .jp-OutputArea-output{drawn}": {"zoom": f"{k * DRAWN_ZOOM:.4g}"} for drawn in _DRAWN},
+            f"& .jp-OutputArea-output{_PICTURE}": {"zoom": f"{k * PICTURE_ZOOM:.4g}"}}
+
+
 DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
     "--jp-content-font-size1": f"{TEXT_VH}vh", "--jp-code-font-size": f"{CODE_VH}vh",
     "& .jp-OutputArea-output pre": {"white-space": "pre-wrap", "overflow-wrap": "anywhere"},
     "& .jp-InputArea-editor .cm-content": {"white-space": "pre-wrap", "overflow-wrap": "anywhere", "flex-shrink": "1"},
     "& .jp-RenderedMarkdown table": {"font-size": f"{CODE_VH}vh"},
     "& .jupyter-widgets .widget-label": {"width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
-    **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
-    "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
+    **_zoom(1.0),
+    "@media (max-height: 900px)": _zoom(1 / 1.5),
 }}}}
 #: A static deck's slide as reveal.js lays it out, 16:9 (``make slides``, :mod:`ppedu.slides`). reveal.js scales it to
-#: the screen less a 4 % margin: 1.5 times at 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's
-#: still picture reads as the widget does.
+#: the screen less a 4 % margin: STATIC_SCALE (1.5) times at 1920×1080 and 1 at 1280×720, the sizes of the live deck, so
+#: a widget's still picture reads as the widget does.
 SLIDE = (1228, 691)
+STATIC_SCALE = 1.5
 FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 #: Where each chapter's speaker notes live, relative to the course's root.
 NOTES_FOLDER = Path("docs") / "speaker-notes"

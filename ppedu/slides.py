@@ -21,7 +21,8 @@ from typing import Any
 
 import nbformat
 
-from ppedu.lecture import CODE_VH, SLIDE, TEXT_VH, notes_path, read_notes, with_notes
+from ppedu.lecture import (CODE_VH, DRAWN_ZOOM, PICTURE_ZOOM, SLIDE, SLIDE_TEXT_PX, STATIC_SCALE, TEXT_VH, notes_path,
+                           read_notes, with_notes)
 
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
@@ -32,8 +33,10 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 # code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
 # enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a
 # live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either);
-# a widget's still picture in the sizes of the widget it stands for (the code's, as a live deck shows a widget).
-_TEXT, _CODE = (f"{share * SLIDE[1] / 100:.1f}px" for share in (TEXT_VH, CODE_VH))
+# a widget's still picture in the sizes of the widget it stands for (its diagram as much larger than a picture as on a
+# live slide, DRAWN_ZOOM against PICTURE_ZOOM).
+# reveal.js shows a slide STATIC_SCALE times as large at 1080p: no text there under SLIDE_TEXT_PX.
+_TEXT, _CODE = (f"{max(share * SLIDE[1] / 100, SLIDE_TEXT_PX / STATIC_SCALE + 0.05):.2f}px" for share in (TEXT_VH, CODE_VH))
 _STYLE = f"""<style>
 .reveal {{ font-size: {_TEXT}; --jp-content-font-size1: {_TEXT}; --jp-code-font-size: {_CODE}; }}
 .reveal pre, .reveal div.highlight > pre, .reveal div.jp-OutputArea-output > pre {{
@@ -45,6 +48,7 @@ _STYLE = f"""<style>
 .reveal p, .reveal ul, .reveal ol {{ margin: 0.5em 0; }}
 .reveal .jp-InputPrompt, .reveal .jp-OutputPrompt {{ display: none; }}
 .reveal .ppedu-static, .reveal .ppedu-static table {{ font-size: {_CODE}; margin: 0; }}
+.reveal .ppedu-static svg {{ zoom: {DRAWN_ZOOM / PICTURE_ZOOM:.4g}; }}
 .reveal .ppedu-static :is(th, td) {{ padding: 0.1em 0.5em 0.1em 0; }}
 </style>"""
 

@@ -32,14 +32,14 @@ from ppedu.simulate import Timeline
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
 _BAND = 26  # below a band that another follows: its ticks and a gap
 _LEGEND_ROW = 20
-#: The size of every text in px: 12 in a notebook, 18 on a slide at 1080p (outputs half as large again); and the
-#: width of one of its characters at most.
-_FONT, _CHAR = 12, 7.7
+#: The size of every text in px: 13 in a notebook, 24 on a slide at 1080p (widgets and HTML there are
+#: ppedu.lecture.DRAWN_ZOOM times as large); and the width of one of its characters at most.
+_FONT, _CHAR = 13, 8.3
 #: How far, in ems, each glyph of a block's label moves the next one on (digits are as wide as one another in any
 #: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
 _ADVANCE = {"c": 0.5, "'": 0.25}
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
-_UP_WIDTH = 1.1 * _FONT  # the narrowest block a label runs up
+_UP_WIDTH = 1.0 * _FONT  # the narrowest block a label runs up (a digit, turned, is 0.73 em across)
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>',

@@ -47,14 +47,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
     settings: ISettingRegistry | null,
     palette: ICommandPalette | null
   ) => {
-    const presenter = new Presenter(tracker, app.serviceManager.contents, rendermime, (action) => run(action));
+    const presenter = new Presenter(tracker, app.serviceManager.contents, rendermime);
     const blank = document.createElement('div');
     blank.className = 'ppedu-blank';
     blank.style.cssText = 'position:fixed;inset:0;background:#000;z-index:100000;display:none';
     blank.addEventListener('click', () => (blank.style.display = 'none'));
     document.body.append(blank);
 
-    async function run(action: Action): Promise<void> {
+    // One step at a time: a clicker pressed twice quickly steps twice, in order.
+    let queue = Promise.resolve();
+    const run = (action: Action) => (queue = queue.then(() => step(action)).catch(console.warn));
+
+    async function step(action: Action): Promise<void> {
       if (blank.style.display !== 'none') {
         blank.style.display = 'none'; // any key brings the slide back, and does only that
         return;
@@ -157,8 +161,7 @@ class Presenter {
   constructor(
     private _tracker: INotebookTracker,
     private _contents: Contents.IManager,
-    private _rendermime: IRenderMimeRegistry,
-    private _run: (action: Action) => Promise<void>
+    private _rendermime: IRenderMimeRegistry
   ) {
     _tracker.activeCellChanged.connect(() => void this.update());
     _tracker.currentChanged.connect(() => void this.update());

@@ -374,7 +374,7 @@ def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
             before = root.evaluate(WIDGET_TEXT_JS)
             handle.focus()
             at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-            handle.press("ArrowLeft" if at_end else "ArrowRight")
+            handle.press("ArrowDown" if at_end else "ArrowUp")  # on a slide ← and → step the deck
             try:
                 lab.page.wait_for_function("([r, b, js]) => eval(js)(r) !== b", arg=[root.element_handle(), before, WIDGET_TEXT_JS],
                                            timeout=15_000)

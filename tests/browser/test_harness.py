@@ -45,7 +45,7 @@ def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab,
 FLAWED_SLIDES = [
     "from IPython.display import HTML\nfrom ppedu import Costs, schedules, simulate\nfrom ppedu.svg import render_svg",
     "HTML('<div style=\"overflow:auto;width:300px\"><div style=\"width:900px\">a line that runs off</div></div>')",
-    "HTML('<table style=\"font-size:9px\"><tr><td>tiny</td></tr></table>')",
+    "HTML('<table style=\"font-size:10px\"><tr><td>tiny</td></tr></table>')",
     "HTML(render_svg(simulate(schedules.gpipe(2, 2), Costs(f=(1, 0.001), b=1))))",
 ]
 
@@ -65,7 +65,7 @@ def test_the_deck_checks_see_what_a_lecturer_would_miss(lab, server):
         present(lab, panel, "flawed")
     said = str(seen.value)
     assert "cuts off 600 px across" in said.replace("601", "600").replace("599", "600"), said
-    assert 'td writes "tiny" at 13.5 px' in said and "diagram blocks without a label" in said, said
+    assert f'td writes "tiny" at {10 * lecture.DRAWN_ZOOM:.1f} px' in said and "diagram blocks without a label" in said, said
     assert "buttons lie under or over div" in said, said
 
 

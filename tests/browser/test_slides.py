@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import nbformat
 import pytest
 
-from ppedu import lecture, slides
+from ppedu import lecture, plot, slides
 
 from .conftest import ROOT, SCREENSHOTS
 
@@ -69,10 +69,12 @@ def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
 # at, never scrolled: what a scroll box hides is off the screen), with ``least`` > 0 every text written smaller than
 # ``least`` px on screen (zoom, scaling and an SVG's viewBox included; the smallest of each kind of element), and
 # every diagram block drawn without its label, and every picture shown too small for its text to reach ``least`` px
-# (a PNG's text cannot be read from the page: matplotlib's smallest, its default 10 pt at 100 dpi, is 13.9 px; the
-# course's own are 15.3 px). ``shown`` only: skip what is hidden (a fragment not yet reached).
-MEASURE_JS = """
-const PICTURE_TEXT_PX = 10 * 100 / 72;
+# (a PNG's text cannot be read from the page: the course's figures write theirs at ppedu.plot.TEXT_PT, 16.7 px, which
+# tests/notebooks reads from each figure as it is drawn). ``shown`` only: skip what is hidden (a fragment not yet
+# reached).
+MEASURE_JS = f"""
+const PICTURE_TEXT_PX = {plot.TEXT_PT * 100 / 72:.3f};
+""" + """
 function measure(roots, least, shown) {
   const problems = [], smallest = new Map();
   const named = e => { const c = String(e.className?.baseVal ?? e.className ?? '').trim();
@@ -129,7 +131,7 @@ function measure(roots, least, shown) {
 """
 #: On a 1080p screen every text of a slide (its prose, code, outputs, tables, widgets and diagrams) is at least this
 #: large (px): legible from the back of a lecture hall.
-SLIDE_TEXT_PX = 18
+SLIDE_TEXT_PX = lecture.SLIDE_TEXT_PX
 
 
 # The static decks (`make slides`): a chapter (and the formula sheet and the practice set, written and opened as
