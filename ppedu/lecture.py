@@ -125,6 +125,37 @@ def slide_types(cells: Sequence[Any]) -> list[str]:
     return types
 
 
+#: A lecture plan's timing rule (docs/lecture-plans.md): 90 minutes; the sections first, each block of the plan at least
+#: a minute for every press of the deck it covers (a slide, or the next cell on one: read it, let the room predict);
+#: then the self-check, in pairs; then the room's questions and the next chapter's teaser.
+SESSION_MIN, SELF_CHECK_MIN, QUESTIONS_MIN, MIN_PER_PRESS = 90, 15, 5, 1.0
+
+
+def presses(nb: Any, sections: Sequence[str]) -> list[int]:
+    """How many presses of → the deck takes through each of ``sections`` (headings of ``nb``): from its heading to the
+    next heading named (the first in the chapter from the deck's start, the last to its end). A cell the deck skips
+    takes none.
+
+    >>> from nbformat.v4 import new_code_cell as code, new_markdown_cell as text, new_notebook
+    >>> nb = lecture(new_notebook(cells=[text("# T"), code("1"), text("## A"), code("2"), text("### A.1"), code("3"),
+    ...                                  text("## B"), code("4")]))[0]
+    >>> presses(nb, ["A", "B"])
+    [6, 2]
+    """
+    at = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if _HEADING.match(line):
+                    at.setdefault(line.lstrip("#").strip(), i)
+    if missing := [name for name in sections if name not in at]:
+        raise ValueError(f"no section {missing[0]!r} in the chapter")
+    starts = sorted(at[name] for name in sections)
+    ends = {a: b for a, b in zip(starts, [*starts[1:], len(nb.cells)])}
+    shown = [cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "fragment") for cell in nb.cells]
+    return [sum(shown[0 if at[name] == starts[0] else at[name]:ends[at[name]]]) for name in sections]
+
+
 @dataclass(frozen=True)
 class Note:
     """What the lecturer says after the cell ``after`` (a cell id of the chapter)."""

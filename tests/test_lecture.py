@@ -117,3 +117,37 @@ def test_the_courses_chapters_hold_no_notes_cells_and_their_notes_files_exist():
 def test_the_make_target_runs_the_tool_on_every_notebook():
     assert re.search(r"^lecture:.*\n\t.*-m ppedu.lecture notebooks/\*\.ipynb", (ROOT / "Makefile").read_text(), re.M)
     assert shutil.which("make")
+
+
+PLAN_BLOCK = re.compile(r"^- \*\*\[(\d+)–(\d+)\] (?:§ (.+?)|Questions)\*\*(?: —.*|)$", re.M)
+
+
+def plan_blocks() -> dict[str, list[tuple[int, int, str | None]]]:
+    """Each chapter's timed blocks in docs/lecture-plans.md: (from, to, the section shown; None for the questions)."""
+    text = (ROOT / "docs" / "lecture-plans.md").read_text(encoding="utf-8")
+    parts = re.split(r"^## Chapter (\d+b?) ", text, flags=re.M)
+    return {f"{int(n.rstrip('b')):02d}{'b' * n.endswith('b')}": [(int(a), int(b), s or None) for a, b, s in PLAN_BLOCK.findall(body)]
+            for n, body in zip(parts[1::2], parts[2::2])}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_each_lecture_plan_fits_its_deck_by_the_plans_timing_rule(chapter):
+    blocks = plan_blocks()[chapter.stem.split("-")[0]]
+    sections = [b[2] for b in blocks if b[2]]
+    presses = dict(zip(sections, lecture.presses(nbformat.read(chapter, as_version=4), sections)))
+    assert [b[0] for b in blocks] == [0] + [b[1] for b in blocks[:-1]], "blocks must follow one another from 0"
+    *taught, check, questions = blocks
+    assert check[2] == "Self-check" and check[1] - check[0] == lecture.SELF_CHECK_MIN, "the self-check: 15 minutes"
+    assert questions[2] is None and questions[1] - questions[0] == lecture.QUESTIONS_MIN, "5 minutes for questions last"
+    assert questions[1] == lecture.SESSION_MIN
+    short = [f"{name}: {b - a} min for {presses[name]} presses" for a, b, name in taught + [check]
+             if b - a < presses[name] * lecture.MIN_PER_PRESS]
+    assert short == [], f"{chapter.stem}: blocks shorter than a minute a press"
+
+
+def test_the_timing_rule_sees_a_block_too_short_for_its_deck():
+    nb = nbformat.read(CHAPTERS[0], as_version=4)
+    first = plan_blocks()[CHAPTERS[0].stem.split("-")[0]][0]
+    assert lecture.presses(nb, [first[2]])[0] > 1  # so a one-minute block would be too short
+    with pytest.raises(ValueError, match="no section 'Nowhere'"):
+        lecture.presses(nb, ["Nowhere"])
