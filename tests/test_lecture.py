@@ -151,3 +151,45 @@ def test_the_timing_rule_sees_a_block_too_short_for_its_deck():
     assert lecture.presses(nb, [first[2]])[0] > 1  # so a one-minute block would be too short
     with pytest.raises(ValueError, match="no section 'Nowhere'"):
         lecture.presses(nb, ["Nowhere"])
+
+
+#: The widgets a lecturer drives live on a slide: each such slide has a speaker note saying how.
+LIVE = re.compile(r"\b(ScheduleExplorer|SlotCountingExercise|ScheduleBuilder|TimelinePlayer|CollectiveExplorer|StepPicker|"
+                  r"interact)\(")
+
+
+def slides_of(nb) -> dict[str, list]:
+    """Each cell's slide (the cells from the one that opens it to the next that opens one), by cell id."""
+    slides, current = {}, []
+    for i, cell in enumerate(nb.cells):
+        if i == 0 or cell.metadata.slideshow.slide_type == "slide":
+            current = []
+        current.append(cell)
+        slides[cell.id] = current
+    return slides
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_each_speaker_note_sits_on_the_slide_it_speaks_of_and_each_live_widget_has_one(notebook):
+    """A note shows in the presenter view while its cell's slide is on screen: what it names in `code` that the chapter
+    shows must be on that slide (a note one slide off names what the room no longer, or not yet, sees)."""
+    nb = nbformat.read(notebook, as_version=4)
+    slides, chapter = slides_of(nb), " ".join(c.source for c in nb.cells)
+    notes = lecture.read_notes(lecture.notes_path(notebook))
+    misplaced = []
+    for note in notes:
+        shown = " ".join(c.source for c in slides[note.after])
+        misplaced += [f"{note.after}: `{term}`" for term in re.findall(r"`([^`\n]+)`", note.text)
+                      if term in chapter and term not in shown]
+    assert misplaced == [], f"{notebook.stem}: notes that name what is on another slide"
+    noted = {id(slides[note.after]) for note in notes}
+    bare = [c.id for c in nb.cells if c.cell_type == "code" and LIVE.search(c.source) and id(slides[c.id]) not in noted]
+    assert bare == [], f"{notebook.stem}: slides with a live widget and no speaker note"
+
+
+def test_the_note_check_sees_a_note_one_slide_off():
+    nb = nbformat.read(ROOT / "notebooks" / "06-dualpipe.ipynb", as_version=4)
+    slides = slides_of(nb)
+    grid = next(c for c in nb.cells if "render_grid(t)" in c.source)  # the grid whose `'` and `·` a note explains
+    claims = next(c for c in nb.cells if 'textbook_claims("4.5")' in c.source)
+    assert "·" in " ".join(c.source for c in slides[grid.id]) and "·" not in " ".join(c.source for c in slides[claims.id])
