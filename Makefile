@@ -91,10 +91,11 @@ bench: install bubblewrap
 lecture: install
 	$(BIN)/python -m ppedu.lecture notebooks/*.ipynb
 
-# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides), with the
-# speaker notes in reveal.js's speaker view (press S).
+# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides): the students'
+# in build/slides, without the speaker notes (checked), and the lecturer's in build/slides-lecturer, with the notes in
+# reveal.js's speaker view (press S).
 slides: install
-	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
+	$(BIN)/python -m ppedu.slides --execute --out build/slides --lecturer build/slides-lecturer notebooks/*.ipynb
 
 # The zero-install edition: chapters 1-6, the formula sheet and the practice in the browser (JupyterLite on Pyodide),
 # a static site in build/lite from PyPI and npm alone; downloads and build tools are kept in build/lite-cache.

@@ -19,8 +19,9 @@ Every break is a ``slide``, none a ``subslide``: the deck's → moves from slide
 slide's subslides by.
 
 Speaker notes are the lecturer's: a chapter holds none. A notes cell someone puts into a chapter is moved
-into ``docs/speaker-notes/<chapter>.md``, after the cell it followed; the static decks (``make slides``) show
-them in reveal.js's speaker view (press S), and the file reads as the lecturer's copy.
+into ``docs/speaker-notes/<chapter>.md``, after the cell it followed; the live deck's presenter view (press N, the
+course's JupyterLab extension) shows the current slide's, the lecturer's static decks (``make slides``) show them in
+reveal.js's speaker view (press S), the students' static decks never, and the file reads as the lecturer's copy.
 
 Run after editing a chapter (``make lecture``)::
 
@@ -195,7 +196,9 @@ def render_notes(nb: Any, notes: Sequence[Note], name: str) -> str:
     title = _first_line(nb.cells[0].source).lstrip("#").strip() if nb.cells else name
     out = [f"# Speaker notes · {title}", "",
            f"For the lecturer only: the chapter students open (`notebooks/{name}.ipynb`) holds none. Each note is for "
-           "the cell it names, under its section; `make slides` shows them in the static deck's speaker view (press S). "
+           "the cell it names, under its section, and shows while that cell's slide is on screen: in the live deck's "
+           "presenter view (press N), and in the speaker view (press S) of the lecturer's static decks "
+           "(`make slides`: build/slides-lecturer; the students' decks in build/slides have none). "
            f"A notes cell put into the chapter is moved here by `python -m ppedu.lecture notebooks/{name}.ipynb`.", ""]
     for cell in nb.cells:
         if cell.cell_type == "markdown" and _HEADING.match(cell.source):

@@ -29,8 +29,9 @@ from ppedu.simulate import Timeline
 __all__ = ["DisplayFigure", "IDLE_STYLE", "STYLE", "plot_memory", "plot_timeline", "texts"]
 #: The size of every text in a figure, in points (at the figures' 100 dpi, 16.7 px).
 TEXT_PT = 12
-#: The widest figure, in inches (1200 px at 100 dpi: a 1080p slide shows it whole, half as large again, 1800 px).
-MAX_WIDTH = 12.0
+#: The widest figure, in inches (1120 px at 100 dpi: a 1080p slide, live or static, shows it whole, half as large
+#: again, not shrunk).
+MAX_WIDTH = 11.2
 _STEPS = ("-", "--", ":", "-.")  # memory lines differ by dash as well as colour
 _DIGIT = 0.64  # a digit's width in ems (DejaVu Sans, matplotlib's default font)
 
@@ -116,7 +117,7 @@ def _label_blocks(ax: Axes, timeline: Timeline) -> None:
         micro_batch = short.split("c")[0].rstrip("'")
         texts = (short, micro_batch + ("'" if e.op.direction else ""), micro_batch)
         along = next((t for t in texts if width >= (_DIGIT * len(t) + 0.4) * em + 2 and row >= 1.4 * em), None)
-        up = next((t for t in texts if row >= _DIGIT * em * len(t) + 4 and width >= em), None)  # a turned digit: 0.73 em
+        up = next((t for t in texts if row >= _DIGIT * em * len(t) + 4 and width >= 0.9 * em), None)  # turned: 0.73 em
         if along or up:
             colour = op_colour(e.op, timeline.schedule)
             ax.text(e.start + e.duration / 2, e.stage, along or up or "", ha="center", va="center", fontsize=TEXT_PT,

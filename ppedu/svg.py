@@ -39,7 +39,7 @@ _FONT, _CHAR = 13, 8.3
 #: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
 _ADVANCE = {"c": 0.5, "'": 0.25}
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
-_UP_WIDTH = 1.0 * _FONT  # the narrowest block a label runs up (a digit, turned, is 0.73 em across)
+_UP_WIDTH = 0.9 * _FONT  # the narrowest block a label runs up (a digit, turned, is 0.73 em across)
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>',
@@ -211,7 +211,7 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
     shortest = max((_CHAR * len(_cell_labels(labels[s, t])[-1]) + 2 for s in range(p) for t in range(steps)
                     if kinds[s, t] and starts[s, t]), default=0.0)  # the cells widen until every label fits
-    unit = max(14.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)), shortest)
+    unit = max(14.0, min(60.0, (width - _LEFT - 8) / max(steps, 1)), shortest)  # as wide as the box lets it
     events = g.timeline.events
     hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
     covered = sum(bool(x) for row in hidden for x in row)

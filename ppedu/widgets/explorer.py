@@ -31,7 +31,7 @@ NAMES = {
 #: model does (:data:`ppedu.costs.EQUAL`: a chapter's figure and this explorer then agree), or each op on its own.
 PAIRS = {"booked: f + b + w": "booked", "unbooked": "unbooked"}
 #: Each control's width: two columns of them and the metrics fit side by side in a slide's width.
-_CONTROL = "260px"
+_CONTROL = "240px"
 
 
 class ScheduleExplorer(StaticFallback, widgets.VBox):
@@ -261,16 +261,15 @@ def _table(t: Timeline) -> str:
     rows = [
         ("makespan", f"{t.makespan:g}"),
         ("idle slots", f"{t.idle_slots:g} of {t.total_slots:g}"),
-        ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
-        ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
-        ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
-        ("hand-overs between GPUs", str(t.schedule.hand_overs)),
+        ("bubble, idle / total", f"{t.bubble_ratio:.2%}"),
+        ("bubble / ideal (Megatron)", f"{t.bubble_over_ideal:.2%}"),
+        ("peak activations, GPU 0…", " ".join(f"{x:g}" for x in t.peak_stage_activations) + " stages"),
+        ("hand-overs", str(t.schedule.hand_overs)),
         *([("F&B pairs", t.costs.pair_booking().removeprefix("F&B pairs "))] if t.schedule.overlapped else []),
         ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
-    # Narrow enough to sit beside the controls on a slide (a long name or value takes a second line).
+    # Narrow enough to sit beside the two columns of controls on a slide (a long value takes a second line).
     cell = "padding:.1em .5em .1em 0;line-height:1.3;white-space:normal;vertical-align:top"
-    body = "".join(f"<tr><th style='text-align:left;max-width:15em;{cell}'>{k}</th>"
-                   f"<td style='max-width:13em;{cell}'>{v}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th style='text-align:left;{cell};white-space:nowrap'>{k}</th>"
+                   f"<td style='max-width:15em;{cell}'>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
-
