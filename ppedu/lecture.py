@@ -52,10 +52,10 @@ DRAWN_ZOOM, PICTURE_ZOOM = 1.85, 1.5
 #: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
 #: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (:data:`TEXT_VH`); a line of
 #: code or of a text output too long for the screen wraps rather than run off it (lines short enough, a spacetime
-#: grid's rows, stay whole); tables in the code's size; a widget's control as wide as its name (ipywidgets cuts a name
-#: longer than 80 px); widgets, HTML (diagrams) and pictures larger by :data:`DRAWN_ZOOM` and :data:`PICTURE_ZOOM`
-#: (two thirds of that on a screen under 900 px high). (One selector a rule: jupyterlab-fonts splits a selector at every
-#: comma, even inside ``:is()``.)
+#: grid's rows, stay whole); tables in the code's size, their rows as close as a table of numbers reads; a widget's
+#: control as wide as its name (ipywidgets cuts a name longer than 80 px); widgets, HTML (diagrams) and pictures larger
+#: by :data:`DRAWN_ZOOM` and :data:`PICTURE_ZOOM` (two thirds of that on a screen under 900 px high). (One selector a
+#: rule: jupyterlab-fonts splits a selector at every comma, even inside ``:is()``.)
 _DRAWN = ("[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
 _PICTURE = "[data-mime-type^='image/']"
 
@@ -70,6 +70,7 @@ DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presentin
     "& .jp-OutputArea-output pre": {"white-space": "pre-wrap", "overflow-wrap": "anywhere"},
     "& .jp-InputArea-editor .cm-content": {"white-space": "pre-wrap", "overflow-wrap": "anywhere", "flex-shrink": "1"},
     "& .jp-RenderedMarkdown table": {"font-size": f"{CODE_VH}vh"},
+    **{f"& .jp-RenderedHTMLCommon {cell}": {"padding": "0.1em 0.4em", "line-height": "1.2"} for cell in ("td", "th")},
     "& .jupyter-widgets .widget-label": {"width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
     **_zoom(1.0),
     "@media (max-height: 900px)": _zoom(1 / 1.5),

@@ -118,6 +118,14 @@ function measure(roots, least, shown) {
       const px = parseFloat(getComputedStyle(e).fontSize) * scale, key = `${where}: ${named(e)}`;
       if (px < least - 0.01 && !(smallest.get(key)?.[0] <= px)) smallest.set(key, [px, text.slice(0, 30)]);
     }
+    for (const svg of least ? root.querySelectorAll('svg') : []) {  // labels that run into each other ("W3W7")
+      const boxes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && visible(t))
+        .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
+      const touching = boxes.flatMap(([a, p], i) => boxes.slice(i + 1).filter(([, q]) =>
+        Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1)
+        .map(([b]) => `${a}|${b}`));
+      if (touching.length) problems.push(`${where}: ${touching.length} labels run into others (${touching[0]})`);
+    }
     const unlabelled = root.querySelectorAll('.ppedu-unlabelled').length;
     if (unlabelled) problems.push(`${where}: ${unlabelled} diagram blocks without a label`);
     for (const img of least ? root.querySelectorAll('.jp-OutputArea-output img') : []) {
