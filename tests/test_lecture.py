@@ -1,6 +1,7 @@
 """A chapter as a lecture: its slide metadata is exactly what ppedu.lecture writes, which is what jupyterlab-slideshow's
 deck reads; its speaker notes are the lecturer's, in docs/speaker-notes/, never in a chapter."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -193,3 +194,105 @@ def test_the_note_check_sees_a_note_one_slide_off():
     grid = next(c for c in nb.cells if "render_grid(t)" in c.source)  # the grid whose `'` and `·` a note explains
     claims = next(c for c in nb.cells if 'textbook_claims("4.5")' in c.source)
     assert "·" in " ".join(c.source for c in slides[grid.id]) and "·" not in " ".join(c.source for c in slides[claims.id])
+
+
+# Two views of one schedule agree, or say why not. DualPipe's overlapped F&B pairs are booked one of two ways: as one
+# unit (the shared model, ppedu.costs.EQUAL; fb set) or each op on its own (fb unset), and the two give different
+# steps and bubbles for the same order. Every notebook is run with a record of each overlapped schedule simulated in
+# each cell; where a schedule is shown under both bookings somewhere in the course, every cell that shows its steps or
+# bubble must say, on its slide, which booking it shows.
+SAYS = {True: ("booked as one unit", "booked: f + b + w", "shared model", "shared cost model", "equal", "fb="),
+        False: ("unbooked", "each op on its own", "fb unset")}
+RECORD = """
+import importlib as _il, json as _json, sys as _sys
+from IPython import get_ipython as _ip
+_simulate = _il.import_module("ppedu.simulate")
+_plain, _cell, _log = _simulate.simulate, [""], []
+def _recorded(schedule, *args, **kwargs):
+    t = _plain(schedule, *args, **kwargs)
+    if schedule.overlapped:
+        _log.append([_cell[0], [schedule.name, t.p, schedule.microbatches, schedule.virtual], t.makespan,
+                     t.bubble_ratio, t.costs.fb is not None])
+    return t
+def _figure_title(plot):
+    def titled(timeline, *args, **kwargs):
+        figure = plot(timeline, *args, **kwargs)
+        _log.append([_cell[0], "title", figure.axes[0].get_title()])
+        return figure
+    return titled
+import ppedu, ppedu.plot, ppedu.widgets.explorer, ppedu.design, ppedu.sheet, ppedu.errata, ppedu.practice, ppedu.lesson
+for _m in list(_sys.modules.values()):
+    if getattr(_m, "__name__", "").startswith("ppedu") and getattr(_m, "simulate", None) is _plain:
+        _m.simulate = _recorded
+ppedu.plot.plot_timeline = _figure_title(ppedu.plot.plot_timeline)
+_ip().events.register("pre_run_cell", lambda info: _cell.__setitem__(0, info.raw_cell))
+_ip().events.register("post_run_cell", lambda result: open(_LOG, "w").write(_json.dumps(_log)))
+"""
+NOTEBOOKS_RUN = [p for p in NOTEBOOKS if "dualpipe" in p.read_text() or re.search(
+    r"errata|design\.|sheet\.|practice\.|layouts\(", p.read_text())]
+
+
+@pytest.fixture(scope="module")
+def shown_schedules(tmp_path_factory) -> list[tuple[str, list[str], tuple, float, float, bool]]:
+    """Each (notebook, text of the cell's slide, schedule, makespan, bubble, booked) a cell computes, the slide's text
+    its sources, text outputs and figure titles."""
+    from nbclient import NotebookClient
+
+    out, views = tmp_path_factory.mktemp("views"), []
+    for notebook in NOTEBOOKS_RUN:
+        nb = nbformat.read(notebook, as_version=4)
+        log = out / f"{notebook.stem}.json"
+        nb.cells.insert(0, nbformat.v4.new_code_cell(f"_LOG = {str(log)!r}\n" + RECORD))
+        env = {"PPEDU_FAST": "1", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(out)}}).execute()
+        del nb.cells[0]
+        records = json.loads(log.read_text())
+        titles = {}
+        for record in records:
+            if record[1] == "title":
+                titles.setdefault(record[0], []).append(record[2])
+        slides = slides_of(nb)
+        for source, key, makespan, bubble, booked in (r for r in records if r[1] != "title"):
+            cell = next((c for c in nb.cells if c.source == source), None)
+            if cell is None or cell.cell_type != "code":
+                continue
+            texts = [c.source for c in slides[cell.id]] + [t for c in slides[cell.id] for t in _texts(c)]
+            texts += [t for c in slides[cell.id] for t in titles.get(c.source, [])]
+            mine = _texts(cell) + titles.get(source, [])
+            views.append((notebook.stem, cell.id, texts, mine, tuple(key), makespan, bubble, booked))
+    return views
+
+
+def _texts(cell) -> list[str]:
+    return [o.get("text", "") if o.output_type == "stream" else str(o.get("data", {}).get("text/plain", "")) +
+            str(o.get("data", {}).get("text/html", "")) for o in getattr(cell, "outputs", [])]
+
+
+def _shows(texts: list[str], name: str, makespan: float, bubble: float) -> bool:
+    """Whether a cell's outputs show a schedule's steps or its bubble (as a number or a percentage): on a line (or a
+    table's row) that names the schedule, or in an output that names it first (a widget's still picture)."""
+    named = re.compile(name.replace("-", "[- ]?"), re.IGNORECASE)
+    numbers = [re.compile(rf"(?<![\d.]){re.escape(n)}(?!\.?\d)") for n in
+               {f"{makespan:g}", f"{bubble:.1%}", f"{bubble:.2%}", f"{bubble:.3g}", f"{bubble:.4f}"}]
+    return any((named.search(text[:400]) or named.search(part)) and any(n.search(part) for n in numbers)
+               for text in texts for part in re.split(r"\n|</tr>", text))
+
+
+def test_every_view_of_a_schedule_shown_both_ways_says_how_it_books_the_pairs(shown_schedules):
+    both = {key for *_, key, _, _, booked in shown_schedules if booked} & \
+           {key for *_, key, _, _, booked in shown_schedules if not booked}
+    silent = sorted({f"{nb} cell {cell}: {key[0]} p={key[1]} m={key[2]} {'booked' if booked else 'unbooked'}"
+                     for nb, cell, texts, mine, key, makespan, bubble, booked in shown_schedules
+                     if key in both and _shows(mine, key[0], makespan, bubble)
+                     and not any(w in t.lower() for t in texts for w in SAYS[booked])})
+    assert both, "the course shows DualPipe under both bookings: the check has pairs to look at"
+    assert silent == [], "views of a schedule shown both ways that do not say how they book its F&B pairs:\n" + "\n".join(silent)
+
+
+def test_the_booking_check_sees_a_view_that_does_not_say():
+    texts = ["simulate(schedules.dualpipe(8, 20), Costs(f=1, b=1, w=1)).makespan", "63"]
+    assert _shows(["dualpipe p=8, m=20: 63 steps"], "dualpipe", 63.0, 0.047619) and not any(w in t.lower() for t in texts for w in SAYS[False])
+    assert any(w in "F&B pairs booked as one unit of f + b + w = 3".lower() for w in SAYS[True])
