@@ -44,7 +44,7 @@ from typing import Any
 TEXT_VH, CODE_VH = 2.4, 2.25
 #: The least any text on a slide may measure at 1080p, in px: what reads from the back row of a lecture hall.
 SLIDE_TEXT_PX = 24
-#: How much larger a slide at 1080p shows widgets and HTML (diagrams' labels and ipywidgets' controls, 13 px: 24 px),
+#: How much larger a slide at 1080p shows widgets, HTML and SVG (diagrams' labels, ipywidgets' controls: 13 px, 24 px),
 #: and pictures (matplotlib figures, whose text ppedu.plot writes at 16.7 px: 25 px); at 720p two thirds of that, as
 #: everything else on the slide.
 DRAWN_ZOOM, PICTURE_ZOOM = 1.85, 1.5
@@ -56,8 +56,8 @@ DRAWN_ZOOM, PICTURE_ZOOM = 1.85, 1.5
 #: control as wide as its name (ipywidgets cuts a name longer than 80 px); widgets, HTML (diagrams) and pictures larger
 #: by :data:`DRAWN_ZOOM` and :data:`PICTURE_ZOOM` (two thirds of that on a screen under 900 px high). (One selector a
 #: rule: jupyterlab-fonts splits a selector at every comma, even inside ``:is()``.)
-_DRAWN = ("[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
-_PICTURE = "[data-mime-type^='image/']"
+_DRAWN = ("[data-mime-type='text/html']", "[data-mime-type='image/svg+xml']", ":has(> .jupyter-widgets)")
+_PICTURE = "[data-mime-type='image/png']"
 
 
 def _zoom(k: float) -> dict[str, dict[str, str]]:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import nbformat
 import pytest
 
-from ppedu import lecture, plot, slides
+from ppedu import lecture, plot, slides, svg
 
 from .conftest import ROOT, SCREENSHOTS
 
@@ -69,11 +69,11 @@ def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
 # at, never scrolled: what a scroll box hides is off the screen), with ``least`` > 0 every text written smaller than
 # ``least`` px on screen (zoom, scaling and an SVG's viewBox included; the smallest of each kind of element), and
 # every diagram block drawn without its label, and every picture shown too small for its text to reach ``least`` px
-# (a PNG's text cannot be read from the page: the course's figures write theirs at ppedu.plot.TEXT_PT, 16.7 px, which
-# tests/notebooks reads from each figure as it is drawn). ``shown`` only: skip what is hidden (a fragment not yet
-# reached).
+# (a picture's text cannot be read from the page: the course's figures write theirs at ppedu.plot.TEXT_PT, 16.7 px,
+# which tests/notebooks reads from each figure as it is drawn; its SVG drawings at ppedu.svg's 13 px), and every
+# glyph of a diagram's labels that runs into another's. ``shown`` only: skip what is hidden (a fragment not yet reached).
 MEASURE_JS = f"""
-const PICTURE_TEXT_PX = {plot.TEXT_PT * 100 / 72:.3f};
+const PICTURE_TEXT_PX = {plot.TEXT_PT * 100 / 72:.3f}, SVG_TEXT_PX = {svg._FONT};
 """ + """
 function measure(roots, least, shown) {
   const problems = [], smallest = new Map();
@@ -118,19 +118,36 @@ function measure(roots, least, shown) {
       const px = parseFloat(getComputedStyle(e).fontSize) * scale, key = `${where}: ${named(e)}`;
       if (px < least - 0.01 && !(smallest.get(key)?.[0] <= px)) smallest.set(key, [px, text.slice(0, 30)]);
     }
-    for (const svg of least ? root.querySelectorAll('svg') : []) {  // labels that run into each other ("W3W7")
-      const boxes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() && visible(t))
-        .map(t => [t.textContent.trim(), t.getBoundingClientRect()]);
-      const touching = boxes.flatMap(([a, p], i) => boxes.slice(i + 1).filter(([, q]) =>
-        Math.min(p.right, q.right) - Math.max(p.left, q.left) > 1 && Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top) > 1)
-        .map(([b]) => `${a}|${b}`));
-      if (touching.length) problems.push(`${where}: ${touching.length} labels run into others (${touching[0]})`);
+    for (const svg of least ? root.querySelectorAll('svg') : []) {  // glyphs that run into each other ("W3W7")
+      const glyphs = [];
+      for (const t of svg.querySelectorAll('text')) {
+        if (!visible(t) || !t.getNumberOfChars()) continue;
+        const ctm = t.getScreenCTM(), text = t.textContent;
+        for (let i = 0; i < t.getNumberOfChars(); i++) {
+          if (!text[i]?.trim()) continue;
+          const e = t.getExtentOfChar(i), corners = [[e.x, e.y], [e.x + e.width, e.y], [e.x, e.y + e.height],
+            [e.x + e.width, e.y + e.height]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(ctm));
+          const xs = corners.map(c => c.x), ys = corners.map(c => c.y);
+          // a glyph's ink, not its line box: the middle 60 % of its height, less a pixel each side
+          const h = Math.max(...ys) - Math.min(...ys), w = Math.max(...xs) - Math.min(...xs), turned = w > h;
+          glyphs.push([text[i], turned ? Math.min(...xs) + 0.2 * w : Math.min(...xs) + 1,
+                       turned ? Math.max(...xs) - 0.2 * w : Math.max(...xs) - 1,
+                       turned ? Math.min(...ys) + 1 : Math.min(...ys) + 0.2 * h, turned ? Math.max(...ys) - 1 : Math.max(...ys) - 0.2 * h]);
+        }
+      }
+      const touching = [];
+      glyphs.sort((a, b) => a[1] - b[1]);
+      for (let i = 0; i < glyphs.length; i++)
+        for (let j = i + 1; j < glyphs.length && glyphs[j][1] < glyphs[i][2]; j++)
+          if (Math.min(glyphs[i][4], glyphs[j][4]) - Math.max(glyphs[i][3], glyphs[j][3]) > 0) touching.push(`${glyphs[i][0]}${glyphs[j][0]}`);
+      if (touching.length) problems.push(`${where}: ${touching.length} glyphs of a diagram's labels run into others ("${touching[0]}")`);
     }
     const unlabelled = root.querySelectorAll('.ppedu-unlabelled').length;
     if (unlabelled) problems.push(`${where}: ${unlabelled} diagram blocks without a label`);
     for (const img of least ? root.querySelectorAll('.jp-OutputArea-output img') : []) {
       const scale = img.getBoundingClientRect().width / img.naturalWidth;
-      if (img.naturalWidth && scale < least / PICTURE_TEXT_PX) problems.push(`${where}: a picture shown at ${scale.toFixed(2)}×`);
+      const text = img.src.startsWith('data:image/svg') ? SVG_TEXT_PX : PICTURE_TEXT_PX;  // a ppedu drawing's, or a figure's
+      if (img.naturalWidth && scale < least / text) problems.push(`${where}: a picture shown at ${scale.toFixed(2)}×`);
     }
   }
   for (const [key, [px, text]] of smallest) problems.push(`${key} writes ${JSON.stringify(text)} at ${px.toFixed(1)} px`);
