@@ -296,3 +296,60 @@ def test_the_booking_check_sees_a_view_that_does_not_say():
     texts = ["simulate(schedules.dualpipe(8, 20), Costs(f=1, b=1, w=1)).makespan", "63"]
     assert _shows(["dualpipe p=8, m=20: 63 steps"], "dualpipe", 63.0, 0.047619) and not any(w in t.lower() for t in texts for w in SAYS[False])
     assert any(w in "F&B pairs booked as one unit of f + b + w = 3".lower() for w in SAYS[True])
+
+
+EXTENSION = ROOT / "labextension"
+BUILT = ROOT / "ppedu" / "labextension"
+
+
+def test_the_presenter_view_reads_the_notes_as_the_lecture_tool_writes_them():
+    source = (EXTENSION / "src" / "notes.ts").read_text(encoding="utf-8")
+    assert f"export const ANCHOR = /{lecture._ANCHOR.pattern}/;" in source  # one format, read alike in both
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: the extension cannot be rebuilt")
+def test_the_prebuilt_lecture_extension_is_what_its_source_builds(tmp_path):
+    """`make labextension` from labextension/ (npm's packages as its lock file pins them) gives ppedu/labextension
+    file for file: the course ships no JavaScript that its TypeScript does not make."""
+    import subprocess
+    import sys
+
+    cache = ROOT / "build" / "labextension-npm"
+    lock = (EXTENSION / "package-lock.json").read_text()
+    if not (cache / "package-lock.json").exists() or (cache / "package-lock.json").read_text() != lock:
+        shutil.rmtree(cache, ignore_errors=True)
+        cache.mkdir(parents=True)
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy2(EXTENSION / name, cache / name)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=cache, check=True, capture_output=True)
+    work = tmp_path / "labextension"
+    shutil.copytree(EXTENSION, work, ignore=shutil.ignore_patterns("node_modules", "lib"))
+    # A copy, not a link: the build names modules by their paths, as `make labextension` sees them.
+    shutil.copytree(cache / "node_modules", work / "node_modules", symlinks=True)
+    import jupyterlab
+
+    staging = Path(jupyterlab.__file__).parent / "staging"
+    subprocess.run([str(work / "node_modules" / ".bin" / "tsc")], cwd=work, check=True, capture_output=True)
+    subprocess.run([str(work / "node_modules" / ".bin" / "build-labextension"), "--core-path", str(staging), "."],
+                   cwd=work, check=True, capture_output=True)
+    built = {p.relative_to(tmp_path / "ppedu" / "labextension"): p for p in (tmp_path / "ppedu" / "labextension").rglob("*")
+             if p.is_file()}
+    shipped = {p.relative_to(BUILT): p for p in BUILT.rglob("*") if p.is_file()}
+    assert sorted(map(_stable, built)) == sorted(map(_stable, shipped)), "run `make labextension`"
+    # The code itself is byte for byte the same (its chunk is named by its content's hash); webpack numbers the
+    # container's entry module by where the folder is, so its entry file is compared with that number taken out.
+    for name in built:
+        shipped_file = next(shipped[s] for s in shipped if _stable(s) == _stable(name))
+        assert _stable_text(built[name]) == _stable_text(shipped_file), f"{name}: run `make labextension`"
+    assert sys.executable  # the extension is built against this environment's JupyterLab
+
+
+def _stable(path: Path) -> str:
+    return re.sub(r"remoteEntry\.[0-9a-f]+\.js", "remoteEntry.js", str(path))
+
+
+def _stable_text(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    if path.name == "package.json":
+        return _stable(text)
+    return re.sub(r"var e=\{\d+\(e|r\(\d+\);\(_JUPYTERLAB", "ENTRY", text) if path.name.startswith("remoteEntry") else text

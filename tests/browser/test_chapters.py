@@ -300,9 +300,11 @@ SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + DIAGRAMS_JS + """
     return box.width && over ? [`${over.tagName.toLowerCase()} ${String(over.className?.baseVal ?? over.className)}`] : [];
   });
   if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${buttons.length} buttons lie under or over ${covered[0]}`);
-  // A diagram (a widget's or an output's drawing, a figure) uses the slide's width: at least half of it.
+  // A diagram (a widget's or an output's drawing) uses the slide's width: at least half of it (a figure's width is its
+  // own, set by its time axis: its share is reported, not held to this).
   const across = panel.querySelector('.jp-Notebook').getBoundingClientRect().width;
   for (const i of shown) for (const d of cells[i].querySelectorAll(DIAGRAMS)) {
+    if (d.tagName === 'IMG' && !d.src.startsWith('data:image/svg')) continue;
     const share = d.getBoundingClientRect().width / across;
     if (least && d.checkVisibility() && share < MIN_SHARE) out.push(`cell ${i + 1}: a diagram spans ${(100 * share).toFixed(0)} % of the slide`);
   }

@@ -112,7 +112,8 @@ function measure(roots, least, shown) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let t = walk.nextNode(); least && t; t = walk.nextNode()) {
       const e = t.parentElement, text = t.textContent.trim();
-      if (!text || !e || /^(title|style|script|desc|option)$/i.test(e.tagName) || !visible(e)) continue;
+      // (a formula's copy for screen readers, clipped out of sight, is not shown)
+      if (!text || !e || /^(title|style|script|desc|option)$/i.test(e.tagName) || !visible(e) || e.closest('mjx-assistive-mml')) continue;
       const svg = e.closest('svg'), box = svg?.viewBox.baseVal;
       const scale = box?.width ? svg.getBoundingClientRect().width / box.width : (e.currentCSSZoom ?? 1);
       const px = parseFloat(getComputedStyle(e).fontSize) * scale, key = `${where}: ${named(e)}`;
