@@ -16,7 +16,8 @@ Phases, from the moment the page is asked for (each the time at its end, and its
 - ``first cell``: chapter 1's first cell (``import ppedu`` …) has run, pressed with Shift+Enter as soon as the notebook
   showed (a student who does not wait; the press must not be lost).
 
-Run: ``python benchmarks/bench_lite.py [SITE]`` (default build/lite; ``make lite`` builds it). Prints one table.
+Run: ``python benchmarks/bench_lite.py [SITE [BASELINE]]`` (default build/lite; ``make lite`` builds it); with a
+BASELINE site too (an earlier build), both are timed in the same run and compared. Prints one table.
 """
 
 from __future__ import annotations
@@ -93,29 +94,38 @@ def start(playwright, profile: Path, url: str) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    site = Path(argv[0]) if argv else ROOT / "build" / "lite"
-    if not (site / "lab" / "index.html").exists():
-        print(f"bench_lite: no site in {site}: run `make lite` first", file=sys.stderr)
-        return 2
+    sites = [Path(a) for a in argv] or [ROOT / "build" / "lite"]
+    for site in sites:
+        if not (site / "lab" / "index.html").exists():
+            print(f"bench_lite: no site in {site}: run `make lite` first", file=sys.stderr)
+            return 2
     if not CHROMIUM.exists():
         print(f"bench_lite: no Chromium at {CHROMIUM}", file=sys.stderr)
         return 2
     from playwright.sync_api import sync_playwright
 
-    server, url = serve(site.resolve())
-    profile = Path(tempfile.mkdtemp(prefix="ppedu-lite-profile-"))
-    try:
-        with sync_playwright() as playwright:
-            runs = {"cold": start(playwright, profile, url), "warm": start(playwright, profile, url)}
-    finally:
-        server.shutdown()
-        shutil.rmtree(profile, ignore_errors=True)
+    results = {}
+    with sync_playwright() as playwright:
+        for site in sites:
+            server, url = serve(site.resolve())
+            profile = Path(tempfile.mkdtemp(prefix="ppedu-lite-profile-"))
+            try:
+                results[site] = {"cold": start(playwright, profile, url), "warm": start(playwright, profile, url)}
+            finally:
+                server.shutdown()
+                shutil.rmtree(profile, ignore_errors=True)
     print(f"JupyterLite start, {NOTEBOOK}: seconds from the page's request to the end of each phase")
-    print(f"{'':6}" + "".join(f"{p:>12}" for p in PHASES))
-    for name, ends in runs.items():
-        print(f"{name:6}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
-    cold, warm = runs["cold"]["first cell"], runs["warm"]["first cell"]
-    print(f"warm / cold, first cell run: {warm / cold:.2f}")
+    print(f"{'':24}" + "".join(f"{p:>12}" for p in PHASES))
+    for site, runs in results.items():
+        for name, ends in runs.items():
+            print(f"{site.name + ', ' + name:24}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
+    first = list(results.values())
+    for site, runs in results.items():
+        print(f"{site.name}: warm / cold, first cell run: {runs['warm']['first cell'] / runs['cold']['first cell']:.2f}")
+    if len(first) == 2:  # a site against a baseline, side by side
+        for run in ("cold", "warm"):
+            print(f"{sites[0].name} / {sites[1].name}, {run} first cell: "
+                  f"{first[0][run]['first cell'] / first[1][run]['first cell']:.2f}")
     return 0
 
 

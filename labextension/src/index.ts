@@ -5,7 +5,8 @@
  * - never trapped: Escape leaves the deck, and a JupyterLab reopened after the browser closed mid-lecture opens on
  *   the notebook, not on a deck without menus (the deck keeps "presenting" in its settings and would resume);
  * - a presenter view: a second window with the current slide's speaker notes (./notes.ts), a clock, and the next
- *   slide's first line; keys pressed there drive the deck too.
+ *   slide's first line; keys pressed there drive the deck too;
+ * - cells run while the kernel starts run once it is ready (./startup.ts; the browser edition has this too).
  */
 
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -17,6 +18,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { Action, deckAction, targetOf } from './keys';
+import { holdRunsWhileStarting } from './startup';
 import { ICell, notesPath, parseNotes, slideOf, slideStarts } from './notes';
 
 const DECK_SETTINGS = 'jupyterlab-slideshow:plugin';
@@ -148,6 +150,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .catch((reason) => console.warn('ppedu-lecture: could not read the deck settings', reason));
     }
   }
+};
+
+/** Cells run while the kernel starts run once it is ready (./startup.ts). */
+const startup: JupyterFrontEndPlugin<void> = {
+  id: 'ppedu-lecture:startup',
+  description: 'Cells run while the kernel starts run once it is ready',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => holdRunsWhileStarting(app, tracker)
 };
 
 /** The presenter view: a second window with the current slide's speaker notes. */
@@ -286,4 +297,4 @@ footer { position: fixed; left: 0; right: 0; bottom: 0; padding: 0.5em 1.2em; ba
 </style></head><body><header><span id="where"></span><span id="clock"></span></header>
 <main id="notes" aria-live="polite"></main><footer id="next"></footer></body></html>`;
 
-export default plugin;
+export default [plugin, startup];
