@@ -129,8 +129,10 @@ class Costs:
         its backward's input is in; booked as one unit it waits for both and takes ``fb``: the two give different
         steps and bubbles for the same order, so every view of a schedule with such pairs says which it shows.
 
-        >>> EQUAL.pair_booking(), Costs(f=1, b=1, w=1).pair_booking(), Costs(f=1, b=1, w=1, fb=2).pair_booking()
-        ('F&B pairs booked as one unit of f + b + w = 3', 'F&B pairs unbooked (each op on its own)', 'F&B pairs booked as one unit of 2')
+        >>> EQUAL.pair_booking()
+        'F&B pairs booked as one unit of f + b + w = 3'
+        >>> Costs(f=1, b=1, w=1).pair_booking(), Costs(f=1, b=1, w=1, fb=2).pair_booking()
+        ('F&B pairs unbooked (each op on its own)', 'F&B pairs booked as one unit of 2')
         """
         if self.fb is None:
             return "F&B pairs unbooked (each op on its own)"

@@ -71,9 +71,11 @@ DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presentin
     "& .jp-InputArea-editor .cm-content": {"white-space": "pre-wrap", "overflow-wrap": "anywhere", "flex-shrink": "1"},
     "& .jp-RenderedMarkdown table": {"font-size": f"{CODE_VH}vh"},
     **{f"& .jp-RenderedHTMLCommon {cell}": {"padding": "0.1em 0.4em", "line-height": "1.2"} for cell in ("td", "th")},
-    "& .jupyter-widgets .widget-inline-hbox > .widget-label": {"width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
+    "& .jupyter-widgets .widget-inline-hbox > .widget-label": {
+        "width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
     # a widget's own text output (an ``interact``'s table) in a widget's sizes, as large again as the widget is
-    "& .jp-OutputArea-output:has(> .jupyter-widgets)": {"--jp-content-font-size1": "13px", "--jp-code-font-size": "13px"},
+    "& .jp-OutputArea-output:has(> .jupyter-widgets)": {
+        "--jp-content-font-size1": "13px", "--jp-code-font-size": "13px"},
     "& .jupyter-widgets .jp-RenderedMarkdown table": {"font-size": "13px"},
     **_zoom(1.0),
     "@media (max-height: 900px)": _zoom(1 / 1.5),

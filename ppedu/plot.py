@@ -6,8 +6,9 @@ chunks are darker. Idle time is hatched grey.
 
 Sized for a projector: every text is :data:`TEXT_PT` points at 100 dpi (16.7 px) and a figure is at most
 :data:`MAX_WIDTH` inches wide, so shown whole in a notebook column (about 880 px) its text keeps 12 px, and on a
-slide at 1080p (pictures ppedu.lecture.PICTURE_ZOOM times as large) 25 px. A block's label runs along it where it fits, up it where
-only that fits (a long diagram's narrow blocks); :func:`texts` lists what a figure writes, where and how large.
+slide at 1080p (pictures ppedu.lecture.PICTURE_ZOOM times as large) 25 px. A block's label runs along it where it
+fits, up it where only that fits (a long diagram's narrow blocks); :func:`texts` lists what a figure writes, where and
+how large.
 """
 
 from __future__ import annotations
@@ -231,4 +232,5 @@ def _title(t: Timeline) -> str:
     s = t.schedule
     v = f", v={s.virtual}" if s.virtual > 1 else ""
     pairs = f"; {t.costs.pair_booking()}" if s.overlapped else ""  # the booking changes both numbers: say which
-    return f"{s.name}: p={t.p}, m={s.microbatches}{v} — bubble {t.bubble_ratio:.1%} of {t.p}×{t.makespan:g} slots{pairs}"
+    bubble = f"bubble {t.bubble_ratio:.1%} of {t.p}×{t.makespan:g} slots"
+    return f"{s.name}: p={t.p}, m={s.microbatches}{v} — {bubble}{pairs}"

@@ -40,7 +40,8 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 # a widget's still picture in the sizes of the widget it stands for (its diagram as much larger than a picture as on a
 # live slide, DRAWN_ZOOM against PICTURE_ZOOM).
 # reveal.js shows a slide STATIC_SCALE times as large at 1080p: no text there under SLIDE_TEXT_PX.
-_TEXT, _CODE = (f"{max(share * SLIDE[1] / 100, SLIDE_TEXT_PX / STATIC_SCALE + 0.05):.2f}px" for share in (TEXT_VH, CODE_VH))
+_TEXT, _CODE = (f"{max(share * SLIDE[1] / 100, SLIDE_TEXT_PX / STATIC_SCALE + 0.05):.2f}px"
+                for share in (TEXT_VH, CODE_VH))
 _STYLE = f"""<style>
 .reveal {{ font-size: {_TEXT}; --jp-content-font-size1: {_TEXT}; --jp-code-font-size: {_CODE}; }}
 .reveal pre, .reveal div.highlight > pre, .reveal div.jp-OutputArea-output > pre {{

@@ -109,7 +109,8 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     @property
     def values(self) -> dict[str, Any]:
         """The current choice: schedule name, p, m, v, the costs and how F&B pairs are booked."""
-        return {"schedule": self.picker.value, **{k: s.value for k, s in self.sliders.items()}, "pairs": self.pairs.value}
+        sliders = {k: s.value for k, s in self.sliders.items()}
+        return {"schedule": self.picker.value, **sliders, "pairs": self.pairs.value}
 
     def set(self, **changes: Any) -> ScheduleExplorer:
         """Change several controls at once (one redraw), as a student moving them would.
