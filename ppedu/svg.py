@@ -209,7 +209,7 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
     g = g if isinstance(g, Grid) else grid(g)
     p, steps = g.shape
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
-    shortest = max((_CHAR * len(_cell_labels(labels[s, t])[-1]) + 2 for s in range(p) for t in range(steps)
+    shortest = max((_cell_width(_cell_labels(labels[s, t])[-1]) for s in range(p) for t in range(steps)
                     if kinds[s, t] and starts[s, t]), default=0.0)  # the cells widen until every label fits
     unit = max(14.0, min(60.0, (width - _LEFT - 8) / max(steps, 1)), shortest)  # as wide as the box lets it
     events = g.timeline.events
@@ -229,7 +229,7 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
                 op = events[g.rows[s][t]].op
                 colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
                 text = next((label for label in _cell_labels(labels[s, t] if starts[s, t] else "·")
-                             if unit >= _CHAR * len(label) + 2), None)
+                             if unit >= _cell_width(label)), None)
                 body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch,
                                   f"ppedu-op ppedu-{op.kind}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
                                   tip=labels[s, t]))
@@ -245,6 +245,15 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
                + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
     return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
+
+
+def _cell_width(label: str) -> float:
+    """The width a grid cell needs for ``label`` (its glyphs' own widths: a W is half as wide again as a digit)."""
+    return sum(_GRID_ADVANCE.get(c, 0.64) for c in label) * _FONT + 4
+
+
+#: A grid label's glyphs' widths in ems (DejaVu Sans), where they differ much from a digit's.
+_GRID_ADVANCE = {"W": 1.0, "B": 0.69, "F": 0.58, "'": 0.28, "·": 0.32, "?": 0.53, "✗": 0.84}
 
 
 def _cell_labels(text: str) -> tuple[str, ...]:

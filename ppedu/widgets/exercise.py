@@ -22,7 +22,7 @@ from ppedu.reading import check_causes, check_path, readable
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._parts import CellGrid, EnterChecks, Fitted, StaticFallback, feedback_html
+from ppedu.widgets._parts import STILL_WIDTH, CellGrid, EnterChecks, Fitted, StaticFallback, feedback_html
 
 _WIDTH = 560  # the grid's width until the page has said how wide its box is
 
@@ -203,7 +203,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         marked = None if self.mode == "count" else set(self.sorted) if self.mode == "causes" else self.marked
         ask = ("Count the total slots, the idle slots and the bubble ratio." if self.mode == "count" else
                _ASK[self.mode] + ".")
-        return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
+        return render_grid_svg(self.grid, self.hidden, marked, width=STILL_WIDTH) + f"<p>{ask}</p>"
 
     def _restore(self) -> None:
         assert self.answers is not None
