@@ -22,7 +22,9 @@ from ppedu.reading import check_causes, check_path, readable
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
 from ppedu.svg import render_grid_svg
-from ppedu.widgets._parts import CellGrid, EnterChecks, StaticFallback, feedback_html
+from ppedu.widgets._parts import STILL_WIDTH, CellGrid, EnterChecks, Fitted, StaticFallback, feedback_html
+
+_WIDTH = 560  # the grid's width until the page has said how wide its box is
 
 Mode = Literal["count", "mark", "path", "causes"]
 _MARK_STEPS = 64
@@ -99,7 +101,10 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
                                           style={"description_width": "7em"})
                        for name in ("total slots", "idle slots", "bubble ratio")}
         if mode == "count":
-            self.picture: widgets.Widget = widgets.HTML(render_grid_svg(self.grid, self.hidden)).add_class("ppedu-diagram")
+            # Drawn for the width its box has (a slide's: the cells widen until their labels stand apart).
+            self.picture: widgets.Widget = Fitted(layout=widgets.Layout(width="100%")).add_class("ppedu-diagram")
+            self.picture.observe(lambda _change: self._draw_grid(), names="width")
+            self._draw_grid()
             inputs: list[widgets.Widget] = list(self.fields.values())
         else:
             name = f"{self.grid.shape[0]} GPUs by {steps} time steps: arrow keys move, Enter or Space clicks a cell"
@@ -118,6 +123,11 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             self._paint()
         super().__init__([self.picture, *inputs, *buttons, self.feedback])
         self.add_class("ppedu-slot-exercise")
+
+    def _draw_grid(self) -> None:
+        assert isinstance(self.picture, Fitted)
+        width = self.picture.width_or(_WIDTH)
+        self.picture.value, self.picture.drawn = render_grid_svg(self.grid, self.hidden, width=width), width
 
     @property
     def answer(self) -> saved.SlotAnswer:
@@ -193,7 +203,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
         marked = None if self.mode == "count" else set(self.sorted) if self.mode == "causes" else self.marked
         ask = ("Count the total slots, the idle slots and the bubble ratio." if self.mode == "count" else
                _ASK[self.mode] + ".")
-        return render_grid_svg(self.grid, self.hidden, marked) + f"<p>{ask}</p>"
+        return render_grid_svg(self.grid, self.hidden, marked, width=STILL_WIDTH) + f"<p>{ask}</p>"
 
     def _restore(self) -> None:
         assert self.answers is not None

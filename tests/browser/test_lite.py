@@ -167,3 +167,28 @@ def practice_twin(panel, source: str) -> SlotCountingExercise | None:
     if "mode='mark'" in source or 'mode="mark"' in source:
         return SlotCountingExercise(values.mark_schedule, p=values.mark_p, m=values.mark_m, mode="mark")
     return SlotCountingExercise(values.count_schedule, p=values.p, m=values.m)
+
+
+def test_cells_run_while_the_kernel_starts_run_once_it_is_ready(offline_browser, served):
+    """A student who does not wait: two code cells run (Shift+Enter) as soon as the notebook shows, while Python is
+    still loading; both run, in order, once the kernel is ready (before, the first was silently dropped)."""
+    context = offline_browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    lab = JupyterLab(page, server=None)
+    try:
+        page.goto(f"{served}lab/index.html?path=01-bubble-problem.ipynb")
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").first
+        code = panel.locator(".jp-CodeCell")
+        code.first.wait_for(timeout=60_000)
+        assert lab.kernel_status() != "idle" or text(panel.locator(".jp-Toolbar-kernelName").first) != KERNEL_NAME
+        for i in (0, 1):
+            code.nth(i).locator(".jp-InputPrompt").click()
+            page.keyboard.press("Shift+Enter")
+        wait_for_the_kernel(lab, panel)
+        lab.wait_kernel_idle()
+        prompts = [text(code.nth(i).locator(".jp-InputPrompt")) for i in (0, 1)]
+        assert prompts == ["[1]:", "[2]:"], prompts
+        assert lab.errors(panel) == [] or all("did not run" in e for e in lab.errors(panel))
+    finally:
+        context.close()
