@@ -27,7 +27,8 @@ NEEDS_BLOCKED = {"ppedu.animate", "ppedu.plot", "ppedu.widgets.lab", "ppedu.mnis
 #: PyTorch's own orders, the grading sandbox's kernels): not the browser's.
 EXAMPLES_NEED_MORE = {"ppedu.grading.answers", "ppedu.reference", "ppedu.grading.sandbox", "ppedu.grading.evaluate",
                       "ppedu.grading.execute", "ppedu.grading.harness", "ppedu.grading.stages", "ppedu.mnist",
-                      "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size"}
+                      "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size", "ppedu.grading.relay",
+                      "ppedu.ranks.launch", "ppedu.ranks.timing", "ppedu.ranks.traffic", "ppedu.ranks.workload"}
 BLOCK = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in BLOCKED)
 
 
