@@ -649,7 +649,7 @@ PS6: dict[str, Case] = {
     "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -660,12 +660,12 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
-    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = values.grid_p * T - idle_slots"},
+    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = data.grid_p * T - idle_slots"},
                          lost={"grid_T": 2}),
     # the bubble's causes not told apart: every idle slot put on the order, fill and drain included
     "every_idle_slot_the_orders": Case("final", append={"q1b_answer": "order_idle = idle_slots"}, lost={"grid_path": 2}),
     # the loop read as 1F1B's, off each GPU's own work rather than the critical path
-    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + values.grid_b"}, lost={"grid_path": 2}),
+    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + data.grid_b"}, lost={"grid_path": 2}),
     # memory forgotten: the fastest m, fitting or not
     "plan_without_memory": Case("final", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
         nb, "q2_answer").source.replace("act <= room", "act <= float('inf')")), lost={"plan": 3}),
@@ -677,7 +677,19 @@ FINAL: dict[str, Case] = {
                                                           "    return simulate(schedules.zero_bubble_h2(p, batch), "
                                                           "Costs(f=o + f, b=o + b, w=o + w)).makespan"},
                            lost={"plan": 3}),
-    "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
+    # the slow GPU's own work alone: right where it sets the pace (many micro-batches), not on a short run
+    "slow_work_only": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                          "    return s * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # GPipe's makespan taken for the best there is
+    "slow_gpipe": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                      "    return (p - 1) * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # a flat ring over every GPU at the slow link's pace
+    "flat_ring": Case("final", replace={"q4_answer": "def two_level(M, N, g, a_in, b_in, a_out, b_out):\n"
+                                                     "    n = N * g\n"
+                                                     "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
+                      lost={"two_level": 2}),
+    "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
+                                                 "q5_answer": "no idea", "q6_answer": ""}),
 }
 
 PS7_ALL = {"allreduce": 1, "crossover": 1, "tensor": 1, "zero_memory": 1, "zero_traffic": 1, "all_to_all": 1,
