@@ -1412,23 +1412,21 @@ OTHER_LINKS: dict[str, dict[str, Case]] = {
 
 def save_counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.json") -> None:
     """This student's right answers to the four exercises, saved as the exercises save them (ppedu.answer_file)."""
+    from grader.exam import grids
     from ppedu.answer_file import SlotAnswer, save
     from ppedu.critical import critical_path
-    from ppedu.grading.assignments import counting
-    from ppedu.grid import grid
     from ppedu.idle import SORTS
 
-    v = counting.values(fill["{student}"])
-    count = grid(counting.timeline("count", v))
-    mark = grid(counting.timeline("mark", v))
+    whole = grids(fill["{student}"])  # the student's whole grids, as the instructors' side makes them
+    count, mark = whole["count"], whole["mark"]
     total, idle = int(count.total_slots), int(count.idle_slots)
     save(folder / name, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
     marked = frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))
     save(folder / name, "mark", SlotAnswer(marked=marked))
-    path = critical_path(counting.timeline("path", v))
+    path = critical_path(whole["path"].timeline)
     save(folder / name, "path", SlotAnswer(marked=frozenset((e.stage, t) for e in path
                                                             for t in range(int(e.start), int(e.end)))))
-    causes = grid(counting.timeline("causes", v)).causes()
+    causes = whole["causes"].causes()
     save(folder / name, "causes", SlotAnswer(causes=frozenset((s, t, SORTS[c]) for s, row in enumerate(causes)
                                                               for t, c in enumerate(row) if c)))
 
