@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from random import Random
 
 from ppedu import recomputation
 from ppedu.batch_size import steps_and_examples
@@ -30,6 +31,7 @@ from ppedu.formulas import bubble_ratio
 from ppedu.layout import layout
 from ppedu.lesson import hand_overs, parameter_copies
 from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.schedules.one_f_one_b import with_warmups
 from ppedu.sheet import Markdown
 from ppedu.simulate import simulate
 from ppedu.staleness import staleness
@@ -525,6 +527,36 @@ def self_check_answers() -> tuple[Item, ...]:
              f"√(2 × 30 × 10800) = {reliability.young_daly(30, 3 * 3600):.0f} s, about "
              f"{reliability.young_daly(30, 3 * 3600) / 60:.0f} minutes."),
     )
+
+
+@dataclass(frozen=True)
+class CountingPractice:
+    """Grids of the counting exam's kinds to practise on, drawn from ``seed`` (the browser edition's practice draws
+    new ones each run): a course schedule whose backward takes twice a forward (``count``), another under equal costs
+    (``mark``), and an order no chapter draws (``read``). Simulated here, so the exercises check answers at once — the
+    exam's own grids are pictures made on the instructors' side, and nothing relates the two.
+
+    >>> x = CountingPractice.draw(7)
+    >>> x, x.count.p == len(x.count.busy_per_stage)
+    (counting practice, seed 7, True)
+    """
+
+    seed: int
+    count: object
+    mark: object
+    read: object
+
+    @classmethod
+    def draw(cls, seed: int) -> CountingPractice:
+        pick = Random(seed).choice
+        first, second = pick((("gpipe", "1f1b"), ("1f1b", "gpipe")))
+        p, q, r = pick((3, 4, 5)), pick((3, 4)), pick((3, 4))
+        return cls(seed, simulate(build(first, p, pick(range(3, 7))), Costs(f=1, b=2)),
+                   simulate(build(second, q, pick(range(2, 5)))),
+                   simulate(with_warmups((r - 1 + pick((0, 1)),) * r, pick((5, 6)), "eager warm-up")))
+
+    def __repr__(self) -> str:
+        return f"counting practice, seed {self.seed}"
 
 
 def questions(items: tuple[Item, ...]) -> Markdown:
