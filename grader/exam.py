@@ -2,7 +2,8 @@
 the submission, in the grading process — the student's kernel only shows the exercises again.
 
 :class:`ReadSavedAnswers` runs before nbgrader's Execute: it reads the answer file from the folder nbgrader
-is grading, in the grading area the intake filled (the student is the one that folder is filed under), so nothing the notebook does while it runs
+is grading, in the grading area the intake filled (the student is the one that folder is filed under), so nothing
+the notebook does while it runs
 changes what is graded, and judges it against that student's own grids: the whole grids their pictures were cut from
 (:func:`grader.keys.counting.grid`), the covered cells included. :class:`WriteVerdicts` runs after
 Execute and puts each verdict in place of its test cell's output: the messages, then the points as the

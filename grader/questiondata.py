@@ -74,7 +74,8 @@ def variant(values: Values, root: Path = ROOT) -> int:
     the released file, so that the judge grades the very grid the student read."""
     k, released = values["variant"], _released(values.assignment, root)
     if released is not None and released[k] != json.loads(json.dumps(keys.load(values.assignment).shown(k))):
-        raise StaleRelease(f"exercises/{values.assignment}/{FILE} is not what grader/keys/{values.assignment}.py makes: "
+        raise StaleRelease(f"exercises/{values.assignment}/{FILE} is not what grader/keys/{values.assignment}.py "
+                           "makes: "
                            f"run python -m grader.questiondata {values.assignment}, then nbgrader generate_assignment")
     return k
 

@@ -120,7 +120,8 @@ class Picture:
         lines = []
         for s in reversed(range(self.shape[0])):
             cells = (c or "." for c in self.rows[s])
-            lines.append(f"GPU {s:<{len(str(self.shape[0] - 1))}} | " + " ".join(c.ljust(width) for c in cells).rstrip())
+            row = " ".join(c.ljust(width) for c in cells).rstrip()
+            lines.append(f"GPU {s:<{len(str(self.shape[0] - 1))}} | {row}")
         indent = " " * (lines[0].index("|") + 2)
         lines.append(indent + " ".join(f"t{t + 1}".ljust(width) for t in range(steps)).rstrip())
         legend = ". idle   · the operation to its left continues"

@@ -44,7 +44,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
     count, mark = pick("schedules", (("gpipe", "1f1b"), ("1f1b", "gpipe")))
     return {"count_schedule": count, "p": pick("p", (3, 4, 5)), "m": pick("m", range(3, 7)),
             "mark_schedule": mark, "mark_p": pick("mark_p", (3, 4)), "mark_m": pick("mark_m", (3, 4, 5)),
-            "read_p": pick("read_p", (3, 4)), "read_m": pick("read_m", (5, 6)), "read_warmup": pick("read_warmup", (0, 1))}
+            "read_p": pick("read_p", (3, 4)), "read_m": pick("read_m", (5, 6)),
+            "read_warmup": pick("read_warmup", (0, 1))}
 
 
 def _sound(v: Mapping[str, Any]) -> bool:

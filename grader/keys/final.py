@@ -60,7 +60,8 @@ def warmups(p: int, short: int) -> tuple[int, ...]:
 
 
 def timeline(v: Mapping[str, Any], more: int = 0) -> Timeline:
-    """Question 1's grid (with ``more`` micro-batches in the same pattern): a forward one step, a backward ``grid_b``."""
+    """Question 1's grid (with ``more`` micro-batches in the same pattern): a forward one step, a backward
+    ``grid_b``."""
     order = with_warmups(warmups(v["grid_p"], v["short"]), v["grid_m"] + more, "a hand-built order")
     return simulate(order, Costs(f=1, b=v["grid_b"]))
 
@@ -110,7 +111,8 @@ def _grid_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str
         return ("that is 1F1B's f + b, what each GPU's own work grows by; follow the critical path through the steady "
                 "state: which GPUs does its loop pass, and how long is one turn?")
     if name == "per_microbatch":
-        return "find the loop the critical path repeats once per micro-batch in the middle of the grid, and add up one turn."
+        return ("find the loop the critical path repeats once per micro-batch in the middle of the grid, and add up one "
+                "turn.")
     return None
 
 
@@ -187,7 +189,8 @@ def _slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
         return "that is 1F1B's makespan; another warm-up on the GPUs before the slow one does better."
     if got < want:
         return "no order can be that fast: the slow GPU's own work, or a micro-batch's trip above it, takes longer."
-    return "an order exists that is faster: which warm-up keeps the slow GPU busy from its first forward to its last backward?"
+    return ("an order exists that is faster: which warm-up keeps the slow GPU busy from its first forward to its last "
+            "backward?")
 
 
 def _slow_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
@@ -197,7 +200,8 @@ def _slow_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     p = choose("p", (3, 5, 7))
     # few micro-batches and a long backward: the round trip above the slow GPU sets the pace, not its own work
     trip = (p, p + choose("more", (0, 1)), choose("s", range(p // 2)), 2, 1, choose("long", (4, 5)))
-    return trip, (p, choose("m", (2 * p, 4 * p)), choose("s2", range(p)), choose("k", (2, 4)), 1, choose("b", (1, 2, 3)))
+    many = (p, choose("m", (2 * p, 4 * p)), choose("s2", range(p)), choose("k", (2, 4)), 1, choose("b", (1, 2, 3)))
+    return trip, many
 
 
 def two_level(size: float, nodes: int, per_node: int, a_in: float, b_in: float, a_out: float, b_out: float) -> float:
@@ -216,7 +220,8 @@ def _two_level_why(name: str, args: tuple[Any, ...], got: float, want: float) ->
     if abs(got - (want - 2 * (nodes - 1) / nodes * (size / per_node) / b_out
                   + 2 * (nodes - 1) / nodes * size / b_out)) <= 1e-6 * want:
         return "across nodes each GPU all-reduces only the share it holds after the reduce-scatter: M / per_node bytes."
-    return ("add the three phases: a reduce-scatter and an all-gather inside the node, each (g − 1) steps of M / g, and "
+    return ("add the three phases: a reduce-scatter and an all-gather inside the node, each (g − 1) steps of M / g, "
+            "and "
             "a ring all-reduce across the nodes of the M / g bytes each GPU holds.")
 
 

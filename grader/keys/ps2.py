@@ -34,7 +34,8 @@ def _peaks_key(v: Mapping[str, Any]) -> dict[str, Any]:
             for name, s in (("peak_gpipe", "gpipe"), ("peak_1f1b", "1f1b"))}
 
 
-def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                v: Mapping[str, Any]) -> str | None:
     if len(got) != v["p"]:
         return f"Give one number per GPU ({v['p']} of them), GPU 0 first."
     if name == "peak_1f1b" and got == key["peak_gpipe"]:
@@ -50,7 +51,8 @@ def _interleaved_peak(name: str, args: tuple[Any, ...]) -> float:
 def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     p, m, v, j = args
     if abs(got - min(p - j, m)) < 1e-9:
-        return "that is 1F1B's peak; interleaving's GPU j warms up with more chunks' forwards before its first backward."
+        return ("that is 1F1B's peak; interleaving's GPU j warms up with more chunks' forwards before its first "
+                "backward.")
     if abs(got * v - want * v - 1) < 1e-9 or abs(got * v - want * v + 1) < 1e-9:
         return "one chunk off: the peak is the warm-up's forwards plus the one forward before the first backward."
     if abs(got - want * v) < 1e-9:
@@ -107,7 +109,8 @@ def _memory_key(v: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                 v: Mapping[str, Any]) -> str | None:
     if name == "S_act_GB" and abs(got - key[name] / v["layers_per_gpu"]) < 1e-3 * key[name]:
         return "That is one layer's; a GPU holds layers_per_gpu layers."
     if name in ("S_act_GB", "weights_GB") and abs(got * GB / 2**30 - key[name]) < 1e-2 * key[name]:

@@ -97,7 +97,8 @@ def read(path: Path, assignment: str) -> list[dict[str, Any]]:
         raise NoData(f"{FILE} is not the file released with {assignment} (not JSON of at most {LIMIT // 10**6} MB): "
                      f"{hint}") from None
     pool = data.get("variants") if isinstance(data, dict) else None
-    if data.get("assignment") != assignment or not isinstance(pool, list) or len(pool) != getattr(load(assignment), "VARIANTS", None) \
+    size = getattr(load(assignment), "VARIANTS", None)
+    if data.get("assignment") != assignment or not isinstance(pool, list) or len(pool) != size \
             or not all(isinstance(entry, dict) for entry in pool):
         raise NoData(f"{FILE} is not {assignment}'s (or not this release's): {hint}")
     return pool

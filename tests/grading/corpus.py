@@ -13,6 +13,7 @@ replaced as plain text (the code's other braces are its own).
 from __future__ import annotations
 
 import copy
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -285,6 +286,10 @@ def write(case: Case, course: Path, student: str, target: Path) -> None:
     if case.edit:
         case.edit(nb)
     target.mkdir(parents=True)
+    from ppedu.grading.questiondata import FILE
+
+    if (course / "exercises" / case.assignment / FILE).is_file():  # fetched with the notebook: its question data
+        shutil.copy(course / "exercises" / case.assignment / FILE, target / FILE)
     path = target / f"{case.assignment}.ipynb"
     nbformat.write(nb, path)
     if case.raw:

@@ -424,12 +424,16 @@ class Late:
 
 
 DUE = "2031-03-03 12:00:00"
+#: ps1's points, autograded and by hand (what a solved notebook earns once its written answers are graded).
+PS1_TOTAL = sum(c.metadata.nbgrader["points"] for c in nbformat.read(
+    Path(__file__).resolve().parents[2] / "solutions" / "ps1" / "ps1.ipynb", as_version=4).cells
+    if c.metadata.get("nbgrader", {}).get("grade"))
 CLASS_3: dict[str, Late] = {
-    # Found: the timed final a minute late lost its 7 autograded points, and kept the 13 given by hand (13/20)
+    # Found: the timed final a minute late lost its autograded points, and kept those given by hand
     "x_final_a_minute_late": Late(Case("final"), 60, 0.0),
-    # 36 hours late: 20 % of everything, the point given by hand included (found: 20 % of the 9 autograded only, 8.2)
-    "x_ps1_two_days_late": Late(Case("ps1"), 36 * 3600, 8.0),
-    "x_ps1_on_time": Late(Case("ps1"), -60, 10.0),
+    # 36 hours late: 20 % of everything, the points given by hand included (found: 20 % of the autograded only)
+    "x_ps1_two_days_late": Late(Case("ps1"), 36 * 3600, 0.8 * PS1_TOTAL),
+    "x_ps1_on_time": Late(Case("ps1"), -60, PS1_TOTAL),
     # Found: a timestamp that cannot be read was silently on time. Rebuilt design: flagged to the instructor.
     "x_ps1_timestamp_unreadable": Late(Case("ps1"), None, None, ("timestamp",), "the day before the deadline"),
     "x_ps1_timestamp_missing": Late(Case("ps1"), None, None, ("timestamp",)),

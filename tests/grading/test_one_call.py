@@ -128,9 +128,11 @@ def _answers(assignment, student):
                 "one_f_one_b": {round(float(compare["bubble_1f1b"]), 9), compare["compared_with_gpipe"]}}
     whole = grids(student)
     idle = lambda g: frozenset((s, t) for s, row in enumerate(g.rows) for t, c in enumerate(row) if c == -1)  # noqa
-    path = frozenset((e.stage, t) for e in critical_path(whole["path"].timeline) for t in range(int(e.start), int(e.end)))
+    path = frozenset((e.stage, t) for e in critical_path(whole["path"].timeline)
+                     for t in range(int(e.start), int(e.end)))
     return {"count": {round(float(whole["count"].total_slots), 9), round(float(whole["count"].idle_slots), 9)},
-            "mark": {("cells", idle(whole["mark"]))}, "path": {("cells", path)}, "causes": {("cells", idle(whole["causes"]))}}
+            "mark": {("cells", idle(whole["mark"]))}, "path": {("cells", path)},
+            "causes": {("cells", idle(whole["causes"]))}}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """counting — the slot-counting exam, answered in :class:`~ppedu.widgets.SlotCountingExercise` itself, on grids that
-reach the student as pictures only (``questions.json``, made on the instructors' side; :mod:`ppedu.grading.questiondata`):
+reach the student as pictures only (``questions.json``, made on the instructors' side;
+:mod:`ppedu.grading.questiondata`):
 the counts of a grid whose last third is covered typed into one exercise (``count``), the idle cells of another,
 covered ones included, clicked in a second (``mark``), and a grid no chapter draws read for a critical path
 (``path``) and its idle cells' causes (``causes``); two answers are written and graded by hand. The answers are saved

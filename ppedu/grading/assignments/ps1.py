@@ -2,7 +2,8 @@
 one GPU twice as slow, counted from its picture (made on the instructors' side and released as data,
 ``questions.json``); 1F1B on the same GPUs, with the reason it differs written (graded by hand); GPipe's makespan with
 a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters and, from
-them, the fewest micro-batches for a target bubble; and a bubble stated as DeepSeek-V3's table states it, turned into a share of the step. Each function is checked
+them, the fewest micro-batches for a target bubble; and a bubble stated as DeepSeek-V3's table states it, turned into
+a share of the step. Each function is checked
 where ppedu (its simulator, its formulas) has no code. Nothing here draws or simulates the grid.
 
 >>> sorted(values("alice"))

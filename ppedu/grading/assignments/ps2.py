@@ -38,8 +38,10 @@ def _draw(pick: Picker) -> dict[str, Any]:
 QUESTIONS: dict[str, Any] = {
     "peaks": Question((Counts("peak_gpipe"), Counts("peak_1f1b"))),
     "interleaved_peak": FormulaQuestion({"interleaved_peak": ((4, 8, 2, 0), (4, 8, 2, 3), (2, 2, 3, 1))},
-                                        lambda name, v: ((v["p"], 2 * v["p"], v["v"], 0), (v["p"], 3 * v["p"], v["v"], 1))),
-    "block": FormulaQuestion({"block_bytes": ((4096, 1, 4096, 32, 32, 16384, 0, 1), (2048, 2, 4096, 32, 8, 11008, 1, 0))},
+                                        lambda name, v: ((v["p"], 2 * v["p"], v["v"], 0),
+                                                         (v["p"], 3 * v["p"], v["v"], 1))),
+    "block": FormulaQuestion({"block_bytes": ((4096, 1, 4096, 32, 32, 16384, 0, 1),
+                                              (2048, 2, 4096, 32, 8, 11008, 1, 0))},
                              lambda name, v: ((v["seq"], v["microbatch_size"], v["hidden"], v["heads"], v["kv_heads"],
                                                v["ffn"], int(v["gated"]), 1),)),
     "s_act": Question((Number("S_act_GB"), Number("weights_GB"))),
