@@ -8,7 +8,7 @@ from pathlib import Path
 
 import nbformat
 
-from conftest import ROOT
+from conftest import ROOT, autograded_cells, graded_cells
 
 
 def ppedu(*args, cwd=ROOT):
@@ -61,4 +61,6 @@ def test_grade_refuses_without_a_sandbox_unless_told(course):
     assert run.returncode == 2 and "no sandbox" in run.stderr and "--no-sandbox" in run.stderr
     assert run.stderr.count("\n") == 1
     run = subprocess.run([*grade, "--no-sandbox"], cwd=course, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and "trusted: 9/10" in run.stdout, run.stdout + run.stderr
+    solved = course / "solutions" / "ps1" / "ps1.ipynb"
+    auto, total = (sum(points for _, points in cells(solved)) for cells in (autograded_cells, graded_cells))
+    assert run.returncode == 0 and f"trusted: {auto:g}/{total:g}" in run.stdout, run.stdout + run.stderr
