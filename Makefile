@@ -15,8 +15,11 @@ lab: bubblewrap
 # `make test` runs every test, the browser tests in tests/browser/ included (and, as root, a JupyterHub class, a
 # class graded into a PostgreSQL gradebook and a class on an exchange mounted over SFTP, each test starting and
 # stopping its own server).
+# TEST_JOBS workers (pytest-xdist), each test on whichever is free but those that share a fixture of their module or
+# a resource of the machine (tests/conftest.py); TEST_JOBS=0 runs it in this one process.
+TEST_JOBS ?= 2
 test: install chromium bubblewrap npm postgresql sshfs
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadgroup) --durations=25
 
 test-browser: install chromium npm
 	$(BIN)/python -m pytest tests/browser
@@ -77,6 +80,8 @@ HUB_DATA ?= /srv/ppedu
 HUB_FLAGS ?=
 hub: bubblewrap npm
 	@command -v git >/dev/null || { apt-get update -qq && apt-get install -y -qq git; }
+	@command -v setquota >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends quota; } \
+		|| echo "quota could not be installed: the exchange will have no quota per student"
 	/usr/bin/python3 hub/deploy.py --prefix "$(HUB_PREFIX)" --data "$(HUB_DATA)" $(HUB_FLAGS)
 
 bench: install bubblewrap
@@ -85,6 +90,7 @@ bench: install bubblewrap
 	$(BIN)/python benchmarks/bench_mnist.py
 	$(BIN)/python benchmarks/bench_grade.py
 	$(BIN)/python benchmarks/bench_search.py
+	$(BIN)/python benchmarks/bench_collectives.py
 
 # After editing a chapter: its slide metadata as jupyterlab-slideshow's deck reads it, and any notes cells moved to the
 # lecturer's docs/speaker-notes/ (tests/test_lecture.py fails until this is run).

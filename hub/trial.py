@@ -17,6 +17,8 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -35,7 +37,7 @@ def _check_loopback(url: str) -> None:
 
 
 #: How the guide makes a student's or an instructor's account: a private home (0700), in the course's group.
-ADD_USER = "useradd --create-home --key HOME_MODE=0700 --groups {group} {name}"
+ADD_USER = "useradd --create-home --key HOME_MODE=0700 --shell /bin/bash --groups {group} {name}"
 
 
 @dataclass
@@ -50,7 +52,7 @@ class Accounts:
         password = secrets.token_urlsafe(12)
         command = ADD_USER.format(group=group, name=name).split()  # as the guide says
         where = ["--home-dir", str(self.home / name)] if self.home else []
-        subprocess.run([*command[:-1], *where, "--shell", "/bin/bash", name], check=True, capture_output=True)
+        subprocess.run([*command[:-1], *where, name], check=True, capture_output=True)
         self.made[name] = password
         subprocess.run(["chpasswd"], input=f"{name}:{password}", text=True, check=True, capture_output=True)
         return password
@@ -95,36 +97,118 @@ def free_port() -> int:
 #: The guide's places (``make hub``'s defaults), and a file that marks a data folder a trial made.
 PREFIX, DATA = Path("/opt/ppedu"), Path("/srv/ppedu")
 TRIAL_MARK = ".made-by-a-trial"
+PROFILE = Path("/etc/profile.d/ppedu.sh")
+#: SIGINT's bit in /proc/PID/status's SigIgn mask.
+SIGINT_IGNORED = 1 << (signal.SIGINT - 1)
+
+
+def instructors_clone(root: Path, where: Path) -> Path:
+    """The instructors' clone a trial runs ``make hub`` in: a git repository holding ``root``'s working tree as it is
+    (its uncommitted changes committed), so that a change committed there later is one the hub can take."""
+    clone = where / "ppedu"
+    listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (root / name).is_file() or (root / name).is_symlink():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, clone / name, follow_symlinks=False)
+    for argv in (["init", "-q", "--initial-branch=main"], ["add", "-A"],
+                 ["-c", "user.name=Instructor", "-c", "user.email=ines@example.org", "commit", "-qm", "The course"]):
+        subprocess.run(["git", "-C", str(clone), *argv], check=True, capture_output=True)
+    return clone
+
+
+def make_hub(clone: Path) -> subprocess.CompletedProcess:
+    """``sudo make hub`` in ``clone`` (as root), as a script in the background runs it: SIGINT ignored, which the hub
+    it starts must not inherit."""
+    make = ["sudo", "make"] if shutil.which("sudo") else ["make"]
+    return subprocess.run([*make, "--no-print-directory", "hub"], cwd=clone, capture_output=True, text=True,
+                          timeout=1800, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+
+@dataclass
+class Deployment:
+    """A hub deployed and started by ``make hub`` for a trial (:func:`deployed_as_documented`), the instructors'
+    clone it came from, and its people."""
+
+    tag: str
+    base: Path
+    settings: dict
+    accounts: Accounts
+    output: str
+    clone: Path
+
+    def add(self, who: str, role: str) -> tuple[str, str]:
+        """A person of the trial (role: "instructors" or "students"); their login name and password."""
+        name = f"{self.tag}-{who}"
+        return name, self.accounts.add(name, self.settings[role])
+
+    @property
+    def settings_file(self) -> Path:
+        return Path(self.settings["data"]) / "hub" / "ppedu-hub.json"
+
+    @property
+    def url(self) -> str:
+        return local_url(self.settings["bind_url"])
+
+    def ctl(self, command: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """``ppedu-hub COMMAND`` as the guide says it (as root), from ``cwd``."""
+        return subprocess.run([str(Path(self.settings["prefix"]) / "bin" / "ppedu-hub"), command], cwd=cwd,
+                              capture_output=True, text=True, timeout=600)
+
+    def hub(self) -> RunningHub:
+        pid = int((Path(self.settings["data"]) / "hub" / "jupyterhub.pid").read_text())
+        wait_for(f"{self.url}/hub/api/", seconds=120)
+        return RunningHub(self.url, pid)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @contextmanager
 def deployed_as_documented(root: Path) -> Iterator[Deployment]:
-    """``make hub`` as the guide says it (``sudo make hub`` where there is sudo, as root): the default environment,
-    data folder, groups, grader account and ports. Refuses (RuntimeError) a machine whose /srv/ppedu a trial did not
-    make. At the end the data folder, and the groups, grader and users the trial made, are removed; the environment
-    stays (a second ``make hub`` reuses it)."""
+    """``make hub`` as the guide says it (``sudo make hub`` where there is sudo, as root) in an instructors' clone of
+    ``root``: the default environment, data folder, groups, grader account and ports; the hub started. Refuses
+    (RuntimeError) a machine whose /srv/ppedu a trial did not make. At the end the hub is stopped as the guide says
+    (``ppedu-hub stop``), and the data folder (its exchange unmounted), the groups, grader and users the trial made
+    are removed; the environment stays (a second ``make hub`` reuses it)."""
     if DATA.exists() and not (DATA / TRIAL_MARK).exists():
         raise RuntimeError(f"{DATA} holds a class: a trial on the documented defaults would replace it")
     existing = {name for name in ("ppedu-instructors", "ppedu-students", "grader-ppedu")
                 if not subprocess.run(["getent", "group", name], capture_output=True).returncode}
+    profile_existed = PROFILE.exists()
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / TRIAL_MARK).write_text("made by hub/trial.py\n")
     accounts = Accounts()
+    where = Path(tempfile.mkdtemp(prefix="ppedu-hub-trial-"))
     try:
-        make = ["sudo", "make"] if shutil.which("sudo") else ["make"]
-        made = subprocess.run([*make, "--no-print-directory", "hub"], cwd=root, capture_output=True, text=True,
-                              timeout=1800)
+        clone = instructors_clone(root, where)
+        made = make_hub(clone)
         if made.returncode:
             raise RuntimeError(f"make hub failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}")
         settings = json.loads((DATA / "hub" / "ppedu-hub.json").read_text())
-        yield Deployment(f"p{secrets.token_hex(2)}", DATA, settings, accounts, made.stdout)
+        yield Deployment(f"p{secrets.token_hex(2)}", DATA, settings, accounts, made.stdout, clone)
     finally:
+        log = DATA / "hub" / "jupyterhub.log"
+        if sys.exc_info()[0] and log.exists():  # what the hub said, before it goes with the data folder
+            print(f"the end of the hub's log:\n{log.read_text(errors='replace')[-6000:]}", file=sys.stderr)
+        ppedu_hub = PREFIX / "bin" / "ppedu-hub"
+        if ppedu_hub.exists() and (DATA / "hub" / "ppedu-hub.json").exists():
+            subprocess.run([str(ppedu_hub), "stop"], capture_output=True, timeout=600)
         accounts.remove()
         if "grader-ppedu" not in existing:
             subprocess.run(["userdel", "grader-ppedu"], capture_output=True)
         for group in {"ppedu-instructors", "ppedu-students", "grader-ppedu"} - existing:
             subprocess.run(["groupdel", group], capture_output=True)
+        if os.path.ismount(DATA / "exchange"):
+            subprocess.run(["umount", str(DATA / "exchange")], capture_output=True)
         shutil.rmtree(DATA, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
+        if not profile_existed:
+            PROFILE.unlink(missing_ok=True)
 
 
 def local_url(bind_url: str) -> str:
@@ -132,19 +216,12 @@ def local_url(bind_url: str) -> str:
     return re.sub(r"^http://(0\.0\.0\.0)?:", "http://127.0.0.1:", bind_url.rstrip("/"))
 
 
-#: SIGINT's bit in /proc/PID/status's SigIgn mask.
-SIGINT_IGNORED = 1 << (signal.SIGINT - 1)
-
-
 @dataclass
 class RunningHub:
-    """A hub started by :func:`running_hub`: its public URL, its process, and how it stopped (seconds from SIGTERM to
-    its exit; whether it had to be killed)."""
+    """A hub a trial found running: its public URL and its process id."""
 
     url: str
-    process: subprocess.Popen
-    stop_seconds: float | None = None
-    killed: bool = False
+    pid: int
 
     def ignoring_interrupt(self) -> list[str]:
         """The commands of the processes the hub started (proxy, services, servers) that ignore SIGINT, the first
@@ -153,44 +230,23 @@ class RunningHub:
         for status in Path("/proc").glob("[0-9]*/status"):
             try:
                 fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
-                if int(fields["PPid"]) == self.process.pid and int(fields["SigIgn"], 16) & SIGINT_IGNORED:
+                if int(fields["PPid"]) == self.pid and int(fields["SigIgn"], 16) & SIGINT_IGNORED:
                     found.append((status.parent / "cmdline").read_text().replace("\0", " ").strip())
             except (OSError, KeyError, ValueError):
                 continue  # a process that ended meanwhile
         return found
 
-
-@contextmanager
-def running_hub(settings: Path, log: Path, seconds: float = 120) -> Iterator[RunningHub]:
-    """The hub of a deployment, started as root with its settings the way a script starts it in the background
-    (``jupyterhub ... &``: SIGINT ignored, as a shell without job control leaves it); stops it with SIGTERM at the end
-    (and with it every server and service it started), killing it only if it has not exited after a minute."""
-    config = json.loads(settings.read_text())
-    state = Path(config["data"]) / "hub"
-    url = local_url(config["bind_url"])
-    _check_loopback(url)
-    with log.open("ab") as out:
-        hub = subprocess.Popen([str(Path(config["prefix"]) / "bin" / "jupyterhub"), "-f", str(state / "jupyterhub_config.py")],
-                               cwd=state, env={**os.environ, "PPEDU_HUB_SETTINGS": str(settings)}, stdout=out,
-                               stderr=subprocess.STDOUT, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    running = RunningHub(url, hub)
-    try:
-        try:
-            wait_for(f"{url}/hub/api/", seconds=seconds, alive=lambda: hub.poll() is None)
-        except TimeoutError:
-            raise RuntimeError(f"the hub did not start:\n{log.read_text()[-3000:]}") from None
-        yield running
-    finally:
-        began = time.monotonic()
-        hub.send_signal(signal.SIGTERM)
-        try:
-            hub.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            running.killed = True
-            os.killpg(hub.pid, signal.SIGKILL)
-            hub.wait()
-        running.stop_seconds = time.monotonic() - began
+    def session(self) -> list[str]:
+        """The commands of the processes still in the session the hub led (none once it is stopped)."""
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                state, _, _, session = stat.read_text().rsplit(")", 1)[1].split()[:4]
+                if int(session) == self.pid and state != "Z":  # a zombie runs nothing
+                    found.append((stat.parent / "cmdline").read_text().replace("\0", " ").strip())
+            except (OSError, ValueError, IndexError):
+                continue
+        return found
 
 
 def wait_for(url: str, token: str | None = None, seconds: float = 90, alive: Callable[[], bool] = lambda: True) -> None:
@@ -269,6 +325,28 @@ class User:
             time.sleep(0.5)
         return time.monotonic() - began
 
+    def spawn_page(self) -> tuple[int, str]:
+        """What the browser shows at the hub's spawn page (where "Start My Server" leads): its status and text."""
+        try:
+            with self._browser.open(f"{self.hub}/hub/spawn/{self.name}", timeout=120) as page:
+                return page.status, page.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
+    def run_code(self, code: str, seconds: float = 120) -> dict:
+        """``code`` run in a new kernel of this user's server, as a notebook's cell runs: the kernel's outputs
+        (``stream``: the text printed, ``error``: (ename, evalue)) and its ``status`` when the cell ended ("idle", or
+        "restarting"/"dead" where the kernel died)."""
+        kernel = self.server("POST", "api/kernels", body={"name": "python3"})["id"]
+        try:
+            url = f"{self.hub.replace('http://', 'ws://')}/user/{self.name}/api/kernels/{kernel}/channels"
+            return asyncio.run(_execute(url, self.token, code, seconds))
+        finally:
+            try:
+                self.server("DELETE", f"api/kernels/{kernel}")
+            except HTTPError:
+                pass
+
     def server(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.call(method, f"/user/{self.name}/{path.lstrip('/')}", **kwargs)
 
@@ -326,6 +404,47 @@ def terminal(base: str, token: str, command: str, seconds: float = 60) -> str:
     finally:
         urllib.request.urlopen(urllib.request.Request(f"{base}/api/terminals/{name}", method="DELETE",
                                                       headers=headers), timeout=60).close()
+
+
+async def _execute(url: str, token: str, code: str, seconds: float) -> dict:
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    socket_ = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {token}"}))
+    msg_id = secrets.token_hex(8)
+    await socket_.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "trial", "session": msg_id,
+                   "version": "5.3"},
+        "parent_header": {}, "metadata": {}, "channel": "shell",
+        "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
+                    "allow_stdin": False}}))
+    seen: dict = {"stream": "", "error": None, "status": None}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            message = await asyncio.wait_for(socket_.read_message(), timeout=max(deadline - time.monotonic(), 0.1))
+        except asyncio.TimeoutError:
+            break
+        if message is None:
+            break
+        if isinstance(message, bytes):
+            continue
+        msg = json.loads(message)
+        kind, content = msg.get("msg_type") or msg["header"]["msg_type"], msg.get("content", {})
+        if kind == "status" and content.get("execution_state") in ("restarting", "dead"):
+            seen["status"] = content["execution_state"]  # the server's word: the kernel died
+            break
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if kind == "stream":
+            seen["stream"] += content["text"]
+        elif kind == "error":
+            seen["error"] = (content["ename"], content["evalue"])
+        elif kind == "status" and content.get("execution_state") == "idle":
+            seen["status"] = "idle"
+            break
+    socket_.close()
+    return seen
 
 
 async def _type(url: str, token: str, command: str, seconds: float) -> str:

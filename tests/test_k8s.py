@@ -14,10 +14,12 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 from jsonschema import Draft7Validator
+from traitlets.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S = ROOT / "hub" / "k8s"
@@ -77,10 +79,66 @@ def test_the_values_name_the_course_image_the_postgresql_gradebook_and_the_excha
     exchange = re.search(r"^ENV PPEDU_EXCHANGE=(\S+)$", DOCKERFILE, re.M)[1]
     assert mounts["exchange"] == exchange and "nfs" in volumes["exchange"]
     assert hub["db"]["type"] == "postgres" and hub["extraEnv"]["PPEDU_DB_URL"]["valueFrom"]["secretKeyRef"]
-    hook = hub["extraConfig"]["ppedu-roles"]
-    compile(hook, "extraConfig", "exec")
-    assert "PPEDU_DB_URL" in hook and "formgrade-ppedu" in hook  # the gradebook's URL for instructors only
     assert "PPEDU_DB_URL" not in json.dumps(single)
+
+
+def _hub(user_id, name, *groups):
+    """A spawner of the hub's, as the hook sees it: its user's id in the hub's database, name and hub groups."""
+    user = SimpleNamespace(id=user_id, name=name, groups=[SimpleNamespace(name=g) for g in groups])
+    return SimpleNamespace(user=user, environment={})
+
+
+@pytest.fixture
+def hook(monkeypatch):
+    """hub.extraConfig's ppedu-users run as the chart runs it: in the hub's config, with ``c`` its Config."""
+    monkeypatch.setenv("PPEDU_DB_URL", "postgresql+psycopg://grader:secret@db/ppedu")
+    config = Config()
+    exec(compile(VALUES["hub"]["extraConfig"]["ppedu-users"], "extraConfig", "exec"), {"c": config})
+    return config.KubeSpawner
+
+
+def _pod(kube, spawner):
+    """What KubeSpawner puts in the pod's security context for ``spawner`` (it calls each setting that is callable
+    with the spawner), after the pre-spawn hook."""
+    kube.pre_spawn_hook(spawner)
+    ids = {k: (v(spawner) if callable(v) else v) for k, v in
+           (("runAsUser", kube.uid), ("runAsGroup", kube.gid), ("fsGroup", kube.fs_gid),
+            ("supplementalGroups", kube.supplemental_gids))}
+    return ids, spawner.environment
+
+
+def test_every_user_runs_as_a_uid_of_their_own_kept_by_the_hub(hook):
+    """uid = 100000 + the user's id in the hub's database: distinct users, distinct uids, the same uid every time
+    (and across hub restarts: the id is the database's); no student shares a group with another or with the
+    instructors, whose shared group owns the submissions (nbgrader's inbound/ is 2733)."""
+    alice, bob = _hub(1, "alice", "nbgrader-ppedu"), _hub(2, "bob", "nbgrader-ppedu")
+    ines, ivan = _hub(3, "ines", "formgrade-ppedu"), _hub(40, "ivan", "formgrade-ppedu", "nbgrader-ppedu")
+    pods = {who.user.name: _pod(hook, who) for who in (alice, bob, ines, ivan)}
+    assert {n: p[0]["runAsUser"] for n, p in pods.items()} == {"alice": 100001, "bob": 100002, "ines": 100003,
+                                                               "ivan": 100040}
+    assert _pod(hook, _hub(1, "alice", "nbgrader-ppedu"))[0] == pods["alice"][0]  # stable
+    assert pods["alice"][0] == {"runAsUser": 100001, "runAsGroup": 100001, "fsGroup": 100001, "supplementalGroups": []}
+    assert pods["bob"][0]["runAsGroup"] == pods["bob"][0]["fsGroup"] == 100002
+    assert {p[0]["runAsGroup"] for n, p in pods.items() if n in ("ines", "ivan")} == {99999}
+    assert 99999 not in {pods[s][0]["runAsGroup"] for s in ("alice", "bob")}
+
+
+def test_the_hook_names_each_pods_user_and_gives_the_gradebook_to_instructors_only(hook):
+    (_, student), (_, teacher) = _pod(hook, _hub(5, "alice", "nbgrader-ppedu")), _pod(hook, _hub(6, "ines",
+                                                                                               "formgrade-ppedu"))
+    assert student == {"USER": "alice", "LOGNAME": "alice"}  # nbgrader's student id, with no name for the uid
+    assert teacher["USER"] == "ines" and teacher["PPEDU_DB_URL"].startswith("postgresql+psycopg://")
+
+
+def test_a_hub_user_id_with_no_uid_is_refused(hook):
+    with pytest.raises(ValueError, match="no uid"):
+        hook.uid(_hub(2**31, "mallory"))
+
+
+def test_the_values_leave_no_shared_uid_to_the_chart():
+    """The chart's own singleuser.uid (1000) and fsGid (100) are removed (null), so only the hook's apply."""
+    single = merged(DEFAULTS, VALUES)["singleuser"]
+    assert DEFAULTS["singleuser"]["uid"] == 1000 and "uid" not in single and "fsGid" not in single
 
 
 def _copied():

@@ -67,11 +67,13 @@ class Library:
 class Code:
     """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
     through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
-    side serves the driver while it runs (:mod:`ppedu.grading.service`)."""
+    side serves the driver while it runs (:mod:`ppedu.grading.service`). ``ranks`` above 1 runs the notebook in that
+    many sandboxes at once, ranks whose only channel is the ``service`` (:func:`ppedu.grading.ranked.once`)."""
 
     library: Library = Library()
     driver: str | None = None
     service: str | None = None
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -217,20 +219,21 @@ def _search_path(library: str) -> list[str]:
 def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
-                  use_sandbox: bool = True, service: str | None = None) -> FunctionRun:
+                  use_sandbox: bool = True, service: str | None = None, runner: Any = None) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
     interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
-    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel)."""
+    are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel). ``runner`` makes one
+    run (by default :func:`_run_once`, one interpreter; :func:`ppedu.grading.ranked.once` gives one of several)."""
     deadline = time.monotonic() + timeout
     where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
     results: dict[str, dict[str, Any]] = {}
     errors: list[tuple[int, str]] = []
     todo, stopped = dict(requests), None
     while todo:
-        once, at = _run_once(cells, library, todo, assignment, student, values, deadline - time.monotonic(), driver,
-                             cell_timeout, limits, use_sandbox, service)
+        once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
+                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox, service)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
@@ -249,14 +252,8 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
     from ppedu.grading.service import serving
 
     copy = view(library)
-    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
-             for name, cases in functions.items() for args in cases]
-    request = json.dumps({
-        "path": _search_path(sandbox.LIBRARY if use_sandbox else str(copy.parent)),
-        "assignment": assignment, "student": student, "values": dict(values), "driver": driver,
-        "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
-        "cell_timeout": cell_timeout,
-        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
+    asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent))
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
             library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
@@ -286,6 +283,20 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
                and isinstance(r["at"], int)), None)
     run = _collect(records, stopped, asked, process.returncode)
     return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
+
+
+def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
+                    assignment: str, student: str, values: Mapping[str, Any], driver: str | None, cell_timeout: float,
+                    library: str) -> tuple[list[tuple[str, str, Any]], str]:
+    """The calls asked, in order (``(test, name, args)``, the arguments as JSON has them), and the harness's request
+    (JSON) for a run importing the ppedu in ``library``."""
+    asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
+             for name, cases in functions.items() for args in cases]
+    return asked, json.dumps({
+        "path": _search_path(library), "assignment": assignment, "student": student, "values": dict(values),
+        "driver": driver, "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
+        "cell_timeout": cell_timeout,
+        "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
 
 
 def _read(fd: int, timeout: float, quiet: float) -> tuple[list[Any], str | None]:

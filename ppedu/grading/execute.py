@@ -42,6 +42,7 @@ from traitlets import Bool, Integer
 
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
 from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
+from ppedu.grading.ranked import once
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
 
@@ -304,7 +305,7 @@ class Evaluate(SandboxedExecute):
                      for c in nb.cells]
             run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
                                 driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
-                                use_sandbox=self.sandbox)
+                                use_sandbox=self.sandbox, runner=once(code.ranks))
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():

@@ -91,6 +91,7 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     wrong getting there (as :class:`~ppedu.grading.execute.Evaluate` records it)."""
     from IPython import get_ipython
 
+    from ppedu.grading.ranked import once
     from ppedu.grading.sandbox import unavailable
 
     shell = get_ipython()
@@ -100,7 +101,8 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     cells = [*(Cell(source) for source in history), Cell("", test=question)]
     requests = {question: form.calls(values)}
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
-                        driver=form.code.driver, use_sandbox=unavailable() is None)
+                        driver=form.code.driver, use_sandbox=unavailable() is None, service=form.code.service,
+                        runner=once(form.code.ranks))
     return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 

@@ -279,19 +279,27 @@ FITTED_JS = """
 # In the page: what the shown cells of the slide show cut off, too small (``least`` px, 0: not checked) or unlabelled
 # (MEASURE_JS), and each button of the deck's remote (its arrows) where anything but the slide lies under or over it
 # (a pop-up beneath the arrows hides them just as well).
-SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + """
-  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
-  const out = measure(shown.map(i => [`cell ${i + 1}`, cells[i]]), least, true);
+COVERED_JS = """
+const coveredArrows = panel => {
   const remote = document.querySelector('.jp-Deck-Remote'), buttons = [...remote?.querySelectorAll('button') ?? []];
-  const covered = buttons.flatMap(button => {
+  return [buttons.length, buttons.flatMap(button => {
     const box = button.getBoundingClientRect();
     const over = document.elementsFromPoint(box.x + box.width / 2, box.y + box.height / 2)
       // the slide's own boxes and JupyterLab's around it aside, anything seen above or below the button
       .find(e => !remote.contains(e) && !e.contains(remote) && !panel.contains(e) && !e.contains(panel)
                  && e.checkVisibility({opacityProperty: true, visibilityProperty: true}));
     return box.width && over ? [`${over.tagName.toLowerCase()} ${String(over.className?.baseVal ?? over.className)}`] : [];
-  });
-  if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${buttons.length} buttons lie under or over ${covered[0]}`);
+  })];
+};
+"""
+# In the page: whether nothing lies under or over the deck's arrows (a side bar shown under the pointer hides once the
+# pointer has left it, later on a loaded machine: the check waits for that, and then reports what stays).
+ARROWS_CLEAR_JS = "panel => {" + COVERED_JS + "return coveredArrows(panel)[1].length === 0; }"
+SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + COVERED_JS + """
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const out = measure(shown.map(i => [`cell ${i + 1}`, cells[i]]), least, true);
+  const [count, covered] = coveredArrows(panel);
+  if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${count} buttons lie under or over ${covered[0]}`);
   return out;
 }
 """
@@ -327,6 +335,10 @@ def present(lab, panel, name: str) -> None:
                     lab.page.wait_for_function(FITTED_JS, arg=[panel.element_handle(), state["shown"]], timeout=15_000)
                 except Exception:
                     problems.append(f"{where}: a diagram was not redrawn for the width of its box")
+                try:
+                    lab.page.wait_for_function(ARROWS_CLEAR_JS, arg=panel.element_handle(), timeout=10_000)
+                except Exception:
+                    pass  # SLIDE_JS names what covers them
                 problems += [f"{where if problem.startswith('cell') else f'{name} at {width}×{height}'}: {problem}"
                              for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0])]
                 shoot(lab, panel, name, width, step, state, shot)

@@ -9,6 +9,7 @@ problem set in minutes: the other assignments' tests are skipped)."""
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,25 +52,31 @@ def _submit(course, student, case):
 CANARY = f"canary-{uuid.uuid4().hex}"
 
 
-def _grade(course, assignment, students):
+def _grade(course, assignment, students, tmp):
+    """``ppedu grade`` with a temporary folder of this test's own (TMPDIR): what is left there is this test's alone,
+    whatever other graders on the host do meanwhile."""
     args = [a for s in students for a in ("--student", s)]
     return subprocess.run([sys.executable, "-m", "ppedu", "grade", assignment, "--jobs", "2", "--timeout",
                            str(TIMEOUT.get(assignment, SLOW)), *args], cwd=course, capture_output=True, text=True,
-                          timeout=1200, env={**os.environ, "PPEDU_CANARY": CANARY})
+                          timeout=1200, env={**os.environ, "PPEDU_CANARY": CANARY, "TMPDIR": str(tmp)})
 
 
-def _sandboxes_traces():
-    """What sandboxed code could have left in the host's /tmp: anything owned by a sandbox's user, or named ppedu-."""
+def _sandboxes_traces(tmp):
+    """What grading could have left behind: anything in its own temporary folder, and anything at the top of the
+    host's /tmp owned by a sandbox's user (sandboxed code writing past its private /tmp) that is not a grader's
+    working folder (ppedu-…, another grader's while it runs)."""
     from ppedu.grading.sandbox import SANDBOX_UIDS
 
     found = set()
-    for folder, dirs, files in os.walk("/tmp"):
-        dirs[:] = [d for d in dirs if not d.startswith("pytest-of-")]
+    for folder, dirs, files in os.walk(tmp):
         for name in dirs + files:
             path = os.path.join(folder, name)
-            info = os.lstat(path)
-            if info.st_uid >= SANDBOX_UIDS or (folder == "/tmp" and name.startswith("ppedu-")):
-                found.add((path, info.st_size if not os.path.isdir(path) else 0))
+            found.add((path, os.path.getsize(path) if not os.path.isdir(path) else 0))
+    with os.scandir("/tmp") as entries:
+        for entry in entries:
+            info = entry.stat(follow_symlinks=False)
+            if info.st_uid >= SANDBOX_UIDS and not entry.name.startswith("ppedu-"):
+                found.add((entry.path, info.st_size if not entry.is_dir(follow_symlinks=False) else 0))
     return found
 
 
@@ -104,15 +111,17 @@ def graded(course):
     host_secret.write_text(CANARY)
     for student, case in BYSTANDERS.items():
         _submit(course, student, case)
-    first = _grade(course, "ps1", BYSTANDERS)
+    tmp = Path(tempfile.mkdtemp(prefix="autograde-tmp-"))
+    tmp.chmod(0o1777)  # as /tmp
+    first = _grade(course, "ps1", BYSTANDERS, tmp)
     assert first.returncode == 0, first.stdout + first.stderr
-    traces = _sandboxes_traces()
+    traces = _sandboxes_traces(tmp)
     corpus = {a: CORPUS[a] for a in GRADED}
     for assignment, cases in corpus.items():
         for student, case in cases.items():
             _submit(course, student, case)
     before = _rows(course, BYSTANDERS), _hashes(course, PPEDU)
-    runs = {a: _grade(course, a, cases) for a, cases in corpus.items()}
+    runs = {a: _grade(course, a, cases, tmp) for a, cases in corpus.items()}
     after = _rows(course, BYSTANDERS), _hashes(course, PPEDU)
     with _gradebook(course) as gb:
         scores = {(a, s): gb.find_submission(a, s).score for a, cases in corpus.items() for s in cases}
@@ -121,12 +130,14 @@ def graded(course):
                   for a, cases in corpus.items() for s in cases}
     for student, case in AFTER.items():
         _submit(course, student, case)
-    later = _grade(course, "ps1", AFTER)
+    later = _grade(course, "ps1", AFTER, tmp)
     with _gradebook(course) as gb:
         scores.update({("ps1", s): gb.find_submission("ps1", s).score for s in AFTER})
     host_secret.unlink()
+    traces = (traces, _sandboxes_traces(tmp))
+    shutil.rmtree(tmp, ignore_errors=True)
     return {"runs": runs, "scores": scores, "manual": manual, "before": before, "after": after, "later": later,
-            "traces": (traces, _sandboxes_traces())}
+            "traces": traces}
 
 
 CASES = [(a, s) for a, cases in CORPUS.items() for s in cases]

@@ -26,7 +26,7 @@ from ppedu.grading.verdict import check_notebook
 KEEPS = ("moved", "fixed_later", "numpy")
 BREAKS = ("blank", "text", "broken_later")
 #: Notebooks made per assignment.
-EXAMPLES = {"ps1": 4, "ps2": 3, "ps3": 3, "ps4": 3, "ps5": 2, "ps6": 3, "ps7": 3, "final": 3}
+EXAMPLES = {"ps1": 4, "ps2": 3, "ps3": 3, "ps4": 3, "ps5": 2, "ps6": 3, "ps7": 3, "ps8": 2, "final": 3}
 
 
 def _defined(source):

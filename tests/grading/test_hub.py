@@ -19,7 +19,9 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 from datetime import datetime, timedelta, timezone
@@ -32,7 +34,7 @@ from conftest import ROOT, autograded_cells, cells
 from guide import section
 
 sys.path.insert(0, str(ROOT / "hub"))
-from trial import ADD_USER, HTTPError, User, deployed_as_documented, running_hub, terminal  # noqa: E402
+from trial import ADD_USER, HTTPError, User, deployed_as_documented, make_hub, terminal  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("npm") or not shutil.which("bwrap"),
@@ -88,11 +90,16 @@ def classroom():
         with deployed_as_documented(ROOT) as hub:
             people = {who: hub.add(who, "instructors" if who == "ines" else "students")
                       for who in ("ines", "alice", "bob", "carol")}
-            log = hub.base / "hub.log"
-            with running_hub(hub.settings_file, log) as running:
-                seen = _class(running.url, people, hub.settings, hub.output)
-                seen["ignoring_interrupt"] = running.ignoring_interrupt()
-            seen.update(deployed=hub.output, settings=hub.settings, hub_log=log.read_text(), killed=running.killed)
+            running = hub.hub()
+            seen, users = _class(running.url, people, hub.settings, hub.output)
+            seen["ignoring_interrupt"] = running.ignoring_interrupt()
+            seen["limits"] = _limits(hub, users)
+            seen["readable_home"] = _readable_home(hub)
+            seen["course_change"] = _course_change(hub, users, seen["link"])
+            seen["lifecycle"] = _lifecycle(hub, running, people)
+            seen["login_shell"] = _login_shell(hub, seen["names"]["alice"])
+            seen.update(deployed=hub.output, settings=hub.settings,
+                        hub_log=(hub.base / "hub" / "jupyterhub.log").read_text())
     except RuntimeError as error:
         if "holds a class" not in str(error):
             raise
@@ -112,7 +119,7 @@ def _class(hub, people, settings, deployed_said):
     seen["assign"] = ines.formgrader("POST", "assignment/ps1/assign")
     ines.formgrader("PUT", "assignment/ps1", body=_due(datetime.now(timezone.utc) + timedelta(days=7)))
     seen["release"] = ines.formgrader("POST", "assignment/ps1/release")
-    link = re.search(r"/hub/user-redirect/git-pull\?\S+", deployed_said)[0]  # the link make hub printed
+    link = seen["link"] = re.search(r"/hub/user-redirect/git-pull\?\S+", deployed_said)[0]  # make hub's
     in_guide(link.split("?")[1], (urllib.parse.quote("/srv/ppedu/release", safe=""),
                                   urllib.parse.quote(settings["release"], safe="")))
     for who in ("alice", "bob", "carol"):
@@ -143,7 +150,7 @@ def _class(hub, people, settings, deployed_said):
     # What students have and have not.
     seen["alice_terminal"] = terminal(f"{hub}/user/{names['alice']}", alice.token,
                                       f"command -v nbgrader; command -v ppedu; ls {settings['course']}; "
-                                      "python3 ~/ppedu-course/install.py --lab")
+                                      "python3 ~/ppedu-course/install.py --lab; echo shell: $(ps -o comm= -p $$)")
     seen["alice_formgrader"] = _status(lambda: alice.formgrader("GET", "assignments"))
     seen["alice_own_formgrader"] = _status(lambda: alice.server("GET", "formgrader"))
     page = alice.server("GET", "lab")
@@ -186,14 +193,127 @@ def _class(hub, people, settings, deployed_said):
                        ("/srv/ppedu/release", settings["release"]))
     seen["rerelease"] = terminal(service, ines.token,
                                  "sed -i 's/Learning goals/Learning goals (revised)/' notebooks/02-gpipe.ipynb && "
-                                 f"{release} && echo releases: $(git -C {settings['release']} log --oneline | wc -l)",
+                                 f"{release} && echo releases: $(git -C {settings['release']} log --oneline | wc -l)"
+                                 " && git commit -qam 'Revised goals' && echo committed: $(git log -1 --format=%s)",
                                  seconds=300)
     for who in ("alice", "bob", "carol"):
         users[who].pull(link)
         seen.setdefault("pulled", {})[who] = [users[who].read(mine_path)["cells"][0]["source"],
                                               users[who].read("ppedu-course/notebooks/02-gpipe.ipynb")["cells"][0]["source"]]
     seen["names"] = names
+    return seen, users
+
+
+#: Up to 1,000 processes (each gone after 5 s), started from a kernel: where one is refused, which (a shell would retry
+#: its forks for minutes).
+FORKS = ("import os, time\nfor n in range(1000):\n    try:\n        child = os.fork()\n    except OSError as error:\n"
+         "        print('refused the process', n + 1, error)\n        break\n    if child == 0:\n        time.sleep(5)\n"
+         "        os._exit(0)\n")
+
+
+def _cgroup(name, file):
+    """A file of a user's control group (ppedu.limits: ppedu-users/<name> under the hub's)."""
+    return next(Path("/sys/fs/cgroup").glob(f"**/ppedu-users/{name}/{file}"))
+
+
+def _limits(hub, users):
+    """bob past the limits on the documented defaults (2G, 512 tasks, 1 core): a cell asking for 3 GB; two processes of
+    1.2 GB in his terminal (together past 2 GB: the OOM killer takes one); 1,000 background processes; two busy
+    loops. alice's server and the hub answer meanwhile."""
+    bob, name = users["bob"], users["bob"].name
+    seen = {"cell": bob.run_code("big = bytearray(3 * 2**30)")}
+    seen["after_cell"] = bob.run_code("print(sum(range(10)))")  # the kernel lives on
+    hog = "python3 -c 'import time; b = bytearray(b\"x\") * (1200 * 2**20); time.sleep(15)'"
+    seen["two_processes"] = terminal(f"{hub.url}/user/{name}", bob.token,
+                                     f"({hog}; echo first: $?) & ({hog}; echo second: $?) & wait", seconds=120)
+    seen["oom_kills"] = int(re.search(r"^oom_kill (\d+)", _cgroup(name, "memory.oom_control").read_text(), re.M)[1])
+    seen["forks"] = bob.run_code(FORKS + "time.sleep(6)  # until the children are gone\n")["stream"]
+    before = _cgroup(name, "cpu.stat").read_text()
+    terminal(f"{hub.url}/user/{name}", bob.token, "timeout 3 yes >/dev/null & timeout 3 yes >/dev/null & wait")
+    after = _cgroup(name, "cpu.stat").read_text()
+    seen["periods"] = [int(re.search(r"nr_periods (\d+)", t)[1]) for t in (before, after)]  # run under its quota
+    seen["quota"] = tuple(_cgroup(name, file).read_text().strip()
+                          for file in ("cpu.cfs_quota_us", "pids.max", "memory.limit_in_bytes"))
+    seen["exchange_mounted"] = os.path.ismount(hub.settings["exchange"])
+    seen["alice_answers"] = users["alice"].server("GET", "api/status")
+    seen["hub_answers"] = users["alice"].call("GET", "/hub/api/")
     return seen
+
+
+def _readable_home(hub):
+    """A student added while the hub runs, whose home others can read, at the spawn page."""
+    name, password = hub.add("dave", "students")
+    home = Path(f"/home/{name}")
+    home.chmod(0o755)
+    try:
+        return User(hub.url, name, password).spawn_page()
+    finally:
+        home.chmod(0o700)  # or the hub would not start again
+
+
+def _course_change(hub, users, link):
+    """A change committed in the instructors' clone reaching the hub by the guide's route: make hub again."""
+    notebook = hub.clone / "notebooks" / "03-1f1b.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[0].source += "\n\nRevised in the instructors' clone."
+    nbformat.write(nb, notebook)
+    subprocess.run(["git", "-C", hub.clone, "-c", "user.name=Ines", "-c", "user.email=ines@example.org", "commit",
+                    "-qam", "Chapter 3 revised"], check=True)
+    again = make_hub(hub.clone)
+    course = hub.settings["course"]
+    log = subprocess.run(["git", "-c", "safe.directory=*", "-C", course, "log", "--format=%s"], capture_output=True,
+                         text=True).stdout
+    releases = subprocess.run(["git", "-c", "safe.directory=*", "-C", hub.settings["release"], "log", "--oneline"],
+                              capture_output=True, text=True).stdout
+    users["carol"].pull(link)
+    pulled = users["carol"].read("ppedu-course/notebooks/03-1f1b.ipynb")["cells"][0]["source"]
+    status = subprocess.run(["git", "-c", "safe.directory=*", "-C", course, "status", "--porcelain"],
+                            capture_output=True, text=True).stdout
+    return {"make_hub": again.stdout + again.stderr, "returncode": again.returncode, "course_log": log,
+            "releases": len(releases.splitlines()), "pulled": pulled, "course_status": status,
+            "ines_regenerates": terminal(f"{hub.url}/services/ppedu", users["ines"].token,
+                                         "nbgrader generate_assignment ps1 --force >/dev/null 2>&1; "
+                                         "git status --porcelain exercises | wc -l; git rev-parse --is-inside-work-tree",
+                                         seconds=300)}
+
+
+def _lifecycle(hub, running, people):
+    """The hub restarted and stopped as the guide says, from a folder of no importance (the proxy's pid file must not
+    land there); what ran before, and what runs after."""
+    elsewhere = Path(tempfile.mkdtemp(prefix="ppedu-cwd-"))
+    try:
+        seen = {"restart": hub.ctl(in_guide("sudo /opt/ppedu/bin/ppedu-hub restart").split()[-1], cwd=elsewhere)}
+        seen["pid_files_started"] = sorted(p.name for p in (hub.base / "hub").glob("*.pid"))
+        seen["old_session"] = running.session()
+        again = hub.hub()
+        seen["new_pid"] = again.pid != running.pid
+        seen["status"] = hub.ctl("status")
+        alice = User(again.url, *people["alice"])
+        alice.start()
+        seen["alice_after_restart"] = [f["name"] for f in alice.read("ps1")]
+        began = time.monotonic()
+        seen["stop"] = hub.ctl(in_guide("sudo /opt/ppedu/bin/ppedu-hub stop").split()[-1], cwd=elsewhere)
+        seen["stop_seconds"] = time.monotonic() - began
+        seen["status_stopped"] = hub.ctl("status")
+        seen["left_in_session"] = again.session()
+        names = [name for name, _ in people.values()] + [hub.settings["grader"]]
+        seen["left_of_users"] = [n for n in names if subprocess.run(["pgrep", "-u", n], capture_output=True).returncode == 0]
+        seen["left_of_hub"] = [line for line in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                                                text=True).stdout.splitlines()
+                               if line.startswith(hub.settings["prefix"]) or "configurable-http-proxy" in line]
+        seen["pid_files_here"] = sorted(p.name for p in elsewhere.iterdir())
+        seen["pid_files"] = sorted(p.name for p in (hub.base / "hub").glob("*.pid"))
+        seen["log_after_stop"] = (hub.base / "hub" / "jupyterhub.log").read_text()
+        return seen
+    finally:
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def _login_shell(hub, name):
+    """A student's login shell on the hub's machine (SSH, su -): the course's programs, and a clone of the release."""
+    return subprocess.run(["su", "-", name, "-c", "command -v nbgrader; command -v ppedu; "
+                           f"git clone -q {hub.settings['release']} ~/own-clone && echo cloned"],
+                          capture_output=True, text=True, timeout=300)
 
 
 def _peek(hub, names, carol, settings):
@@ -304,11 +424,84 @@ def test_a_new_release_is_one_more_commit_merged_into_every_students_copy(classr
 
 
 def test_the_hub_stops_on_sigterm_without_waiting_on_a_process_that_ignores_the_interrupt(classroom):
-    """Started in the background as a script starts it (SIGINT ignored), the hub still gives its proxy, services and
-    servers an interrupt they obey (JupyterHub stops each with SIGINT and waits 10 s on one that ignores it), and
-    exits on SIGTERM by itself, having stopped them all (bench_hub.py prints how long stopping takes)."""
+    """Started by `make hub` run as a script in the background runs it (SIGINT ignored), the hub still gives its proxy,
+    services and servers an interrupt they obey (JupyterHub stops each with SIGINT and waits 10 s on one that ignores
+    it), and `ppedu-hub stop` ends it with SIGTERM, having stopped them all, without killing it."""
+    seen = classroom["lifecycle"]
     assert classroom["ignoring_interrupt"] == []
-    assert not classroom["killed"] and classroom["hub_log"].rstrip().endswith("...done")
+    assert seen["stop"].returncode == 0 and "did not stop" not in seen["stop"].stderr, seen["stop"]
+    assert seen["stop_seconds"] < 60 and seen["log_after_stop"].rstrip().endswith("...done")
+
+
+def test_the_hub_restarts_and_stops_as_the_guide_says_leaving_nothing_running(classroom):
+    """`ppedu-hub restart` and `stop`, run from a folder of no importance: the old hub's session ends, the new one
+    serves alice her work, and after `stop` no process of the hub, its proxy or services, nor of any of the class's
+    users runs; the pid files are in the hub's own folder, not in the folder it was started from."""
+    seen = classroom["lifecycle"]
+    assert seen["restart"].returncode == 0 and "the hub runs" in seen["restart"].stdout, seen["restart"]
+    assert seen["old_session"] == [] and seen["new_pid"]
+    assert seen["status"].returncode == 0 and "answers" in seen["status"].stdout
+    assert "ps1.ipynb" in seen["alice_after_restart"]
+    assert "the hub is stopped" in seen["stop"].stdout and "left behind" not in seen["stop"].stdout, seen["stop"]
+    assert seen["status_stopped"].returncode == 3
+    assert seen["left_in_session"] == [] and seen["left_of_users"] == [] and seen["left_of_hub"] == []
+    assert seen["pid_files_here"] == [] and seen["pid_files"] == []
+    assert seen["pid_files_started"] == ["jupyterhub-proxy.pid", "jupyterhub.pid"]
+
+
+def test_a_student_past_the_limits_is_stopped_alone_with_a_clear_message(classroom):
+    """On the documented defaults (2 GB, 512 tasks, 1 core per user's server, in a control group of its own here): a
+    cell asking for 3 GB fails with the message naming the limit and the kernel lives on; two processes that
+    together pass 2 GB lose one to the OOM killer; the 1,000th background process is refused; two busy loops run
+    under a one-core quota (how often it holds them back depends on the machine's load); alice's server and the hub
+    answer all along."""
+    seen = classroom["limits"]
+    assert seen["cell"]["error"][0] == "MemoryError" and "2.0 GB of memory" in seen["cell"]["error"][1], seen["cell"]
+    assert "restart the kernel" in seen["cell"]["error"][1]
+    assert seen["after_cell"]["stream"].strip() == "45"
+    said = seen["two_processes"]
+    assert sorted(re.findall(r"^(?:first|second): (\d+)$", said, re.M)) == ["0", "137"], said
+    assert seen["oom_kills"] >= 1
+    refused = re.search(r"refused the process (\d+) \[Errno 11\] Resource temporarily unavailable", seen["forks"])
+    assert refused and int(refused[1]) <= 512, seen["forks"]
+    assert seen["quota"] == ("100000", "512", str(2 * 2**30))
+    assert seen["periods"][1] > seen["periods"][0]
+    assert seen["alice_answers"] and "version" in seen["hub_answers"]
+
+
+def test_the_exchange_is_on_a_file_system_of_its_own(classroom):
+    """A student who fills the machine's disk (their home, /tmp) stops no one from submitting (no user quotas on
+    this machine's kernel: make hub says so, and the exchange has no quota per student here)."""
+    assert classroom["limits"]["exchange_mounted"]
+    assert "on a file system of its own" in classroom["deployed"]
+
+
+def test_a_student_whose_home_others_can_read_is_told_on_the_spawn_page(classroom):
+    status, page = classroom["readable_home"]
+    assert status == 403 and "Unhandled error" not in page
+    assert re.search(r"can be read by others\. Ask your instructor to run: chmod 0700 /home/\S+-dave", page), page[-3000:]
+
+
+def test_a_change_committed_in_the_instructors_clone_reaches_the_course_and_the_students(classroom):
+    """make hub again: the hub's course (a git clone) merges the instructors' commit with the one made in the
+    formgrader's terminal, the release takes it as one more commit, and a student's next pull brings it."""
+    seen = classroom["course_change"]
+    assert seen["returncode"] == 0 and "took 1 new commit(s)" in seen["make_hub"], seen["make_hub"][-3000:]
+    log = seen["course_log"].splitlines()
+    assert log[0].startswith("Merge the instructors' clone") and {"Chapter 3 revised", "Revised goals"} <= set(log)
+    assert seen["releases"] == 3 and "Revised in the instructors' clone." in seen["pulled"]
+    assert seen["course_status"] == ""
+    # regenerated, nothing changed in exercises/ (it is committed), and the course is a git work tree
+    assert "0\ntrue\nppedu-done" in seen["ines_regenerates"], seen["ines_regenerates"]  # after the terminal's codes
+
+
+def test_a_login_shell_has_the_course_s_programs_and_clones_the_release(classroom):
+    """An SSH or `su -` session of a student on the hub's machine: nbgrader and ppedu on the PATH, and git trusts the
+    release (owned by the grader account) for a local clone; JupyterLab's terminals run bash (the guide's useradd)."""
+    done, prefix = classroom["login_shell"], classroom["settings"]["prefix"]
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split() == [f"{prefix}/bin/nbgrader", f"{prefix}/bin/ppedu", "cloned"]
+    assert "shell: bash" in classroom["alice_terminal"]
 
 
 def test_no_student_reads_anothers_home_submission_or_feedback(classroom):

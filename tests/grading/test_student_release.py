@@ -55,9 +55,10 @@ def _text(path):
 #: Lines that say nothing about an answer.
 TRIVIAL = re.compile(r"(else|try|finally|pass|break|continue|return|import \w+|[()\[\]{}]+):?")
 #: The library's own implementations of what some questions ask students to write (ps1's closed form, ps3's
-#: schedules, ps5's executor): public, taught in the chapters, and no answer, since those questions run the
-#: student's code where ppedu's version is not importable. Elsewhere in the library a run of solution lines leaks.
-LIBRARY_ANSWERS = ("ppedu/formulas.py", "ppedu/schedules/", "ppedu/mnist/executor.py")
+#: schedules, ps5's executor, ps8's ring, buckets and ZeRO-1): public, taught in the chapters, and no answer, since
+#: those questions run the student's code where ppedu's version is not importable. Elsewhere in the library a run of
+#: solution lines leaks.
+LIBRARY_ANSWERS = ("ppedu/formulas.py", "ppedu/schedules/", "ppedu/mnist/executor.py", "ppedu/ranks/")
 RUN = 3
 
 

@@ -16,7 +16,8 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CHAPTERS = ["01-bubble-problem", "02-gpipe", "03-1f1b", "04-interleaved", "04b-interleaving-costs", "05-zero-bubble",
             "06-dualpipe", "06b-dualpipe-bubble", "07-mnist-lab", "08-memory-and-recomputation",
             "09-3d-parallelism-and-history", "10-design-space", "11-lab-across-processes",
-            "12-collectives-and-tensor-parallelism", "13-experts-and-sharding", "14-training-at-scale"]
+            "12-collectives-and-tensor-parallelism", "13-experts-and-sharding", "14-training-at-scale",
+            "15-lab-collectives-ddp-fsdp"]
 # The revision kit: notebooks beside the chapters, held to the same rules except a chapter's shape.
 KIT = ["formula-sheet", "practice"]
 MAX_CODE_LINES = 12

@@ -1,4 +1,4 @@
-"""The graded assignments (counting, ps1…ps7, the final) as a student's notebook sees them: each module derives a student's
+"""The graded assignments (counting, ps1…ps8, the final) as a student's notebook sees them: each module derives a student's
 values from their id and holds its questions' forms (what each reads, the visible test), never a key.
 
 A notebook uses two calls: :func:`my_values` (shows the student's numbers) and :func:`check` (the
@@ -20,7 +20,7 @@ from typing import Any
 
 from ppedu.grading.students import student_id
 
-ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "ps7", "final")
+ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "ps7", "ps8", "final")
 #: Timed exams: released through the exchange when they start, never in the student release; late scores zero.
 TIMED = ("final",)
 

@@ -1,0 +1,248 @@
+"""ps8 graded end to end, as an instructor grades it: `ppedu grade` in a course of its own, each submission's
+questions run across 2 to 4 rank sandboxes with the grader's relay between them (ppedu/grading/relay.py). The
+solution, the release, a careless submission and hostile ones, each with its exact points per cell: faking the
+relay's record, computing alone, patching torch.distributed, sending an oversized tensor or extra traffic, mimicking
+the right collectives with nothing in them, reaching another rank's sandbox through files or the loopback, and
+hanging a rank (which costs its question, not the grading). Also: the written answer waits for a person, the
+feedback names no hidden run, and the lab's implementations are not what a rank's sandbox imports.
+
+Runs in a few minutes (five submissions, each on four sandboxes)."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from conftest import ROOT, autograded_cells, make_course
+from corpus import Case, _cell
+from test_autograde import _submit
+
+POINTS = dict(autograded_cells(ROOT / "solutions" / "ps8" / "ps8.ipynb"))
+#: Seconds a cell or a call may take: the hung rank's call is stopped after it.
+TIMEOUT = 40
+
+
+def _edit(gid: str, old: str, new: str):
+    """An edit of the solution's cell ``gid``: ``old`` replaced by ``new`` (which must be there)."""
+    def edit(nb):
+        cell = _cell(nb, gid)
+        assert old in cell.source, (gid, old)
+        cell.source = cell.source.replace(old, new)
+    return edit
+
+
+def _both(*edits):
+    return lambda nb: [e(nb) for e in edits]
+
+
+LAUNCH = "launched.append((flat, dist.all_reduce(flat, async_op=True)))"
+WRONG = Case("ps8", replace={
+    "ring_answer": """
+def ring_all_reduce(x):
+    n, r = dist.get_world_size(), dist.get_rank()
+    if r == 0:  # a star, not a ring: every rank sends rank 0 its vector, rank 0 sends back the sum
+        total = x.clone()
+        for src in range(1, n):
+            got = torch.empty_like(x)
+            dist.recv(got, src)
+            total += got
+        for dst in range(1, n):
+            dist.send(total, dst)
+        return total
+    dist.send(x, 0)
+    dist.recv(x, 0)
+    return x
+""",
+    "data_parallel_answer": """
+def data_parallel_step(model, x, y):
+    cross_entropy(model(x), y).backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)  # summed, never averaged
+""",
+    "zero1_answer": """
+def zero1(model, lr):
+    adam = torch.optim.Adam(model.parameters(), lr=lr)  # every rank keeps all of Adam's state
+
+    def step():
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= dist.get_world_size()
+        adam.step()
+
+    return step
+"""}, edit=_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][1].wait()  # waited for at once"),
+    # the star's sum is right (its traffic is not the ring's); the sum's steps are n times too long, its reduced
+    # gradients right; blocking buckets right but never in flight together; ZeRO-1 unsharded: right, but all-reduces
+    lost={"ring": 2.4, "data_parallel": 1.2, "buckets": 1.2, "zero1": 2.4})
+
+HOSTILE_A = Case("ps8", replace={
+    "ring_answer": """
+import ppedu.grading.relay as relay
+relay.Relay.observed = lambda self, k: {"messages": [[0, 1, 8, 0]] * 99}  # this sandbox's copy: nobody reads it
+
+
+def ring_all_reduce(x):
+    print("sent 2(n - 1) messages")  # a claim nobody reads either
+    return x * dist.get_world_size()
+""",
+    "data_parallel_answer": """
+def data_parallel_step(model, x, y):
+    real = dist.all_reduce
+    dist.all_reduce = lambda tensor, *args, **kwargs: None  # patched: no communication at all
+    try:
+        cross_entropy(model(x), y).backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+    finally:
+        dist.all_reduce = real
+""",
+    "buckets_answer": """
+def bucketed_allreduce(model, cap):
+    def finish():
+        dist.all_reduce(torch.zeros(10_000_000, dtype=torch.float64))  # 80 MB through the relay
+    return finish
+""",
+    "zero1_answer": """
+import ppedu.grading.relay as relay
+relay.MOST_BYTES = 0  # this sandbox's copy of the limit
+
+
+def zero1(model, lr):
+    adam = torch.optim.Adam(model.parameters(), lr=lr)
+
+    def step():
+        adam.step()  # its own share's gradients only
+
+    return step
+"""}, lost=POINTS)
+
+HOSTILE_B = Case("ps8", replace={
+    "ring_answer": """
+import time
+
+
+def ring_all_reduce(x):
+    if dist.get_rank() == 1 and len(x) == 1000:  # the first run's rank 1 hangs
+        while True:
+            time.sleep(1)
+    return x
+""",
+    "data_parallel_answer": """
+def data_parallel_step(model, x, y):
+    n = dist.get_world_size()
+    xs, ys = torch.empty((n, *x.shape), dtype=x.dtype), torch.empty((n, *y.shape), dtype=y.dtype)
+    dist.all_gather_into_tensor(xs, x)  # everyone's data, then the whole batch alone
+    dist.all_gather_into_tensor(ys, y)
+    cross_entropy(model(xs.reshape(-1, *x.shape[1:])), ys.reshape(-1)).backward()
+""",
+    "zero1_answer": """
+def zero1(model, lr):
+    params = list(model.parameters())
+    n = dist.get_world_size()
+    k = -(-sum(p.numel() for p in params) // n)
+    adam = torch.optim.Adam(params, lr=lr)
+
+    def step():  # the right collectives of the right sizes, with nothing in them
+        dist.reduce_scatter_single(torch.empty(k, dtype=torch.float64), torch.zeros(k * n, dtype=torch.float64))
+        dist.all_gather_single(torch.empty(k * n, dtype=torch.float64), torch.zeros(k, dtype=torch.float64))
+        adam.step()
+
+    return step
+"""}, edit=_edit("buckets_answer", "        launched.clear()",
+                 "        launched.clear()\n        dist.all_reduce(torch.ones(1000, dtype=torch.float64))  # extra"),
+    # the hung run and the unreduced ring lose it all; gathering the data gives the right parameters by the wrong
+    # traffic; the extra all-reduce breaks the buckets; empty collectives earn nothing
+    lost={"ring": 4, "data_parallel": 1.8, "buckets": 2.8, "zero1": 4})
+
+# the other ranks' sandboxes, through what a sandbox shares with its neighbours: nothing but the relay
+HOSTILE_C = Case("ps8", replace={"ring_answer": """
+import glob, os, time
+
+
+def ring_all_reduce(x):
+    n, r = dist.get_world_size(), dist.get_rank()
+    total = x.clone()
+    try:  # a store of its own on the loopback, rank 0 its server
+        store = dist.TCPStore("127.0.0.1", 29517, n, r == 0, timeout=__import__("datetime").timedelta(seconds=2))
+        store.set(f"x{r}", repr(x.tolist()))
+        for other in range(n):
+            if other != r:
+                total += torch.tensor(eval(store.get(f"x{other}").decode()), dtype=x.dtype)
+        return total
+    except Exception:
+        pass
+    torch.save(x, f"/tmp/ring-{r}.pt")  # files, then
+    time.sleep(2)
+    for path in glob.glob("/tmp/ring-*.pt"):
+        if path != f"/tmp/ring-{r}.pt":
+            total += torch.load(path)
+    return total
+"""}, lost={"ring": 4})
+
+CASES = {"solved": Case("ps8"), "blank": Case("ps8", release=True, lost=POINTS), "wrong": WRONG,
+         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    course = make_course(tmp_path_factory.mktemp("ps8-course"), ["ps8"])
+    for student, case in CASES.items():
+        _submit(course, student, case)
+    run = subprocess.run([sys.executable, "-m", "ppedu", "grade", "ps8", "--jobs", "2", "--timeout", str(TIMEOUT)],
+                         cwd=course, capture_output=True, text=True, timeout=1500)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
+        cells = {s: {g.name: g.auto_score if g.cell.cell_type == "markdown" else g.score
+                     for nb in gb.find_submission("ps8", s).notebooks for g in nb.grades} for s in CASES}
+    return course, run, cells
+
+
+def test_ppedu_grade_grades_every_submission(graded):
+    _, run, _ = graded
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("student", CASES)
+def test_each_submission_gets_exactly_its_points(graded, student):
+    _, run, cells = graded
+    want = {gid: pytest.approx(points - CASES[student].lost.get(gid, 0)) for gid, points in POINTS.items()}
+    assert {gid: cells[student][gid] for gid in POINTS} == want, run.stdout
+
+
+def test_the_written_answer_waits_for_a_person(graded):
+    _, _, cells = graded
+    assert cells["blank"]["measured_answer"] == 0  # left as released
+    assert all(cells[s]["measured_answer"] is None for s in CASES if s != "blank")
+
+
+def _feedback(course, student):
+    nb = nbformat.read(course / "autograded" / student / "ps8" / "ps8.ipynb", as_version=4)
+    return {c.metadata.nbgrader["grade_id"]: "\n".join(str(o.get("text", "")) + str(o.get("evalue", ""))
+                                                       for o in c.outputs)
+            for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def test_feedback_says_why_and_never_names_a_hidden_run(graded):
+    from grader.keys.ps8 import KEYS
+    from ppedu.grading import my_values
+
+    course, _, _ = graded
+    said = _feedback(course, "hostile_b")
+    assert "CellTimeout" in said["ring"] and "all-gather" in said["data_parallel"]
+    assert "80000000 bytes" in _feedback(course, "hostile_a")["buckets"]
+    for student in CASES:
+        hidden = [spec for judge in KEYS.values() for spec in judge.hidden(my_values("ps8", student))]
+        text = "\n".join(_feedback(course, student).values())
+        assert "Traceback" not in text and "/work/" not in text
+        assert not [s for s in hidden if s[2] and str(s[2]) in text], student
+
+
+def test_a_rank_imports_none_of_the_labs_implementations():
+    from ppedu.grading.assignments.ps8 import CODE
+    from ppedu.grading.evaluate import ALWAYS, closure
+
+    real = closure(ALWAYS, lazy=False) | closure(CODE.library.ppedu)
+    assert "ppedu.ranks" in real  # its names load lazily: each from a stand-in
+    assert not {m for m in real if m.startswith("ppedu.ranks.")}
