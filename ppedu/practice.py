@@ -392,6 +392,7 @@ def self_check_answers() -> tuple[Item, ...]:
     edge = collectives.crossover(64, LINKS["ib-400"])
     sp = tensor.block_collectives(llama, 8, sequence=True)
     zero3 = sharding.zero_stages(7.5e9, 64, sharding.PRECISIONS["bf16"])[3]
+    fsdp8 = sharding.fsdp_step([1.0] * 8, 2, sharding.PRECISIONS["bf16"])
     third = LLAMA3_TABLE4[2]
     groups = third.gpus // (third.tp * third.cp * third.pp)
     return (
@@ -526,6 +527,21 @@ def self_check_answers() -> tuple[Item, ...]:
              reliability.young_daly(30, 3 * 3600) / 60,
              f"√(2 × 30 × 10800) = {reliability.young_daly(30, 3 * 3600):.0f} s, about "
              f"{reliability.young_daly(30, 3 * 3600) / 60:.0f} minutes."),
+        Item("Chapter 15, question 1", "On two ranks, what factor turns an all-gather's algbw into its busbw?",
+             collectives.bus_factor("all-gather", 2),
+             f"(*n* − 1)/*n* = {collectives.bus_factor('all-gather', 2):g}: each rank receives the other's half, "
+             "so the link carries half the gathered buffer in the time the whole is reported over."),
+        Item("Chapter 15, question 2", "How many buckets did DDP all-reduce in its last step, at the lab's cap?",
+             "the number the run's table shows",
+             "Read it off the DDP row: the reducer packs the gradients, in the reverse of the parameters' order, into "
+             "buckets of at least the cap (a parameter is never split), and all-reduces each as soon as every "
+             "gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
+        Item("Chapter 15, question 3", "How many all-gathers does FSDP2 issue in one step of the eight-unit MLP when "
+             "it reshards after the forward?", "two per unit that holds weights",
+             f"Each unit's weights are gathered before its forward and, having been freed after it, again before its "
+             f"backward: for eight units that all hold weights, {fsdp8.gathers} (chapter 13's walk of the units); "
+             f"without resharding, {fsdp8.gathers // 2}, the weights staying until the backward. A unit without "
+             "weights (an activation) is gathered never: count the run's own from its table."),
     )
 
 

@@ -29,7 +29,8 @@ NOT_CALLED = ("ppedu.cli", "ppedu.__main__", "ppedu.update", "ppedu.grading.cli"
               "ppedu.grading.submit", "ppedu.grading.sandbox", "ppedu.grading.service", "ppedu.grading.harness",
               "ppedu.grading.execute", "ppedu.grading.evaluate", "ppedu.grading.stages", "ppedu.grading.homes",
               "ppedu.mnist", "ppedu.cluster.cli", "ppedu.slides", "ppedu.vendor", "ppedu.export", "ppedu.lesson",
-              "ppedu.widgets", "ppedu.animate", "ppedu.plot", "ppedu.rounding", "ppedu.reference")
+              "ppedu.widgets", "ppedu.animate", "ppedu.plot", "ppedu.rounding", "ppedu.reference", "ppedu.ranks",
+              "ppedu.limits")
 
 PROBE = r"""
 import importlib, inspect, json, pkgutil, signal, sys, warnings
