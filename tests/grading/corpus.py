@@ -614,39 +614,42 @@ PS5: dict[str, Case] = {
             "    print('running', file=sys.stderr)\n    order = "))),
 }
 
-PS6_ALL = {"zb_idle": 1, "zb_region": 1, "warmup": 1, "middle_fill": 1, "floor": 1, "scan": 1}  # 1c, 2b, 3d by hand
+PS6_ALL = {"zb_h2": 1, "warmup": 1, "dpv_fill": 1, "scan": 1}  # 1b, 2b, 3c by hand
 PS6: dict[str, Case] = {
     "solved": Case("ps6"),
     "blank": Case("ps6", release=True, lost=PS6_ALL),
-    # careless: DeepSeek's formula with B read as the input-gradient pass; W fitting only beside the forward
-    "deepseek_copied": Case("ps6", replace={"q1a_answer": "def zb_h1_idle(p, f, b, w):\n    return (p - 1) * (f + b - 2 * w)"},
-                            lost={"zb_idle": 1}),
-    "region_forward_only": Case("ps6", replace={"q1b_answer": "def zb_h1_largest_w(f, b):\n    return f"},
-                                lost={"zb_region": 1}),
-    # the warm-up without the turn: right on the last GPU only, which is nobody's own (values are drawn so)
-    "warmup_without_turn": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return (v - 1) * p + (p - j - 1)"},
-                                lost={"warmup": 1}),
-    "warmup_of_1f1b": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return p - j - 1"}, lost={"warmup": 1}),
-    # the floor read as where the formula holds; the scan's value typed from the floor
-    "floor_for_the_scan": Case("ps6", replace={"q3c_answer": "smallest_fb = values.F"}, lost={"scan": 1}),
-    "floor_inverted": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return B - 3 * W + F"},
-                           lost={"floor": 1}),
+    # careless: the paper's bound, right only where b <= 2 min(f, w) (nobody's own costs); one of GPU 0's two paths,
+    # right on the student's own costs at most (the hidden inputs make each path the longest once)
+    "paper_bound": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                      "    return (p - 1) * f + m * (f + b + w)"}, lost={"zb_h2": 1}),
+    "drain_path_only": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                          "    return (p - 1) * f + m * (f + b + w) + (p - 1) * max(0, b - 2 * w)"},
+                            lost={"zb_h2": 1}),
+    # chapter 4's count for groups of p, and the warm-up without the turn's way back
+    "warmup_of_chapter_4": Case("ps6", replace={"q2_answer": "def warmup(p, v, g, j):\n"
+                                                             "    return (v - 1) * p + 2 * (p - j - 1)"}, lost={"warmup": 1}),
+    "warmup_without_turn": Case("ps6", replace={"q2_answer": "def warmup(p, v, g, j):\n"
+                                                             "    return (v - 1) * g + (p - j - 1)"}, lost={"warmup": 1}),
+    # DualPipe's middle rank taken for DualPipeV's tip; the floor given for the scan
+    "middle_rank_fill": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n    return (p / 2 - 1) * f"},
+                             lost={"dpv_fill": 1}),
+    "floor_for_the_scan": Case("ps6", append={"q3b_answer": "smallest_fb = f + 3 * w - B"}, lost={"scan": 1}),
     # the simulator behind a closed form: not installed where the cell runs on its own
     "simulates_inside": Case("ps6", replace={"q3a_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
-                                                           "def middle_fill(p, f):\n"
-                                                           "    t = simulate(schedules.dualpipe(p, 2 * p + 2), Costs(f=f, b=f, w=f / 2))\n"
-                                                           "    return min(e.start for e in t.on_stage(p // 2 - 1))"},
-                             lost={"middle_fill": 1}),
-    "table_inside": Case("ps6", replace={"q1b_answer": "from ppedu.errata import deepseek_table\nfrom ppedu import Costs\n\n\n"
-                                                       "def zb_h1_largest_w(f, b):\n"
-                                                       "    ok = [k / 8 for k in range(33) if (r := deepseek_table(4, 8, "
-                                                       "Costs(f=f, b=b, w=k / 8))[1]).formula_bubble == r.simulated_bubble]\n"
-                                                       "    return max(ok)"},
-                         lost={"zb_region": 1}),
+                                                           "def dualpipev_fill(p, f):\n"
+                                                           "    t = simulate(schedules.dualpipe_v(p, 2 * p + 2), Costs(f=f, b=f, w=f / 2))\n"
+                                                           "    return max(min(e.start for e in t.on_stage(j)) for j in range(p))"},
+                             lost={"dpv_fill": 1}),
+    "simulates_zb_h2": Case("ps6", replace={"q1a_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                          "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                          "    return simulate(schedules.zero_bubble_h2(p, m), Costs(f=f, b=b, w=w)).makespan"},
+                            lost={"zb_h2": 1}),
     # right only on the inputs the notebook shows
-    "examples_only": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return 2.0"}, lost={"floor": 1}),
-    # the written derivations are the formgrader's: none of them changes the autograded score
-    "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
+    "examples_only": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n"
+                                                        "    return {(4, 1): 3.0, (6, 2): 10.0}.get((p, f), 0.0)"},
+                          lost={"dpv_fill": 1}),
+    # the written proofs are the formgrader's: none of them changes the autograded score
+    "no_written_answers": Case("ps6", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3c_answer": ""}),
 }
 
 FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
