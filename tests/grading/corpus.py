@@ -544,50 +544,63 @@ def one_f_one_b(p, m):  # backward before forward in the steady phase: the last 
                        lost={"interleaved_1f1b": 4}),
 }
 
-PS4_ALL = {"table": 2, "grid": 2, "waves": 2, "choose": 1}  # autograded; 3b and 4b are graded by hand
+PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1}  # autograded; 1b, 3b, 4b and 5 are graded by hand
+#: 1F1B in waves, built by hand from the library's 1F1B and simulated with a copy of the simulator's code.
 PS4_COPIED_SIMULATOR = """
 import types
-from ppedu.grading.assignments import ps4 as _ps4
+from ppedu.ops import Op, Schedule
+from ppedu.schedules import one_f_one_b
 _sim = types.FunctionType(simulate.__code__, simulate.__globals__, "sim", simulate.__defaults__)
 _sim.__kwdefaults__ = simulate.__kwdefaults__
-_build = types.FunctionType(_ps4._in_waves.__code__, _ps4._in_waves.__globals__, "build")
 
 
 def waves_makespan(p, m, k, f, b):
-    return _sim(_build(p, m, k), Costs(f=f, b=b)).makespan
+    wave = one_f_one_b(p, m // k).stages
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), o.chunk) for w in range(k) for o in s) for s in wave)
+    return _sim(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 """
 PS4: dict[str, Case] = {
     "solved": Case("ps4"),
     "blank": Case("ps4", release=True, lost=PS4_ALL),
-    "abs_patcher": Case("ps4", append={"q1_answer": "bubble_dualpipe = (p - 1) * (FB + B - 3 * W)",
+    "abs_patcher": Case("ps4", append={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n    return (p - 1) * (F + B - 2 * W)",
                                        "q3_answer": "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)",
                                        "q4_answer": ABS},
-                        lost={"table": 2, "waves": 2}),
+                        lost={"zb1p": 1, "waves": 2}),
+    # DeepSeek's row taken at its word off its ground; two of the three paths, right where the third is shorter
+    "deepseek_row": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
+                                                       "    return (p - 1) * (F + B - 2 * W)"}, lost={"zb1p": 1}),
+    "two_paths": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
+                                                    "    return (p - 1) * max(F, F + B - 2 * W)"}, lost={"zb1p": 1}),
     "numpy_and_noise": Case("ps4", prepend={"q2_answer": NOISE},
                             append={"q2_answer": "import numpy as np\nT = np.int64(T)\nidle_slots = np.float64(idle_slots)\n"
                                                  "peak_activations = np.array(peak_activations)",
                                     "q3_answer": "import numpy as np\n_mine = waves_makespan\n\n\n"
                                                  "def waves_makespan(p, m, k, f, b):\n    return np.float64(_mine(p, m, k, f, b))"}),
-    # the grid misread
-    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * m * 3"}, lost={"grid": 2}),
+    # the picture misread
+    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 2}),
     "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 2}),
-    "one_wave_grid": Case("ps4", append={"q2_answer": "T = (m + p - 1) * 3\nidle_slots = p * T - p * m * 3"},
-                          lost={"grid": 2}),
-    # the closed form: right only on the student's own values, or the simulator behind it
-    "own_values_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n"
-                                                         "    return (values.m + 2 * (values.p - 1)) * (values.F + values.B)"},
-                            lost={"waves": 2}),
-    "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
+    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 2}),
+    # the closed form: right only on the picture, or the simulator behind it
+    "picture_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n    return T"},
+                         lost={"waves": 2}),
+    "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.ops import Op, Schedule\n"
+                                                          "from ppedu.schedules import one_f_one_b\n\n\n"
                                                           "def waves_makespan(p, m, k, f, b):\n"
-                                                          "    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan"},
+                                                          "    wave = one_f_one_b(p, m // k).stages\n"
+                                                          "    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), "
+                                                          "o.chunk) for w in range(k) for o in s) for s in wave)\n"
+                                                          "    return simulate(Schedule(stages, 'w', (tuple(range(p)),), m), "
+                                                          "Costs(f=f, b=b)).makespan"},
                              lost={"waves": 2}),
     "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 2}),
     # the choice: the fastest row, fitting or not (for this student the fastest does not fit)
-    "fastest_anyway": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
-                                                     "schedule = max(rows, key=lambda r: r.tokens_per_second).schedule"},
-                        lost={"choose": 1}),
+    "fastest_whether_it_fits": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
+                                                              "schedule = max(rows, key=lambda r: r.tokens_per_second)"
+                                                              ".schedule"},
+                                    lost={"choose": 1}),
     # the written answers are the formgrader's: none of them changes the autograded score
-    "no_written_answers": Case("ps4", replace={"q3b_answer": "", "q4b_answer": "I don't know."}),
+    "no_written_answers": Case("ps4", replace={"q1b_answer": "", "q3b_answer": "", "q4b_answer": "I don't know.",
+                                               "q5_answer": ""}),
 }
 
 LIBRARY_EXECUTOR = """
