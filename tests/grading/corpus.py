@@ -696,21 +696,19 @@ FINAL: dict[str, Case] = {
     "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
 }
 
-PS7_ALL = {"allreduce": 1, "crossover": 1, "tensor": 1, "zero_memory": 1, "zero_traffic": 1, "all_to_all": 1,
-           "layout": 1}  # 1c, 2b, 5b by hand
+PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "all_to_all": 1,
+           "capacity": 1, "failures": 1, "mfu": 1, "layout": 1}  # 1b, 2b, 3b, 4c, 6b, 7b, 8b by hand
 PS7: dict[str, Case] = {
     "solved": Case("ps7"),
     "blank": Case("ps7", release=True, lost=PS7_ALL),
-    # careless: the ring's reduce-scatter alone; a tree of log2 n levels, right only where n is a power of 2 (as the
-    # examples are), so on the hidden inputs
-    "reduce_scatter_only": Case("ps7", replace={"q1a_answer": "import math\n\n\n"
-                                                              "def ring_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
-                                                              "    return (n - 1) * alpha + (n - 1) / n * nbytes / bandwidth\n\n\n"
-                                                              "def tree_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
-                                                              "    return 2 * math.ceil(math.log2(n)) * alpha + (2 if n > 2 else 1) * nbytes / bandwidth"},
-                                lost={"allreduce": 1}),
-    "tree_without_whole_levels": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
-        nb, "q1a_answer").source.replace("math.ceil(math.log2(n))", "math.log2(n)")), lost={"allreduce": 1}),
+    # careless: one flat ring at InfiniBand's pace; the whole bucket sent across the nodes, not a GPU's shard
+    "flat_ring": Case("ps7", replace={"q1a_answer": "def hierarchical_allreduce_seconds(nodes, per_node, nbytes, a_in, "
+                                                    "b_in, a_out, b_out):\n    n = nodes * per_node\n"
+                                                    "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * nbytes / b_out"},
+                      lost={"hierarchical": 1}),
+    "whole_bucket_across": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
+        nb, "q1a_answer").source.replace("(nbytes / k) / bandwidth_out", "nbytes / bandwidth_out")),
+        lost={"hierarchical": 1}),
     # sequence parallelism counted as tensor parallelism's bytes: the backward's re-gathers forgotten
     "sequence_as_tensor": Case("ps7", replace={"q2_answer": "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
                                                             "    return 8 * (t - 1) / t * 2 * tokens * hidden"},
@@ -724,26 +722,43 @@ PS7: dict[str, Case] = {
                                                         "    return sum(ring(c.nbytes, t, c.kind) for c in "
                                                         "block_collectives(m, t, sequence))"},
                            lost={"tensor": 1}),
-    # ZeRO-3's weights gathered once, as if the forward's copy were kept for the backward; memory in GiB
-    "zero3_one_gather": Case("ps7", replace={"q3b_answer": "def zero_sent_gb(stage, params, d):\n"
-                                                           "    return 2 * (d - 1) / d * 2 * params / 1e9"},
-                             lost={"zero_traffic": 1}),
-    "zero_in_gib": Case("ps7", append={"q3a_answer": "_gb = zero_gb\n\n\ndef zero_gb(stage, params, d):\n"
-                                                     "    return _gb(stage, params, d) * 1e9 / 2**30"},
-                        lost={"zero_memory": 1}),
-    # every copy counted as sent, the GPU's own experts' share included
-    "all_to_all_sends_own": Case("ps7", replace={"q4_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
+    # chapter 12's threshold for a full block pair: the causal mask forgotten
+    "full_pairs": Case("ps7", replace={"q3_answer": "def zigzag_min_tokens(flops, bandwidth, width, kv_width):\n"
+                                                    "    return flops * kv_width / (width * bandwidth)"},
+                       lost={"ring_attention": 1}),
+    # ZeRO's per-step counts of chapter 13 beside a pipeline: the micro-batches forgotten
+    "zero_once_a_step": Case("ps7", replace={"q4a_answer": "def zero_step_sent_gb(stage, params, d, m):\n"
+                                                           "    return (3 if stage == 3 else 2) * (d - 1) / d * 2 * params / 1e9"},
+                             lost={"zero_step": 1}),
+    # FSDP's peak: every unit's weights held (reshard ignored), or no gradients counted
+    "fsdp_never_reshards": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4b_answer"), "source", _cell(
+        nb, "q4b_answer").source.replace("(2 if reshard else units)", "units")), lost={"fsdp": 1}),
+    # every copy counted as sent, the GPU's own experts' share included; padding counted against the even share
+    "all_to_all_sends_own": Case("ps7", replace={"q5_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
                                                              "    return tokens * top_k * hidden * 2"},
                                  lost={"all_to_all": 1}),
+    "padding_of_the_average": Case("ps7", replace={"q5b_answer": "def no_drop_padding(max_load, tokens, experts, top_k):\n"
+                                                                 "    return max_load * experts / (tokens * top_k) - 1"},
+                                   lost={"capacity": 1}),
+    # goodput at the job's size with the restarts left out
+    "restarts_forgotten": Case("ps7", replace={"q6_answer": "def largest_job_gpus(gpu_mtbf_h, checkpoint_s, restart_s, "
+                                                            "goodput):\n    return gpu_mtbf_h * 3600 * (1 - goodput) ** 2 "
+                                                            "/ (2 * checkpoint_s)"},
+                               lost={"failures": 1}),
+    # MFU with the embedding's parameters counted as matrices: right only where they are left out anyway
+    "mfu_without_attention": Case("ps7", replace={"q7_answer": "def mfu(params, layers, hidden, seq, tokens_per_s, "
+                                                               "peak_flops):\n    return 6 * params * tokens_per_s / peak_flops"},
+                                  lost={"mfu": 1}),
     # a layout that fits but is slow; one that does not use every GPU
-    "layout_slowest": Case("ps7", append={"q5a_answer": "slow = [r for r in rows if r.fits][-1]\n"
+    "layout_slowest": Case("ps7", append={"q8a_answer": "slow = [r for r in rows if r.fits][-1]\n"
                                                         "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
                            lost={"layout": 1}),
-    "layout_half_the_gpus": Case("ps7", append={"q5a_answer": "d = d // 2"}, lost={"layout": 1}),
+    "layout_half_the_gpus": Case("ps7", append={"q8a_answer": "d = d // 2"}, lost={"layout": 1}),
     # the near-tie: the second schedule of the fastest layout is as right as the first (within the stated 1 %)
-    "layout_near_tie": Case("ps7", append={"q5a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
+    "layout_near_tie": Case("ps7", append={"q8a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
                                                          ".get(schedule, schedule)"}),
-    "no_written_answers": Case("ps7", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q5b_answer": ""}),
+    "no_written_answers": Case("ps7", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3b_answer": "",
+                                               "q4c_answer": "", "q6b_answer": "", "q7b_answer": "", "q8b_answer": ""}),
 }
 
 CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,
