@@ -36,12 +36,14 @@ from ppedu.staleness import staleness
 
 @dataclass(frozen=True)
 class Item:
-    """One question, its computed answer, and the worked answer in words."""
+    """One question, its computed answer, the worked answer in words, and the objectives it practises (the
+    identifiers of docs/lecture-plans.md, as a graded question's tags)."""
 
     label: str
     question: str
     answer: object
     working: str
+    objectives: tuple[str, ...] = ()
 
 
 def _frac(x: float, limit: int = 1000) -> str:
