@@ -21,7 +21,7 @@ from typing import Any
 from grader.keys.ps1 import FormulaJudge as ClosedForm
 from grader.questiondata import variant
 from grader.questions import Keyed
-from ppedu import Costs, cluster, formulas, simulate
+from ppedu import Costs, cluster, formulas, lesson, simulate
 from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps4 import CHOICES, QUESTIONS, WAVES, Formula
@@ -29,7 +29,7 @@ from ppedu.grading.students import Picker, draw, pick
 from ppedu.grid import grid as cut
 from ppedu.ops import Op, Schedule
 from ppedu.picture import Picture
-from ppedu.schedules import one_f_one_b, zero_bubble_h1
+from ppedu.schedules import interleaved_1f1b, one_f_one_b, zero_bubble_h1, zero_bubble_v
 
 #: (p, m, k, f, b) the autograder also calls the student's formula on, never shown to them. k divides m in every one.
 HIDDEN_CASES = ((5, 10, 5, 1.0, 2.0), (3, 9, 3, 1.5, 2.5), (6, 12, 4, 2.0, 3.0), (4, 8, 1, 1.0, 2.0),
@@ -207,9 +207,29 @@ def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[s
     return f"`{got}` fits, but another schedule that fits moves more tokens per second."
 
 
+# ---- question 6: the V's hand-overs ------------------------------------------------------------------------------
+
+def _handovers(name: str, args: tuple[Any, ...]) -> float:
+    """ZB-V's hand-overs in a step (DualPipeV's placement too): operations whose input comes from another GPU."""
+    return float(lesson.hand_overs(zero_bubble_v(*args)))
+
+
+def _handovers_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, m = args
+    if abs(got - lesson.hand_overs(interleaved_1f1b(p, m, 2))) < 1e-9:
+        return "that is interleaving's round-robin count; in a V one boundary of the model is inside a GPU."
+    return "count the chunk boundaries a micro-batch crosses between GPUs, forward and backward, in the V."
+
+
+def _handovers_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    p = pick("ps4-hidden", v.student, "handovers:p", range(2, 13))
+    return (p, p * pick("ps4-hidden", v.student, "handovers:k", (2, 3, 5))),
+
+
 KEYS: dict[str, Any] = {
     "zb1p": ClosedForm(QUESTIONS["zb1p"], lambda name, args: _zb1p(*args), _zb1p_why, _zb1p_hidden),
     "grid": Keyed(QUESTIONS["grid"], _grid_key, _grid_hint),
     "waves": FormulaJudge(QUESTIONS["waves"]),
     "choose": Keyed(QUESTIONS["choose"], _choice_key, _choice_hint),
+    "handovers": ClosedForm(QUESTIONS["handovers"], _handovers, _handovers_why, _handovers_hidden),
 }

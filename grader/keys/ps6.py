@@ -22,7 +22,7 @@ from ppedu import Costs, simulate
 from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps6 import QUESTIONS, SCAN_STEP, SCAN_STEPS, scan_costs
 from ppedu.grading.students import pick
-from ppedu.schedules import build, dualpipe_v, zero_bubble_h2
+from ppedu.schedules import build, dualpipe_v, one_f_one_b, zero_bubble_h1, zero_bubble_h2
 
 
 @cache
@@ -44,8 +44,24 @@ def _fill(p: int, f: float) -> float:
     return max(min(e.start for e in t.on_stage(j)) for j in range(p))
 
 
+@cache
+def _staleness(p: int, j: int, h: int) -> float:
+    """PipeDream's count (chapter 9) on GPU ``j`` of 1F1B (``h = 0``), ZB-H1 (1) or ZB-H2 (2), each weight update
+    where its gradient is complete — at B for 1F1B, at W for the split schedules: the most updates between a
+    micro-batch's forward and its own update, with its weights stashed at the forward."""
+    stages = (one_f_one_b, zero_bubble_h1, zero_bubble_h2)[h](p, 3 * p).stages[j]
+    update = "B" if h == 0 else "W"
+    worst = 0
+    for i, op in enumerate(stages):
+        if op.kind == "F":
+            end = stages.index(op._replace(kind=update))
+            worst = max(worst, sum(1 for x in stages[i + 1:end] if x.kind == update))
+    return float(worst)
+
+
 def truth(name: str, args: tuple[Any, ...]) -> float:
-    return {"zb_h2_makespan": _zb_h2, "warmup": _warmup, "dualpipev_fill": _fill}[name](*args)
+    return {"zb_h2_makespan": _zb_h2, "warmup": _warmup, "dualpipev_fill": _fill,
+            "async_staleness": _staleness}[name](*args)
 
 
 def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
@@ -67,6 +83,11 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
         if close((v - 1) * g + (p - j - 1)):
             return "micro-batch 0 must climb the GPUs above and its gradient come back down: count both trips."
         return f"Megatron-LM's order runs {want:g} forwards on GPU {j} before its steady state."
+    if name == "async_staleness":
+        p, j, h = args
+        if h and close(p - j - 1):
+            return "that is 1F1B's count; with W split off the update comes at W: what runs between a forward and its W?"
+        return f"on GPU {j} of {p} that order's worst micro-batch sees {want:g} other updates before its own."
     p, f = args
     if close((p / 2 - 1) * f):
         return "that is DualPipe's middle rank; in DualPipeV every micro-batch enters at device 0: which device waits longest?"
@@ -86,6 +107,9 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     if name == "warmup":
         p = choose("p", range(3, 13))
         return (p, choose("v", range(2, 6)), p + choose("g", range(0, 6)), choose("j", range(p - 1))),
+    if name == "async_staleness":
+        p = choose("p", range(3, 11))
+        return tuple((p, choose(f"j{h}", range(p)), h) for h in (0, 1, 2))
     return (choose("p", range(2, 10)), choose("f", (0.5, 1.25, 3.0))),
 
 
@@ -112,6 +136,6 @@ def _scan_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str
 
 
 KEYS: dict[str, Any] = {
-    **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden) for q in ("zb_h2", "warmup", "dpv_fill")},
+    **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden) for q in ("zb_h2", "warmup", "dpv_fill", "staleness")},
     "scan": Keyed(QUESTIONS["scan"], _scan_key, _scan_hint),
 }

@@ -129,6 +129,27 @@ def _mfu_shape(model: Model) -> tuple[float, int, int, int]:
     return float(model.params - model.vocab * model.hidden), model.layers, model.hidden, model.seq
 
 
+def _moe(layers: int, hidden: int, kv_width: int, ffn: int, experts: int, top_k: int, vocab: int) -> Model:
+    """The question's mixture of experts, as :mod:`ppedu.cluster` counts it: heads of 128, gated (SwiGLU) experts."""
+    return Model("the question's", layers=layers, hidden=hidden, vocab=vocab, heads=hidden // 128,
+                 kv_heads=kv_width // 128, ffn=ffn, gated=True, experts=experts, top_k=top_k)
+
+
+def _best_batch(b_noise: float, p: int, d: int) -> float:
+    """The global batch reaching the target in the least time: steps ``1 + B_noise/B`` over the minimum (McCandlish
+    et al.), each a 1F1B step of ``(B/d + p − 1)`` forward-and-backward times; minimised numerically (golden section
+    on log B), not by the derivative."""
+    def time(log_b: float) -> float:
+        b = math.exp(log_b)
+        return (1 + b_noise / b) * (b / d + p - 1)
+
+    low, high, ratio = math.log(1e-6), math.log(1e12), (math.sqrt(5) - 1) / 2
+    for _ in range(300):
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        low, high = (low, b) if time(a) < time(b) else (a, high)
+    return math.exp((low + high) / 2)
+
+
 def truth(name: str, args: tuple[Any, ...]) -> float:
     if name == "hierarchical_allreduce_seconds":
         return _hierarchical(*args)
@@ -149,6 +170,11 @@ def truth(name: str, args: tuple[Any, ...]) -> float:
         return _padding(*args)
     if name == "largest_job_gpus":
         return _largest_job(*args)
+    if name in ("moe_total_params", "moe_active_params"):
+        model = _moe(*args)
+        return float(model.params if name == "moe_total_params" else model.active_params)
+    if name == "best_batch":
+        return _best_batch(*args)
     params, layers, hidden, seq, tokens_per_s, peak = args  # mfu
     return palm_flops_per_token(params, layers, hidden, seq) * tokens_per_s / peak
 
@@ -189,6 +215,12 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     if name == "largest_job_gpus":
         return ("the job's MTBF is the GPU's over N; at the Young–Daly interval the goodput is 1 − √(2C/MTBF) − R/MTBF: "
                 "solve for N (a real number).")
+    if name in ("moe_total_params", "moe_active_params"):
+        return ("per block: attention's four matrices (queries and output h × h, keys and values h × kv), each "
+                "expert's three (gated), the router (h × experts) and two norms; the embedding and the output layer "
+                "(and a final norm) once. Used: only top-k experts, the router whole.")
+    if name == "best_batch":
+        return "time = steps × step: (1 + B_noise/B) × (B/d + p − 1); set its derivative in B to zero."
     return "PaLM's count per token: 6N for the matrices and 12·L·h·s for attention; MFU divides by the GPU's peak."
 
 
@@ -218,6 +250,11 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     if name == "largest_job_gpus":
         return ((choose("M", (5_000, 80_000)), choose("C", (5, 300)), choose("R", (60, 1800)),
                  choose("g", (0.8, 0.97))),)
+    if name in ("moe_total_params", "moe_active_params"):
+        return ((choose("L", (24, 61)), choose("h", (2048, 7168)), choose("kv", (512, 1024)), choose("f", (1408, 2048)),
+                 choose("E", (64, 256)), choose("k", (6, 8)), choose("V", (102400, 129280))),)
+    if name == "best_batch":
+        return (choose("B", (30.0, 5000.0)), choose("p", (2, 3, 32)), choose("d", (2, 64))),
     model = MODELS[choose("model", ("13b", "405b"))]
     return ((*_mfu_shape(model), choose("tps", (100.0, 2500.0)), choose("peak", (3.12e14, 9.89e14))),)
 
@@ -273,7 +310,7 @@ class NearBest:
 
 KEYS: dict[str, Any] = {
     **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden, rel=REL)
-       for q in ("hierarchical", "tensor", "ring_attention", "zero_step", "fsdp", "all_to_all", "capacity", "failures",
-                 "mfu")},
+       for q in ("hierarchical", "tensor", "ring_attention", "zero_step", "fsdp", "all_to_all", "capacity", "moe",
+                 "failures", "mfu", "batch")},
     "layout": NearBest(QUESTIONS["layout"]),
 }

@@ -544,7 +544,7 @@ def one_f_one_b(p, m):  # backward before forward in the steady phase: the last 
                        lost={"interleaved_1f1b": 4}),
 }
 
-PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1}  # autograded; 1b, 3b, 4b and 5 are graded by hand
+PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
 #: 1F1B in waves, built by hand from the library's 1F1B and simulated with a copy of the simulator's code.
 PS4_COPIED_SIMULATOR = """
 import types
@@ -598,6 +598,9 @@ PS4: dict[str, Case] = {
                                                               "schedule = max(rows, key=lambda r: r.tokens_per_second)"
                                                               ".schedule"},
                                     lost={"choose": 1}),
+    # the V counted as interleaving's round robin: the turn on GPU p - 1 taken for a hand-over
+    "v_as_round_robin": Case("ps4", replace={"q6_answer": "def v_shape_handovers(p, m):\n    return 2 * m * (2 * p - 1)"},
+                             lost={"handovers": 1}),
     # the written answers are the formgrader's: none of them changes the autograded score
     "no_written_answers": Case("ps4", replace={"q1b_answer": "", "q3b_answer": "", "q4b_answer": "I don't know.",
                                                "q5_answer": ""}),
@@ -627,7 +630,7 @@ PS5: dict[str, Case] = {
             "    print('running', file=sys.stderr)\n    order = "))),
 }
 
-PS6_ALL = {"zb_h2": 1, "warmup": 1, "dpv_fill": 1, "scan": 1}  # 1b, 2b, 3c by hand
+PS6_ALL = {"zb_h2": 1, "warmup": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  # 1b, 2b, 3c, 4b by hand
 PS6: dict[str, Case] = {
     "solved": Case("ps6"),
     "blank": Case("ps6", release=True, lost=PS6_ALL),
@@ -661,8 +664,12 @@ PS6: dict[str, Case] = {
     "examples_only": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n"
                                                         "    return {(4, 1): 3.0, (6, 2): 10.0}.get((p, f), 0.0)"},
                           lost={"dpv_fill": 1}),
+    # the split orders counted as 1F1B's: the update taken at B, where the weight gradient is not complete yet
+    "staleness_at_b": Case("ps6", replace={"q4a_answer": "def async_staleness(p, j, h):\n    return p - j - 1"},
+                           lost={"staleness": 1}),
     # the written proofs are the formgrader's: none of them changes the autograded score
-    "no_written_answers": Case("ps6", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3c_answer": ""}),
+    "no_written_answers": Case("ps6", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3c_answer": "",
+                                               "q4b_answer": ""}),
 }
 
 FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
@@ -697,7 +704,7 @@ FINAL: dict[str, Case] = {
 }
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "all_to_all": 1,
-           "capacity": 1, "failures": 1, "mfu": 1, "layout": 1}  # 1b, 2b, 3b, 4c, 6b, 7b, 8b by hand
+           "capacity": 1, "moe": 1, "failures": 1, "mfu": 1, "layout": 1, "batch": 1}  # the written ones by hand
 PS7: dict[str, Case] = {
     "solved": Case("ps7"),
     "blank": Case("ps7", release=True, lost=PS7_ALL),
@@ -740,6 +747,12 @@ PS7: dict[str, Case] = {
     "padding_of_the_average": Case("ps7", replace={"q5b_answer": "def no_drop_padding(max_load, tokens, experts, top_k):\n"
                                                                  "    return max_load * experts / (tokens * top_k) - 1"},
                                    lost={"capacity": 1}),
+    # a mixture of experts counted without its router: off by layers × hidden × experts
+    "moe_without_router": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q5c_answer"), "source", _cell(
+        nb, "q5c_answer").source.replace(" + hidden * experts + 2 * hidden", " + 2 * hidden")), lost={"moe": 1}),
+    # the batch where the bubble alone is small enough (m = p): the noise scale left out
+    "batch_without_noise": Case("ps7", replace={"q9a_answer": "def best_batch(b_noise, p, d):\n    return p * d"},
+                                lost={"batch": 1}),
     # goodput at the job's size with the restarts left out
     "restarts_forgotten": Case("ps7", replace={"q6_answer": "def largest_job_gpus(gpu_mtbf_h, checkpoint_s, restart_s, "
                                                             "goodput):\n    return gpu_mtbf_h * 3600 * (1 - goodput) ** 2 "
@@ -758,7 +771,8 @@ PS7: dict[str, Case] = {
     "layout_near_tie": Case("ps7", append={"q8a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
                                                          ".get(schedule, schedule)"}),
     "no_written_answers": Case("ps7", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3b_answer": "",
-                                               "q4c_answer": "", "q6b_answer": "", "q7b_answer": "", "q8b_answer": ""}),
+                                               "q4c_answer": "", "q6b_answer": "", "q7b_answer": "", "q7c_answer": "",
+                                               "q8b_answer": "", "q9b_answer": ""}),
 }
 
 CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,

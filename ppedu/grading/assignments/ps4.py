@@ -90,4 +90,5 @@ QUESTIONS: dict[str, Any] = {
                      _grid_sanity),
     "waves": Formula("waves_makespan", (6, 12, 3, 1, 2)),
     "choose": Question((Choice("schedule", CHOICES),)),
+    "handovers": FormulaQuestion({"v_shape_handovers": ((4, 8), (3, 9))}, lambda name, v: ((v["p"], v["m"]),)),
 }

@@ -1,6 +1,7 @@
 """ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where the paper's bound stops holding),
-interleaving's warm-up with Megatron-LM's micro-batch group of any size, and DualPipeV's floor — the V-shaped cut of
-DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan of their own.
+interleaving's warm-up with Megatron-LM's micro-batch group of any size, DualPipeV's floor — the V-shaped cut of
+DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan of their own —
+and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at once.
 Each derivation is a function checked in an interpreter without ppedu (a closed form, not a simulation) on inputs the
 student does not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with
 the library.
@@ -20,7 +21,7 @@ from ppedu.grading.assignments.ps1 import FormulaQuestion
 from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 
-#: The scan of question 3c steps F&B by this share of the forward, up to :data:`SCAN_STEPS` steps.
+#: The scan of question 3b steps F&B by this share of the forward, up to :data:`SCAN_STEPS` steps.
 SCAN_STEP, SCAN_STEPS = 0.25, 16
 
 
@@ -40,13 +41,12 @@ def _draw(pick: Picker) -> dict[str, Any]:
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """The paper's (p − 1)f + m(f + b + w) is wrong on the student's own costs (b > 2 min(f, w)), and scaled by
-    F the DualPipeV scan has a whole step at F + W."""
+    """The paper's (p − 1)f + m(f + b + w) is wrong on the student's own costs (b > 2 min(f, w))."""
     return v["b"] > 2 * min(v["f"], v["w"])
 
 
 def scan_costs(v: Mapping[str, Any]) -> tuple[float, float, float]:
-    """Question 3c's costs per chunk: a forward and an input-gradient pass of ``F`` each, a weight-gradient pass of
+    """Question 3b's costs per chunk: a forward and an input-gradient pass of ``F`` each, a weight-gradient pass of
     ``W·F`` (a full backward ``F + W·F``)."""
     return v["F"], v["F"], v["W"] * v["F"]
 
@@ -58,4 +58,6 @@ QUESTIONS: dict[str, Any] = {
                               lambda name, v: ((v["p"], v["v"], v["g"], v["j"]),)),
     "dpv_fill": FormulaQuestion({"dualpipev_fill": ((4, 1), (6, 2))}, lambda name, v: ((v["p"], v["F"]),)),
     "scan": Question((Number("smallest_fb"),)),
+    "staleness": FormulaQuestion({"async_staleness": ((4, 0, 0), (4, 2, 1))},
+                                 lambda name, v: tuple((v["p"], v["j"], h) for h in (0, 1, 2))),
 }

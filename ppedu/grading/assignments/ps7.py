@@ -29,6 +29,9 @@ LAYOUT_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe-v")
 TOLERANCE = 0.01
 #: Question 3's attention: one of these models' (grouped-query attention in the larger two).
 ATTENTION = ("7b", "70b", "405b")
+#: Question 5c's shape (layers, width, the keys' and values' width, an expert's width) and vocabulary: Mixtral 8x7B's
+#: (Jiang et al., "Mixtral of Experts", 2024, Table 1), the experts' number and top-k the student's own.
+MOE_SHAPE, MOE_VOCAB = (32, 4096, 1024, 14336), 32000
 
 
 def values(student: str) -> dict[str, Any]:
@@ -58,6 +61,11 @@ def _draw(pick: Picker) -> dict[str, Any]:
         # question 7: a throughput measured on one of ppedu's models
         "mfu_model": pick("mfu_model", ("7b", "13b", "70b")), "mfu_gpu": pick("mfu_gpu", ("a100-80gb", "h100-80gb")),
         "tokens_per_s": pick("tokens_per_s", (400, 900, 1600, 3200)),
+        # question 5c: a mixture of experts of the student's own shape (Mixtral's attention and experts' width)
+        "moe_experts": pick("moe_experts", (8, 16, 64)), "moe_top_k": pick("moe_top_k", (1, 2, 4)),
+        # question 9: a batch size — the gradient noise scale (examples), p stages in d replicas
+        "b_noise": pick("b_noise", (200, 800, 3000)), "batch_p": pick("batch_p", (4, 8, 16)),
+        "batch_d": pick("batch_d", (1, 4, 16)),
         # question 8: a layout
         "layout_model": pick("layout_model", ("13b", "70b")), "gpu": pick("gpu", ("a100-80gb", "h100-80gb")),
         "gpus": pick("gpus", (32, 64)), "batch": pick("batch", (64, 128)),
@@ -152,10 +160,15 @@ QUESTIONS: dict[str, Any] = {
                                   lambda name, v: ((v["tokens"], v["hidden"], v["top_k"], v["e"]),)),
     "capacity": FormulaQuestion({"no_drop_padding": ((96, 4096, 64, 1), (300, 1024, 8, 2))},
                                 lambda name, v: ((v["max_load"], v["tokens"], v["experts"], v["top_k"]),)),
+    "moe": FormulaQuestion({"moe_total_params": ((32, 4096, 1024, 14336, 8, 2, 32000),),
+                            "moe_active_params": ((32, 4096, 1024, 14336, 8, 2, 32000),)},
+                           lambda name, v: ((*MOE_SHAPE, v["moe_experts"], v["moe_top_k"], MOE_VOCAB),)),
     "failures": FormulaQuestion({"largest_job_gpus": ((50_000, 60, 600, 0.9), (10_000, 10, 120, 0.95))},
                                 lambda name, v: ((v["gpu_mtbf_h"], v["checkpoint_s"], v["restart_s"], v["goodput"]),)),
     "mfu": FormulaQuestion({"mfu": ((6.6e9, 32, 4096, 4096, 3000.0, 989e12), (1.3e10, 40, 5120, 2048, 1000.0, 312e12))},
                            lambda name, v: (_mfu_args(v),)),
+    "batch": FormulaQuestion({"best_batch": ((1000, 8, 4), (50, 2, 1))},
+                             lambda name, v: ((v["b_noise"], v["batch_p"], v["batch_d"]),)),
     "layout": Question((Number("t", whole=True), Number("p", whole=True), Number("d", whole=True),
                         Choice("schedule", LAYOUT_SCHEDULES))),
 }
