@@ -123,7 +123,7 @@ private:
 	chmod 700 "$(CURDIR)"
 	@echo "$(CURDIR) is now readable by $$(stat -c %U "$(CURDIR)") only"
 
-# The formula sheet as one printable page (open it in a browser, print to PDF).
+# The formula sheet as two printable A4 pages, formulas then words (open it in a browser, print to PDF).
 sheet: install
 	$(BIN)/python -m ppedu.sheet --out build/formula-sheet.html
 

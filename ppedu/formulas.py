@@ -12,6 +12,8 @@ the first is ``r / (1 + r)``.
 
 from __future__ import annotations
 
+import math
+
 from ppedu.validate import require_counts
 
 
@@ -70,3 +72,99 @@ def microbatches_for(target: float, p: int, v: int = 1) -> int:
     while bubble_ratio(p, m, v) > target + 1e-12:  # a target met exactly counts as met
         m += 1
     return m
+
+
+# ---- the scale part (chapters 12–14): each closed form as the chapters write it, on raw numbers (seconds, bytes,
+# bytes per second), so that the formula sheet can set it beside what ppedu.cluster computes its own way ----
+
+def ring_all_reduce_seconds(n: int, nbytes: float, latency: float, bandwidth: float) -> float:
+    """A ring all-reduce of ``nbytes`` over ``n`` GPUs: ``2(n−1)α + 2(n−1)/n · M/B``.
+
+    >>> round(ring_all_reduce_seconds(8, 1e9, 3e-6, 450e9) * 1e3, 3)  # 1 GB over NVLink: 14 latencies, 1.75 GB sent
+    3.931
+    """
+    return 2 * (n - 1) * latency + 2 * (n - 1) / n * nbytes / bandwidth
+
+
+def ring_half_seconds(n: int, nbytes: float, latency: float, bandwidth: float) -> float:
+    """A ring reduce-scatter or all-gather of a buffer of ``nbytes`` (all ``n`` pieces): ``(n−1)α + (n−1)/n · M/B``.
+    An all-to-all by pairwise exchange costs the same."""
+    return (n - 1) * latency + (n - 1) / n * nbytes / bandwidth
+
+
+def tree_all_reduce_seconds(n: int, nbytes: float, latency: float, bandwidth: float) -> float:
+    """NCCL's double binary tree, pipelined, its fill left out (``n > 2``): ``2⌈log₂ n⌉α + 2M/B``."""
+    return 2 * math.ceil(math.log2(n)) * latency + 2 * nbytes / bandwidth
+
+
+def tree_ring_crossover(n: int, latency: float, bandwidth: float) -> float:
+    """The all-reduce size below which the tree beats the ring: ``n(n − 1 − ⌈log₂ n⌉)·α·B`` bytes."""
+    return n * (n - 1 - math.ceil(math.log2(n))) * latency * bandwidth
+
+
+#: NCCL-tests' factor from algorithm to bus bandwidth (``doc/PERFORMANCE.md``), a function of ``n``.
+BUS_FACTORS = {"all-reduce": lambda n: 2 * (n - 1) / n, "reduce-scatter": lambda n: (n - 1) / n,
+               "all-gather": lambda n: (n - 1) / n, "all-to-all": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0}
+
+
+def bus_bandwidth(nbytes: float, seconds: float, n: int, kind: str = "all-reduce") -> float:
+    """NCCL-tests' ``busbw = algbw × factor``, ``algbw = S/t``."""
+    return nbytes / seconds * BUS_FACTORS[kind](n)
+
+
+def zero_bytes_per_gpu(params: float, d: int, stage: int, k: float = 12.0) -> float:
+    """Model state per GPU under ZeRO (Rajbhandari et al., 2020, Figure 1; 16-bit weights and gradients, ``K`` bytes of
+    optimizer state): ``(2 + 2 + K)Ψ``, ``(2 + 2 + K/d)Ψ``, ``(2 + (2 + K)/d)Ψ``, ``(2 + 2 + K)Ψ/d`` for stages 0–3.
+
+    >>> [round(zero_bytes_per_gpu(7.5e9, 64, s) / 1e9, 1) for s in range(4)]  # the paper's Figure 1
+    [120.0, 31.4, 16.6, 1.9]
+    """
+    weights, grads, state = 2.0, 2.0, k
+    sharded = ((), (state,), (grads, state), (weights, grads, state))[stage]  # what each stage divides by d
+    return params * (weights + grads + state - sum(sharded) + sum(sharded) / d)
+
+
+def zero_bytes_sent(params: float, d: int, stage: int, dtype_bytes: float = 2.0) -> float:
+    """Bytes a GPU sends per step under ZeRO without a pipeline (the paper's section 7): ``2Ψ·(d−1)/d`` elements for
+    stages 0–2, ``3Ψ·(d−1)/d`` for stage 3, at ``dtype_bytes`` each."""
+    return (3 if stage == 3 else 2) * params * (d - 1) / d * dtype_bytes
+
+
+def tensor_parallel_block_bytes(tokens: int, hidden: int, t: int, sequence: bool = False,
+                                dtype_bytes: float = 2.0) -> float:
+    """Bytes one GPU sends per block and micro-batch under ``t``-way tensor parallelism (ring collectives of the
+    ``s·b·h`` activations): four all-reduces, ``8(t−1)/t·sbh``; with sequence parallelism four all-gathers, four
+    reduce-scatters and two re-gathers in the backward, ``10(t−1)/t·sbh`` — a quarter more."""
+    return (10 if sequence else 8) * (t - 1) / t * tokens * hidden * dtype_bytes
+
+
+def block_activation_bytes(s: int, b: int, h: int, a: int, t: int = 1, sequence: bool = False) -> float:
+    """Korthikanti et al. (2022), Table 2: one block's activations in bytes, 16-bit, eager attention with dropout and
+    nothing recomputed: ``sbh(34 + 5as/h)``; with ``t``-way tensor parallelism ``sbh(10 + 24/t + 5as/(ht))``; with
+    sequence parallelism too ``sbh(34/t + 5as/(ht))``."""
+    kept = 34 / t if sequence else 10 + 24 / t  # t = 1: 34 either way
+    return s * b * h * (kept + 5 * a * s / (h * t))
+
+
+def ring_attention_min_block(flops_per_second: float, bandwidth: float, kv_width: int, width: int,
+                             dtype_bytes: float = 2.0) -> float:
+    """The shortest block (tokens per GPU) whose ring-attention step hides its transfer (latency aside): sending
+    ``2·(s/c)·w_kv`` elements takes no longer than ``4·(s/c)²·w`` FLOPs when ``s/c ≥ F·w_kv·bytes / (2·w·B)`` — for
+    full multi-head attention in 16 bits, Liu et al.'s ``F/B``."""
+    return flops_per_second * kv_width * dtype_bytes / (2 * width * bandwidth)
+
+
+def young_daly_interval(checkpoint_s: float, mtbf_s: float) -> float:
+    """Young's (1974) checkpoint interval, ``√(2·C·MTBF)``."""
+    return math.sqrt(2 * checkpoint_s * mtbf_s)
+
+
+def expert_capacity(tokens: int, experts: int, top_k: int, factor: float) -> int:
+    """Tokens an expert takes (GShard, Switch): ``⌈f·T·k/E⌉``."""
+    return math.ceil(factor * tokens * top_k / experts)
+
+
+def model_flops_per_token(params: float, layers: int, seq: int, attention_width: int) -> float:
+    """PaLM's count (Chowdhery et al., Appendix B) of a step's model FLOPs per token: ``6N + 12·L·s·w``, ``N`` the
+    parameters a token's matrices use (the embedding, a lookup, left out), ``w`` the attention's width."""
+    return 6 * params + 12 * layers * seq * attention_width

@@ -6,8 +6,12 @@ inside the backward:
 - **none**: keep what every block saved. With FlashAttention (the default, as every current framework
   trains) that excludes attention's ``s × s`` scores, which its backward rebuilds anyway; without it
   ("eager" attention, the textbook's era) the scores are kept and dominate at long sequences;
-- **selective** (Megatron-LM, Korthikanti et al., 2022): recompute only the attention core — with
-  FlashAttention that is what "none" already does;
+- **selective** (Korthikanti et al., 2022): recompute only the attention core's scores, softmax and dropout.
+  FlashAttention never keeps those, so here ``selective`` keeps and runs what ``none`` does. Megatron-LM's own
+  ``selective`` is broader: ``recompute_modules`` (``megatron/core/transformer/transformer_config.py``) defaults to
+  ``["core_attn"]`` — with FlashAttention that re-runs the attention kernel to drop only its softmax statistics — and
+  may name other modules (``layernorm``, ``mla_up_proj``, ``moe_act``, ``mlp``, …) that keep less with FlashAttention
+  too;
 - **full**: keep each block's input alone and run the block's forward again in its backward, one block at a
   time (Megatron-LM's uniform method): while a block recomputes, its activations are there again for a while;
 - **the whole stage** (GPipe's re-materialisation, Huang et al., 2019): keep the stage's input alone; its

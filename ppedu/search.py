@@ -130,8 +130,7 @@ def bound_arguments(p: int, m: int, costs: Costs) -> dict[str, float]:
 
 
 def one_chunk_bound(p: int, m: int, costs: Costs) -> float:
-    """A makespan no order with one chunk per GPU, one direction and no overlapped pairs can beat
-    (the zero-bubble paper's): GPU ``j`` can start only once the first micro-batch has gone forward
+    """A makespan no order with one chunk per GPU, one direction and no overlapped pairs can beat: GPU ``j`` can start only once the first micro-batch has gone forward
     through GPUs ``0 … j-1``, and then has ``m · (f + b + w)`` of work.
 
     >>> one_chunk_bound(4, 8, Costs(f=1, b=1, w=1))  # ZB-H1 and ZB-H2 reach it

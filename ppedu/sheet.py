@@ -1,6 +1,8 @@
 """The formula sheet: the source's lost contrast table (its section 4.6.2), rebuilt for every
-schedule of the course, each closed form beside the value the simulator measures, plus a
-glossary and each chapter's takeaways; printable as one HTML page (``make sheet``).
+schedule of the course, each closed form beside the value the simulator measures; the scale
+part's closed forms beside :mod:`ppedu.cluster`'s values (:mod:`ppedu.scale_laws`); a glossary
+and each chapter's takeaways. ``make sheet`` writes it as two A4 landscape pages to print on both
+sides: the formulas on the first, the words on the second.
 
 Every closed form holds under the course's shared cost model, :data:`~ppedu.costs.EQUAL`: forward, input-gradient
 and weight-gradient passes of a whole stage take one unit each (a full backward takes two),
@@ -84,7 +86,7 @@ LAWS: tuple[Law, ...] = (
         Formula("min(2(p−j−1)+(v−1)p+1, v·m)/v",
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
-        "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; ppedu, "
+        "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; "
         "ppedu runs any m, Megatron-LM any m ≥ p with its group size set, PyTorch 2.13 m a multiple of max(1, ⌊m/p⌋)); "
         "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
@@ -109,7 +111,7 @@ LAWS: tuple[Law, ...] = (
         lambda p, m, v: m % p == 0 and p >= 2),
     Law("zb-v", "ZB-V", *_bubble(1, "6"), Formula("p", lambda p, m, v, j: p),
         Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
-        "W separable from B; closed forms for m ≥ 2p", lambda p, m, v: m >= 2 * p),
+        "W separable from B; closed forms for m ≥ 2p−1", lambda p, m, v: m >= 2 * p - 1),
     Law("dualpipe", "DualPipe", *_bubble(2, "3"), Formula("p+1", lambda p, m, v, j: p + 1),
         Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1), "p even, m even, m ≥ 2p",
         lambda p, m, v: True),
@@ -358,7 +360,8 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "Measured costs predict a real step once warm-up outliers are excluded.",
     ),
     "8 · Memory and recomputation": (
-        "Say what the baseline keeps: with FlashAttention no s × s scores, so selective recomputation is built in.",
+        "Say what the baseline keeps: FlashAttention keeps no s × s scores, so recomputing the attention core saves "
+        "nothing more (Megatron-LM's default selective mode then only re-runs the kernel); other modules still can.",
         "Recomputation trades a forward run again, and a transient during the backward, for keeping only inputs.",
     ),
     "9 · 3D parallelism and history": (
@@ -388,8 +391,8 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "per micro-batch unless the order is breadth-first.",
     ),
     "14 · Training at scale": (
-        "Recompute a published MFU from its own figures; a table can disagree with itself. MFU falls with the bubble, "
-        "recomputation and exposed communication.",
+        "Recompute a published MFU from figures it was not computed from (GPU hours and tokens); a table can disagree "
+        "with itself. MFU falls with the bubble, recomputation and exposed communication.",
         "Failures grow with the GPUs: checkpoint every √(2·C·MTBF) and make restarts fast. Past the noise scale a "
         "larger batch buys few steps and wastes examples.",
     ),
@@ -418,34 +421,51 @@ def takeaways() -> Markdown:
 
 
 def render_html(p: int = 4, m: int = 8, v: int = 2) -> str:
-    """The sheet as one printable HTML page (A4 landscape): table, glossary, takeaways."""
-    table = formula_sheet(p, m, v)
-    head = ("schedule", "bubble idle/total", "bubble/ideal", "peak activations per GPU j (stages)",
-            "parameter copies", "hand-overs per step", "constraints")
-    rows = "".join("<tr>" + "".join(f"<td>{escape(str(getattr(r, f)))}</td>" for f in Entry.__dataclass_fields__)
-                   + "</tr>" for r in table)
+    """The sheet as a printable HTML document of two A4 landscape pages, to print on both sides: the formulas — every
+    schedule's closed forms beside the simulator's values, and the scale part's beside :mod:`ppedu.cluster`'s — on the
+    first; the glossary and each chapter's takeaways on the second."""
+    from ppedu.scale_laws import ScaleEntry, scale_sheet  # the cluster's laws: imported only when the page is drawn
+
+    def table(head: tuple[str, ...], rows: Table, fields: tuple[str, ...], css: str) -> str:
+        body = "".join("<tr>" + "".join(f"<td>{escape(str(getattr(r, f)))}</td>" for f in fields) + "</tr>"
+                       for r in rows)
+        return f'<table class="{css}"><tr>' + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{body}</table>"
+
+    schedules = table(("schedule", "bubble idle/total", "bubble/ideal", "peak activations per GPU j (stages)",
+                       "parameter copies", "hand-overs per step", "constraints"), formula_sheet(p, m, v),
+                      tuple(Entry.__dataclass_fields__), "schedules")
+    scale = table(("topic", "closed form", "at", "the formula gives", "ppedu computes", "chapter; source"),
+                  scale_sheet(), tuple(ScaleEntry.__dataclass_fields__), "scale")
     glossary = "".join(f"<dt>{escape(k)}</dt><dd>{escape(d)}</dd>" for k, d in GLOSSARY.items())
     takeaways = "".join(f"<h3>{escape(k)}</h3><ul>" + "".join(f"<li>{escape(x)}</li>" for x in items) + "</ul>"
                         for k, items in TAKEAWAYS.items())
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ppedu formula sheet</title>
 <style>
-@page {{ size: A4 landscape; margin: 10mm; }}
-body {{ font: 10pt/1.3 system-ui, sans-serif; margin: 1em; }}
-table {{ border-collapse: collapse; width: 100%; }} td, th {{ border: 1px solid #888; padding: 3px 5px; }}
-th {{ background: #eee; text-align: left; }} h1 {{ font-size: 14pt; }} h2 {{ font-size: 12pt; margin: .8em 0 .3em; }}
-h3 {{ font-size: 10pt; margin: .4em 0 0; }} dl {{ columns: 2; }} dt {{ font-weight: bold; }} dd {{ margin: 0 0 .3em 1em; }}
-.takeaways {{ columns: 3; }} ul {{ margin: 0 0 .3em; padding-left: 1.2em; }}
-@media print {{ h2 {{ break-after: avoid; }} .page {{ break-before: page; }} }}
+@page {{ size: A4 landscape; margin: 7mm; }}
+body {{ font: 7pt/1.15 system-ui, sans-serif; margin: 0; }}
+table {{ border-collapse: collapse; width: 100%; }} td, th {{ border: 1px solid #888; padding: 0 3px; }}
+th {{ background: #eee; text-align: left; }} h1 {{ font-size: 11pt; margin: 0 0 2px; }}
+h2 {{ font-size: 9pt; margin: 4px 0 2px; }} p {{ margin: 0 0 3px; }}
+table.schedules td:last-child {{ width: 30%; }} table.scale td:nth-child(2) {{ width: 27%; }}
+h3 {{ font-size: 7.2pt; margin: 2px 0 0; }} dl {{ columns: 4; margin: 0; }} dt {{ font-weight: bold; }}
+dd {{ margin: 0 0 1px 6px; }} .takeaways {{ columns: 4; }} ul {{ margin: 0 0 2px; padding-left: 10px; }}
+h2, h3, dt {{ break-after: avoid; }} dd, li, tr {{ break-inside: avoid; }}
+.page {{ break-before: page; }}
 </style></head><body>
 <h1>Pipeline parallelism: the formula sheet</h1>
-<p>Costs: forward = input-gradient = weight-gradient = 1 per whole stage (a full backward 2); v chunks pay 1/v each;
-free hand-overs; a DualPipe pair takes F + full B. Values measured by ppedu's simulator at p = {p}, m = {m}, v = {v}.
-GPU j counts from 0; activations are whole stages' worth, alive from a forward until the last pass that needs them
-ends: the backward, or W where W is split off (ppedu.memory's default).</p>
-<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{rows}</table>
-<h2>Glossary</h2><dl>{glossary}</dl>
-<h2 class="page">Each chapter's takeaways</h2><div class="takeaways">{takeaways}</div>
+<p>Schedules — costs: forward = input-gradient = weight-gradient = 1 per whole stage (a full backward 2); v chunks pay
+1/v each; free hand-overs; a DualPipe pair takes F + full B. Values measured by ppedu's simulator at p = {p}, m = {m},
+v = {v}. GPU j counts from 0; activations are whole stages' worth, alive from a forward until the last pass that needs
+them ends: the backward, or W where W is split off (ppedu.memory's default).</p>
+{schedules}
+<h2>The scale part: each closed form at a chapter's example, beside what ppedu.cluster computes its own way</h2>
+<p>α a step's latency, β = 1/B the time per byte, n GPUs, M (NCCL-tests' S) the whole buffer; Ψ parameters over d
+replicas; s·b·h a block's activations, a heads, t tensor-parallel GPUs; F achieved FLOP/s, w the attention's width,
+w_kv the keys' and values'; T tokens, k of E experts over e GPUs, f the capacity factor; C a checkpoint's time.</p>
+{scale}
+<h2 class="page">Glossary</h2><dl>{glossary}</dl>
+<h2>Each chapter's takeaways</h2><div class="takeaways">{takeaways}</div>
 </body></html>
 """
 

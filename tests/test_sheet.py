@@ -1,15 +1,20 @@
 """The formula sheet: every closed form it prints agrees with the simulator wherever it claims to
 hold, and every printed value is the simulator's."""
 
+import math
 import re
+from dataclasses import replace
+from html import escape
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ppedu import Costs, schedules, simulate
+from ppedu import Costs, formulas, schedules, simulate
+from ppedu.cluster import GPUS, LINKS, MODELS, Model, collectives, context, reliability, sharding, tensor
 from ppedu.formulas import bubble_over_ideal, bubble_ratio
 from ppedu.costs import EQUAL
+from ppedu.scale_laws import SCALE_LAWS, ScaleLaw, scale_agreement, scale_sheet
 from ppedu.sheet import LAWS, agreement, closed, formula_sheet, law, main, measure, render_html
 
 
@@ -64,13 +69,17 @@ def test_unknown_schedule_is_named():
         law("pipedream")
 
 
-def test_html_page_holds_table_glossary_and_takeaways(tmp_path):
+def test_html_page_holds_both_tables_then_glossary_and_takeaways(tmp_path):
     page = render_html(4, 8, 2)
     for r in formula_sheet(4, 8, 2):
         assert r.idle_total in page and r.hand_overs in page
+    for r in scale_sheet():
+        assert escape(r.formula_gives) in page and escape(r.closed_form) in page
     assert "Glossary" in page and "weight stashing" in page and "9 · 3D parallelism" in page
     assert "@page" in page  # printable
-    assert not re.search(r"\d+\.\d+ %", page.split("<table>")[0])  # numbers only from the table
+    assert not re.search(r"\d+\.\d+ %", page.split("<table")[0])  # numbers only from the tables
+    formulas, words = page.split('<h2 class="page">')  # page 2 starts at the glossary, after both tables
+    assert formulas.count("<table") == 2 and "<table" not in words and words.startswith("Glossary")
     assert main(["--out", str(tmp_path / "s.html"), "-p", "8", "-m", "20"]) == 0
     assert "p = 8, m = 20" in (tmp_path / "s.html").read_text()
 
@@ -97,3 +106,104 @@ def test_the_sheet_covers_every_schedule_ppedu_builds():
     assert {x.schedule for x in LAWS} == set(schedules.SCHEDULES)
     # v reaches every schedule that takes it, not interleaving alone
     assert measure("looped-bfs", 4, 8, 3).hand_overs == closed("looped-bfs", 4, 8, 3).hand_overs == 2 * 8 * (4 * 3 - 1)
+
+
+def test_zb_v_closed_forms_hold_from_2p_minus_1_as_chapter_10_says():
+    for p in range(2, 7):
+        assert law("zb-v").holds(p, 2 * p - 1, 1) and agreement(p, 2 * p - 1, 2) == []
+        assert closed("zb-v", p, 2 * p - 2).peak != measure("zb-v", p, 2 * p - 2).peak  # below it, they do not
+
+
+# ---- the scale part: every closed form beside ppedu.cluster's own computation ----
+
+def test_every_scale_law_agrees_with_ppedu_cluster_at_its_example():
+    assert scale_agreement() == []
+    assert {x.topic for x in SCALE_LAWS} >= {
+        "ring all-reduce", "tree all-reduce (double binary)", "NCCL-tests' bus bandwidth", "ZeRO: model state per GPU",
+        "tensor parallelism per block", "ring attention hides from", "checkpoint interval", "MoE all-to-all; capacity"}
+
+
+def test_a_wrong_scale_formula_would_be_caught():
+    ring = SCALE_LAWS[0]
+    wrong = replace(ring, closed=lambda: tuple(2 * x for x in ring.closed()))  # e.g. 4(n−1)/n for 2(n−1)/n
+    assert scale_agreement((wrong,)) and not scale_agreement((ring,))
+
+
+def test_the_zero_paper_figure_1_is_the_sheets_zero_row():
+    row = next(r for r in scale_sheet() if r.topic == "ZeRO: model state per GPU")
+    assert [round(formulas.zero_bytes_per_gpu(7.5e9, 64, s) / 1e9, 1) for s in range(4)] == [120.0, 31.4, 16.6, 1.9]
+    assert row.formula_gives == row.ppedu_computes
+
+
+LINK = st.sampled_from(sorted(LINKS))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(3, 512), st.floats(1.0, 1e11), LINK)
+def test_collective_closed_forms_are_ppedus_costs(n, nbytes, name):
+    link = LINKS[name]
+    args = (n, nbytes, link.latency, link.bandwidth)
+    ring = collectives.cost("all-reduce", nbytes, n, link)
+    assert ring.seconds == pytest.approx(formulas.ring_all_reduce_seconds(*args))
+    for kind in ("reduce-scatter", "all-gather", "all-to-all"):
+        assert collectives.cost(kind, nbytes, n, link).seconds == pytest.approx(formulas.ring_half_seconds(*args))
+    tree = collectives.cost("all-reduce", nbytes, n, link, "tree")
+    assert tree.seconds == pytest.approx(formulas.tree_all_reduce_seconds(*args))
+    assert ring.busbw == pytest.approx(formulas.bus_bandwidth(nbytes, ring.seconds, n))
+    # the crossover is where the two costs meet: the tree wins below it, the ring above
+    m_star = formulas.tree_ring_crossover(n, link.latency, link.bandwidth)
+    assert collectives.crossover(n, link) == pytest.approx(max(0.0, m_star))
+    if m_star > 0:
+        at = [collectives.cost("all-reduce", m_star, n, link, a).seconds for a in ("ring", "tree")]
+        assert at[0] == pytest.approx(at[1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e6, 1e12), st.integers(2, 1024))
+def test_zero_closed_forms_are_ppedus_stages(params, d):
+    rows = sharding.zero_stages(params, d, sharding.PRECISIONS["bf16"])
+    for stage, row in enumerate(rows):
+        assert row.total_gb == pytest.approx(formulas.zero_bytes_per_gpu(params, d, stage) / 1e9, rel=1e-5)
+        assert row.sent_gb == pytest.approx(formulas.zero_bytes_sent(params, d, stage) / 1e9, rel=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([(1024, 8), (2048, 16), (4096, 32), (12288, 96)]), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([512, 2048, 4096]), st.booleans())
+def test_tensor_and_activation_closed_forms_are_ppedus_inventory(shape, t, seq, sequence):
+    h, a = shape
+    model = Model("m", layers=2, hidden=h, vocab=100, seq=seq, heads=a, dropout=True, flash_attention=False)
+    sent = sum(collectives.ring(c.nbytes, t, c.kind) for c in tensor.block_collectives(model, t, sequence))
+    assert sent == pytest.approx(formulas.tensor_parallel_block_bytes(seq, h, t, sequence) if t > 1 else 0.0)
+    kept = sum(model.block_activations("none", t, sequence).values())
+    assert kept == pytest.approx(formulas.block_activation_bytes(seq, 1, h, a, t, sequence))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(sorted(MODELS)), st.sampled_from(sorted(GPUS)), LINK)
+def test_ring_attention_hides_exactly_from_the_closed_forms_block(name, gpu, link):
+    model, free = MODELS[name], replace(LINKS[link], latency=0.0)
+    kv = (model.kv_heads or model.heads) * (model.hidden // model.heads)
+    block = formulas.ring_attention_min_block(GPUS[gpu].flops_per_second, free.bandwidth, kv, model.hidden)
+    assert context.min_block_tokens(model, GPUS[gpu], free) == pytest.approx(block)
+    above, below = math.ceil(block * 1.001) + 1, max(1, math.floor(block * 0.999) - 1)
+    assert context.ring_step(replace(model, seq=above), 1, GPUS[gpu], free).hidden
+    assert below >= block or not context.ring_step(replace(model, seq=below), 1, GPUS[gpu], free).hidden
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1.0, 600.0), st.floats(600.0, 1e6))
+def test_young_dalys_interval_is_where_ppedus_goodput_peaks(checkpoint, mtbf):
+    best = formulas.young_daly_interval(checkpoint, mtbf)
+    assert reliability.young_daly(checkpoint, mtbf) == pytest.approx(best)
+    for scale in (0.9, 1.1):
+        off = reliability.goodput(best * scale, checkpoint, mtbf, 0.0)
+        assert reliability.goodput(best, checkpoint, mtbf, 0.0) > off
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_palms_model_flops_per_token_are_ppedus(name):
+    model = MODELS[name]
+    n = sum(model.layer_active_params()[1:])  # the embedding is a lookup
+    assert 3 * sum(model.layer_flops()) / model.tokens == pytest.approx(
+        formulas.model_flops_per_token(n, model.layers, model.seq, model.attention_width or model.hidden))

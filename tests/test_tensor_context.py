@@ -65,8 +65,12 @@ def test_each_gpu_holds_a_tth_of_every_matrix():
     table = {s.matrix: s for s in shards(MODELS["70b"], 8)}
     assert table["queries"].per_gpu == "8192 × 1024" and table["MLP down"].per_gpu == "3584 × 8192"
     assert table["attention output"].split == "row" and table["MLP gate and up"].split == "column"
-    with pytest.raises(ValueError, match=r"kv_heads \(8\) must divide by t \(16\)"):
-        shards(MODELS["70b"], 16)
+    # fewer key-value heads than GPUs: replicated, as Megatron-LM accepts (transformer_config.py: multiple or divisor)
+    assert shards(MODELS["70b"], 16)[1].per_gpu == "8192 × 128 (each; every head on 2 GPUs)"
+    with pytest.raises(ValueError, match=r"kv_heads \(12\) must divide by t \(32\) or divide it"):
+        shards(replace(MODELS["70b"], heads=96, kv_heads=12, hidden=12288), 32)
+    with pytest.raises(ValueError, match=r"heads \(64\) must divide by t \(3\)"):
+        shards(MODELS["70b"], 3)
 
 
 @settings(max_examples=25, deadline=None)

@@ -4,9 +4,11 @@ table.
 
 The arithmetic is the usual back-of-the-envelope one, stated so that a student can redo it:
 
-* a transformer block with ``P`` parameters costs ``2·P·tokens`` FLOPs forward (one multiply and
-  one add per parameter per token; attention's ``s²`` term is left out) and twice that backward,
-  split evenly into the input-gradient pass ``b`` and the weight-gradient pass ``w``;
+* a transformer block with ``P`` parameters costs ``2·P·tokens`` FLOPs forward in its matrices (one
+  multiply and one add per parameter per token) plus its attention core's ``4·b·s²·h`` (``QKᵀ`` and
+  scores × ``V``); its matrices cost as much again in each of the input-gradient pass ``b`` and the
+  weight-gradient pass ``w``, and the attention core, which has no weights, ``2×`` its forward in ``b``
+  (``2.5×`` with FlashAttention, which recomputes ``QKᵀ``) (:meth:`Model.layer_backward_flops`);
 * the embedding is a lookup (no FLOPs); the output layer is a ``hidden × vocab`` matmul;
 * a time is FLOPs ÷ (peak FLOP/s × an achievable-efficiency factor);
 * a hand-over between stages carries ``tokens × hidden`` activations (or their gradients) and
@@ -16,9 +18,10 @@ The arithmetic is the usual back-of-the-envelope one, stated so that a student c
   16 in all; Rajbhandari et al., "ZeRO", 2020) + the schedule's peak activations, taken from
   the simulator. Activations per block follow Korthikanti et al., "Reducing Activation
   Recomputation in Large Transformer Models", 2022: ``s·b·h·(34 + 5·a·s/h)`` bytes at 16 bits
-  with nothing recomputed, ``34·s·b·h`` with selective recomputation (attention scores
-  recomputed, as flash attention does), ``2·s·b·h`` (the block's input) with full recomputation,
-  which costs one more forward inside every backward.
+  with nothing recomputed and eager attention, ``34·s·b·h`` with selective recomputation (their
+  selective mode: the attention core's scores recomputed, which FlashAttention never stores — ppedu's
+  ``selective`` is that mode, so with FlashAttention it keeps and runs what ``none`` does), ``2·s·b·h``
+  (the block's input) with full recomputation, which costs one more forward inside every backward.
 
 Tensor and sequence parallelism, data parallelism with ZeRO's sharding and every parallelism's traffic
 are :mod:`ppedu.cluster.parallel`'s; the CUDA context and a framework's own buffers are not modelled. Each of the

@@ -18,7 +18,8 @@ def interleaving_break_even(p: int, m: int, costs: Costs, v: int = 2, chunk_cost
 
     ``costs`` are per stage; interleaving pays ``chunk_costs`` per chunk (default
     ``costs.per_chunk(v)``); both get the same latency for every hand-over. Interleaving shrinks
-    the bubble ``v``-fold but hands over ``v`` times as often, so past this latency it loses.
+    the bubble's time ``v``-fold but hands over ``(pv − 1)/(p − 1)`` times as often (``v`` and more: chapter 4b), so
+    past this latency it loses.
     0 if it never wins (one GPU has no bubble to shrink), ``inf`` if it always does. Found by
     bisection.
 

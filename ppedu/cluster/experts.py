@@ -14,7 +14,7 @@ section 2.1.2) and balances the experts' load instead.
 **Node-limited routing** (DeepSeek-V3, section 3.2.2): the experts of one layer spread over ``N`` nodes; a token's
 copies to the GPUs of one node cross InfiniBand once and fan out over NVLink, so what crosses InfiniBand is the
 number of *other nodes* among its experts; DeepSeek-V3 caps the nodes per token at ``M = 4``
-(:func:`nodes_crossed`).
+(:func:`nodes_crossed`; with the cap, every token taken to use all ``M`` nodes: an upper bound).
 
 >>> capacity(tokens=4096, experts=256, top_k=8, factor=1.25)
 160
@@ -97,8 +97,9 @@ def capacity_trade(loads: tuple[int, ...], top_k: int, factors: tuple[float, ...
 def nodes_crossed(experts: int, top_k: int, nodes: int, limit: int | None = None) -> float:
     """The expected number of *other* nodes a token's copies cross InfiniBand to, its ``top_k`` distinct
     experts drawn uniformly from ``experts`` spread evenly over ``nodes`` nodes: ``(N − 1)·P(a node is hit)``, with
-    ``P = 1 − C(E − E/N, k)/C(E, k)``. With node-limited routing to ``limit`` nodes (DeepSeek-V3's ``M``), the
-    token uses ``min(limit, N)`` nodes, its own among them with chance ``limit/N``: ``limit·(N − 1)/N``.
+    ``P = 1 − C(E − E/N, k)/C(E, k)``. With node-limited routing to ``limit`` nodes (DeepSeek-V3's ``M``), at most:
+    taking the token to use all ``min(limit, N)`` nodes it may (its ``k`` experts could fall in fewer), its own among
+    them with chance ``limit/N``: ``limit·(N − 1)/N``.
 
     >>> round(nodes_crossed(256, 8, 8), 2), nodes_crossed(256, 8, 8, limit=4)
     (4.63, 3.5)

@@ -10,7 +10,8 @@ from ppedu.validate import whole
 
 #: A gigabyte, 10⁹ bytes: every size the course computes and prints in GB or GB/s (never a GiB, 2³⁰ bytes).
 GB = 1e9
-#: How much of the forward pass a backward recomputes: nothing, the attention core, a whole block.
+#: How much of the forward pass a backward recomputes: nothing, the attention core (Korthikanti et al.'s selective
+#: mode: the scores, which FlashAttention never keeps, so with it ``selective`` is ``none``), a whole block.
 RECOMPUTE = ("none", "selective", "full")
 #: Adam in mixed precision keeps fp32 master weights, momentum and variance: 3 × 4 bytes per parameter.
 ADAM_BYTES = 12.0
@@ -26,7 +27,7 @@ class Model:
     instead of two; ``kv_heads`` below ``heads`` is grouped-query attention. ``flash_attention``
     (the default, as every current framework trains) computes attention without keeping its
     ``s × s`` scores; without it attention is "eager" and keeps them. ``dropout`` keeps a byte mask
-    per dropped element (GPT-3 used dropout; Llama's pre-training did not).
+    per dropped element (GPT-3 used dropout; Llama's released model code has none, and its papers name none).
 
     A mixture of experts (:mod:`ppedu.cluster.experts`): every block after the first ``dense_layers`` replaces its MLP by
     ``experts`` routed experts, each an MLP of width ``expert_ffn`` (default ``ffn``), of which a token uses ``top_k``,

@@ -5,7 +5,8 @@ A synchronous step needs every GPU, so one failure stops the job: with ``N`` GPU
 job fails at ``N·λ`` — its mean time between failures shrinks as ``1/N``. After a failure the job restarts from its
 last checkpoint: it loses the restart time ``R`` and, on average, half the interval ``τ`` between checkpoints;
 every checkpoint pauses it for ``C``. To first order the share of time that trains (**goodput**) is
-``1 − C/τ − λ_job·(τ/2 + R)``, largest at ``τ* = √(2C/λ_job)`` (Young, 1974; Daly, 2006).
+``1 − C/τ − λ_job·(τ/2 + R)``, largest at ``τ* = √(2C/λ_job)`` (Young, 1974; Daly, 2006, adds higher-order
+terms, which matter only when ``C`` is not small against the MTBF).
 
 >>> round(young_daly(checkpoint_s=10.0, mtbf_s=3600.0), 1)  # checkpoint every ~4.5 min if the job fails hourly
 268.3

@@ -9,10 +9,10 @@ bytes); DeepSeek-V3's FP8 recipe keeps fp32 master weights and gradients and bf1
 3.3.3).
 
 **ZeRO** shards over the ``d`` replicas the optimizer state (stage 1), the gradients too (2), the weights too (3).
-Per step, a replica of ``Ψ`` parameters sends (ring collectives, :mod:`ppedu.cluster.collectives`): stages 0–2 a
-reduce-scatter of the gradients and an all-gather of the updated weights — an all-reduce's bytes, ``2Ψ`` elements
-times ``(d−1)/d`` — and stage 3 gathers the weights once more, for the backward, ``3Ψ``: 1.5 times as much (the
-ZeRO paper, section 7.2).
+Per step, a replica of ``Ψ`` parameters sends (ring collectives, :mod:`ppedu.cluster.collectives`): stage 0
+all-reduces the gradients (a reduce-scatter and an all-gather of them), stages 1 and 2 reduce-scatter the gradients
+and all-gather the updated weights — in 16 bits each time an all-reduce's bytes, ``2Ψ`` elements times ``(d−1)/d`` —
+and stage 3 gathers the weights once more, for the backward, ``3Ψ``: 1.5 times as much (the ZeRO paper, section 7).
 
 **FSDP2** (``torch.distributed.fsdp.fully_shard``) applies stage 3 per *unit*, usually a block: a unit's weights are
 all-gathered just before its forward, the next unit's prefetched meanwhile, and freed after it
@@ -57,7 +57,8 @@ class Precision:
         return self.weights + self.grads + self.optimizer
 
 
-#: The ZeRO paper's count (bf16 weights and gradients, fp32 master and Adam moments); Megatron-LM's default for a
+#: The ZeRO paper's count (16-bit weights and gradients, fp16 in the paper, bf16 here: the same bytes; fp32 master and
+#: Adam moments); Megatron-LM's default for a
 #: bf16 model (gradients accumulated in fp32, ``--main-grads-dtype`` in ``megatron/training/arguments.py``); DeepSeek-V3's
 #: (section 3.3.3: fp32 master weights and gradients, bf16 moments; the FP8 copy of the weights its matrices read is
 #: our assumption, the report names no other).
@@ -90,7 +91,8 @@ def zero_stages(params: float, d: int, precision: Precision) -> Table[ZeroRow]:
     for stage in range(4):
         kept = (w / (d if stage >= 3 else 1), g / (d if stage >= 2 else 1), o / (d if stage >= 1 else 1))
         gathers = 2 if stage == 3 else 1
-        sent = ring(g, d, "reduce-scatter") + gathers * ring(w, d, "all-gather")
+        gathered = g if stage == 0 else w  # stage 0 all-reduces the gradients; the others gather the weights
+        sent = ring(g, d, "reduce-scatter") + gathers * ring(gathered, d, "all-gather")
         weights, grads, optimizer = (x / GB for x in kept)
         rows.append(ZeroRow(stage, *rounded((weights, grads, optimizer, sum(kept) / GB, sent / GB))))
     return Table(tuple(rows))

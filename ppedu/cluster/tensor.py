@@ -6,7 +6,9 @@ columns, ``A = [A₁ … A_t]``: GPU ``i`` computes ``Yᵢ = GeLU(X·Aᵢ)`` fro
 because GeLU acts element by element. Split ``B`` by rows: ``Z = Σᵢ Yᵢ·Bᵢ``, one all-reduce of the ``s·b·h``
 output. (Split ``A`` by rows instead and ``GeLU(Σᵢ X·Aᵢ) ≠ Σᵢ GeLU(X·Aᵢ)``: a second all-reduce before GeLU.)
 **Attention** splits the same way by heads: ``Q, K, V`` by columns (each GPU its ``a/t`` heads and their keys and
-values), the output projection by rows, one all-reduce. So a block's forward has two all-reduces, in the operator
+values; with fewer key-value heads than GPUs each is replicated on ``t/kv`` of them, Megatron-LM accepting a number of
+key-value groups that is a multiple or a divisor of ``t``, ``megatron/core/transformer/transformer_config.py``), the
+output projection by rows, one all-reduce. So a block's forward has two all-reduces, in the operator
 Megatron calls ``g`` (all-reduce forward, identity backward) after each row-parallel matrix; its backward has two
 more, in ``f`` (identity forward, all-reduce of the input's gradient backward) before each column-parallel one.
 
@@ -82,24 +84,33 @@ class Shard:
 
 def shards(model: Model, t: int) -> Table[Shard]:
     """Each matrix of one (dense) block and one GPU's piece of it under ``t``-way tensor parallelism: the query,
-    key and value projections and the MLP's first matrices split by columns (whole heads each: ``heads`` and
-    ``kv_heads`` must divide by ``t``), the output projections by rows.
+    key and value projections and the MLP's first matrices split by columns (whole heads each: ``heads`` must divide
+    by ``t``; ``kv_heads`` too, or divide ``t``, each key-value head then replicated on ``t/kv_heads`` GPUs, as
+    Megatron-LM accepts), the output projections by rows.
 
     >>> from ppedu.cluster import MODELS
     >>> [(s.matrix, s.per_gpu) for s in shards(MODELS["70b"], 8)][:3]
     [('queries', '8192 × 1024'), ('keys, values', '8192 × 128 (each)'), ('attention output', '1024 × 8192')]
+    >>> shards(MODELS["70b"], 16)[1].per_gpu  # 8 key-value heads on 16 GPUs: each head on two of them
+    '8192 × 128 (each; every head on 2 GPUs)'
     """
     whole("t", t)
-    h, kv = model.hidden, (model.kv_heads or model.heads) * (model.hidden // model.heads)
-    for name, heads in (("heads", model.heads), ("kv_heads", model.kv_heads or model.heads)):
-        if heads % t:
-            raise ValueError(f"{name} ({heads}) must divide by t ({t}): each GPU computes whole heads")
+    head = model.hidden // model.heads
+    h, kv_heads = model.hidden, model.kv_heads or model.heads
+    kv = kv_heads * head
+    if model.heads % t:
+        raise ValueError(f"heads ({model.heads}) must divide by t ({t}): each GPU computes whole heads")
+    if kv_heads % t and t % kv_heads:
+        raise ValueError(f"kv_heads ({kv_heads}) must divide by t ({t}) or divide it: each GPU holds whole key-value "
+                         "heads, replicated when there are fewer than t")
     f = model.ffn_width
     up = "gate and up" if model.gated else "up"
     each = " (each)"
+    kv_piece = f"{h} × {kv // t}{each}" if kv_heads % t == 0 else \
+        f"{h} × {head} (each; every head on {t // kv_heads} GPUs)"
     rows = [
         Shard("queries", "column", f"{h} × {h}", f"{h} × {h // t}"),
-        Shard("keys, values", "column", f"{h} × {kv}{each}", f"{h} × {kv // t}{each}"),
+        Shard("keys, values", "column", f"{h} × {kv}{each}", kv_piece),
         Shard("attention output", "row", f"{h} × {h}", f"{h // t} × {h}"),
         Shard(f"MLP {up}", "column", f"{h} × {f}" + (each if model.gated else ""),
               f"{h} × {f // t}" + (each if model.gated else "")),
