@@ -70,7 +70,7 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
         p, m, f, b, w = args
         bound = (p - 1) * f + m * (f + b + w)
         if close(bound):
-            return (f"that is the paper's bound, which the simulator's ZB-H2 takes {want:g} to reach here: besides the "
+            return (f"that is the one-chunk bound, which the simulator's ZB-H2 takes {want:g} to reach here: besides the "
                     "last GPU's work, two paths through GPU 0 can be longer (its warm-up, and the last gradient's way down).")
         if close(bound + (p - 1) * max(0, b - 2 * w)) or close(bound + (p - 1) * max(0, b - 2 * f)):
             return ("one of the two paths through GPU 0 is there, the other is missing: the warm-up's round trip of "

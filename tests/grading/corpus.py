@@ -634,7 +634,7 @@ PS6_ALL = {"zb_h2": 1, "warmup": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  #
 PS6: dict[str, Case] = {
     "solved": Case("ps6"),
     "blank": Case("ps6", release=True, lost=PS6_ALL),
-    # careless: the paper's bound, right only where b <= 2 min(f, w) (nobody's own costs); one of GPU 0's two paths,
+    # careless: the one-chunk bound, right only where b <= 2 min(f, w) (nobody's own costs); one of GPU 0's two paths,
     # right on the student's own costs at most (the hidden inputs make each path the longest once)
     "paper_bound": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
                                                       "    return (p - 1) * f + m * (f + b + w)"}, lost={"zb_h2": 1}),

@@ -1,4 +1,4 @@
-"""ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where the paper's bound stops holding),
+"""ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where it stops reaching the one-chunk bound),
 interleaving's warm-up with Megatron-LM's micro-batch group of any size, DualPipeV's floor — the V-shaped cut of
 DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan of their own —
 and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at once.
@@ -41,7 +41,7 @@ def _draw(pick: Picker) -> dict[str, Any]:
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """The paper's (p − 1)f + m(f + b + w) is wrong on the student's own costs (b > 2 min(f, w))."""
+    """The one-chunk bound (p − 1)f + m(f + b + w) is wrong on the student's own costs (b > 2 min(f, w))."""
     return v["b"] > 2 * min(v["f"], v["w"])
 
 
