@@ -29,7 +29,7 @@ from ppedu.grading.students import Picker, draw, pick
 from ppedu.grid import grid as cut
 from ppedu.ops import Op, Schedule
 from ppedu.picture import Picture
-from ppedu.schedules import interleaved_1f1b, one_f_one_b, zero_bubble_h1, zero_bubble_v
+from ppedu.schedules import interleaved_1f1b, one_f_one_b, zero_bubble_h1
 
 #: (p, m, k, f, b) the autograder also calls the student's formula on, never shown to them. k divides m in every one.
 HIDDEN_CASES = ((5, 10, 5, 1.0, 2.0), (3, 9, 3, 1.5, 2.5), (6, 12, 4, 2.0, 3.0), (4, 8, 1, 1.0, 2.0),
@@ -207,23 +207,34 @@ def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[s
     return f"`{got}` fits, but another schedule that fits moves more tokens per second."
 
 
-# ---- question 6: the V's hand-overs ------------------------------------------------------------------------------
+# ---- question 6: a snake's hand-overs ----------------------------------------------------------------------------
+
+def snake(p: int, m: int, v: int) -> Schedule:
+    """The model's ``p·v`` chunks in a snake (round ``r`` on GPUs ``0 … p−1`` if ``r`` is even, back if it is odd; the
+    V of ZB-V and DualPipeV at ``v = 2``), run breadth first: every micro-batch through a chunk before the next."""
+    place = [c % p if (c // p) % 2 == 0 else p - 1 - c % p for c in range(p * v)]
+    order = [Op("F", i, c) for c in range(p * v) for i in range(m)] + \
+            [Op("B", i, c) for c in reversed(range(p * v)) for i in range(m)]
+    return Schedule(tuple(tuple(op for op in order if place[op.chunk] == j) for j in range(p)), "snake",
+                    (tuple(place),), m, v)
+
 
 def _handovers(name: str, args: tuple[Any, ...]) -> float:
-    """ZB-V's hand-overs in a step (DualPipeV's placement too): operations whose input comes from another GPU."""
-    return float(lesson.hand_overs(zero_bubble_v(*args)))
+    """The snake's hand-overs in a step: operations whose input comes from another GPU."""
+    return float(lesson.hand_overs(snake(*args)))
 
 
 def _handovers_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
-    p, m = args
-    if abs(got - lesson.hand_overs(interleaved_1f1b(p, m, 2))) < 1e-9:
-        return "that is interleaving's round-robin count; in a V one boundary of the model is inside a GPU."
-    return "count the chunk boundaries a micro-batch crosses between GPUs, forward and backward, in the V."
+    p, m, v = args
+    if abs(got - lesson.hand_overs(interleaved_1f1b(p, m, v))) < 1e-9:
+        return "that is interleaving's round-robin count; in a snake the turn between two rounds stays on one GPU."
+    return "count the chunk boundaries a micro-batch crosses between GPUs, forward and backward, in the snake."
 
 
 def _handovers_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     p = pick("ps4-hidden", v.student, "handovers:p", range(2, 13))
-    return (p, p * pick("ps4-hidden", v.student, "handovers:k", (2, 3, 5))),
+    return (p, p * pick("ps4-hidden", v.student, "handovers:k", (2, 3)), pick("ps4-hidden", v.student, "handovers:v",
+                                                                           (2, 3, 6))),
 
 
 KEYS: dict[str, Any] = {

@@ -1,6 +1,5 @@
-"""ps6's keys — derivations, judged against the simulator: ZB-H2's step on any costs, the warm-up of interleaved 1F1B
-with Megatron-LM's micro-batch group of any size (ppedu runs Megatron-LM's order), DualPipeV's longest fill, and the
-smallest F&B at which the DualPipeV row of DeepSeek's table agrees with the simulation (compared here, the student
+"""ps6's keys — derivations, judged against the simulator: ZB-H2's step on any costs, DualPipeV's longest fill, the
+staleness of orders run asynchronously (each update where its gradient is complete), and the smallest F&B at which the DualPipeV row of DeepSeek's table agrees with the simulation (compared here, the student
 builds the comparison). The written proofs are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
@@ -22,19 +21,12 @@ from ppedu import Costs, simulate
 from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps6 import QUESTIONS, SCAN_STEP, SCAN_STEPS, scan_costs
 from ppedu.grading.students import pick
-from ppedu.schedules import build, dualpipe_v, one_f_one_b, zero_bubble_h1, zero_bubble_h2
+from ppedu.schedules import dualpipe_v, one_f_one_b, zero_bubble_h1, zero_bubble_h2
 
 
 @cache
 def _zb_h2(p: int, m: int, f: float, b: float, w: float) -> float:
     return float(simulate(zero_bubble_h2(p, m), Costs(f=f, b=b, w=w)).makespan)
-
-
-@cache
-def _warmup(p: int, v: int, g: int, j: int) -> float:
-    """The forwards GPU ``j`` runs before its steady state in Megatron-LM's order with groups of ``g``."""
-    ops = build("interleaved", p, 3 * g, v, group=g).stages[j]
-    return float(next(i for i, op in enumerate(ops) if op.kind == "B") - 1)
 
 
 @cache
@@ -60,8 +52,7 @@ def _staleness(p: int, j: int, h: int) -> float:
 
 
 def truth(name: str, args: tuple[Any, ...]) -> float:
-    return {"zb_h2_makespan": _zb_h2, "warmup": _warmup, "dualpipev_fill": _fill,
-            "async_staleness": _staleness}[name](*args)
+    return {"zb_h2_makespan": _zb_h2, "dualpipev_fill": _fill, "async_staleness": _staleness}[name](*args)
 
 
 def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
@@ -76,13 +67,6 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
             return ("one of the two paths through GPU 0 is there, the other is missing: the warm-up's round trip of "
                     "micro-batch 0 against GPU 0's forwards, and the drain's last gradient against the W's owed above.")
         return f"the simulator's ZB-H2 takes {want:g}: the last GPU's work, and two paths through GPU 0."
-    if name == "warmup":
-        p, v, g, j = args
-        if close((v - 1) * p + 2 * (p - j - 1)):
-            return "that is chapter 4's count for groups of p; here a loop runs the whole group of g through a chunk."
-        if close((v - 1) * g + (p - j - 1)):
-            return "micro-batch 0 must climb the GPUs above and its gradient come back down: count both trips."
-        return f"Megatron-LM's order runs {want:g} forwards on GPU {j} before its steady state."
     if name == "async_staleness":
         p, j, h = args
         if h and close(p - j - 1):
@@ -104,9 +88,6 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         p, q = choose("p", range(2, 10)), choose("q", range(2, 10))
         return ((p, 2 * p - 1 + choose("m", (0, 1, 4)), choose("f", (0.5, 0.75)), choose("b", (2.0, 3.0)), 1.5),
                 (q, 2 * q + choose("m2", (0, 2, 7)), 2.0, choose("b2", (1.5, 3.0, 5.0)), choose("w", (0.25, 0.5))))
-    if name == "warmup":
-        p = choose("p", range(3, 13))
-        return (p, choose("v", range(2, 6)), p + choose("g", range(0, 6)), choose("j", range(p - 1))),
     if name == "async_staleness":
         p = choose("p", range(3, 11))
         return tuple((p, choose(f"j{h}", range(p)), h) for h in (0, 1, 2))
@@ -136,6 +117,6 @@ def _scan_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str
 
 
 KEYS: dict[str, Any] = {
-    **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden) for q in ("zb_h2", "warmup", "dpv_fill", "staleness")},
+    **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden) for q in ("zb_h2", "dpv_fill", "staleness")},
     "scan": Keyed(QUESTIONS["scan"], _scan_key, _scan_hint),
 }

@@ -598,9 +598,9 @@ PS4: dict[str, Case] = {
                                                               "schedule = max(rows, key=lambda r: r.tokens_per_second)"
                                                               ".schedule"},
                                     lost={"choose": 1}),
-    # the V counted as interleaving's round robin: the turn on GPU p - 1 taken for a hand-over
-    "v_as_round_robin": Case("ps4", replace={"q6_answer": "def v_shape_handovers(p, m):\n    return 2 * m * (2 * p - 1)"},
-                             lost={"handovers": 1}),
+    # the snake counted as interleaving's round robin: its turns between rounds taken for hand-overs
+    "snake_as_round_robin": Case("ps4", replace={"q6_answer": "def snake_handovers(p, m, v):\n"
+                                                              "    return 2 * m * (p * v - 1)"}, lost={"handovers": 1}),
     # the written answers are the formgrader's: none of them changes the autograded score
     "no_written_answers": Case("ps4", replace={"q1b_answer": "", "q3b_answer": "", "q4b_answer": "I don't know.",
                                                "q5_answer": ""}),
@@ -630,7 +630,7 @@ PS5: dict[str, Case] = {
             "    print('running', file=sys.stderr)\n    order = "))),
 }
 
-PS6_ALL = {"zb_h2": 1, "warmup": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  # 1b, 2b, 3c, 4b by hand
+PS6_ALL = {"zb_h2": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  # 1b, 2, 3c, 4b by hand
 PS6: dict[str, Case] = {
     "solved": Case("ps6"),
     "blank": Case("ps6", release=True, lost=PS6_ALL),
@@ -641,11 +641,6 @@ PS6: dict[str, Case] = {
     "drain_path_only": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
                                                           "    return (p - 1) * f + m * (f + b + w) + (p - 1) * max(0, b - 2 * w)"},
                             lost={"zb_h2": 1}),
-    # chapter 4's count for groups of p, and the warm-up without the turn's way back
-    "warmup_of_chapter_4": Case("ps6", replace={"q2_answer": "def warmup(p, v, g, j):\n"
-                                                             "    return (v - 1) * p + 2 * (p - j - 1)"}, lost={"warmup": 1}),
-    "warmup_without_turn": Case("ps6", replace={"q2_answer": "def warmup(p, v, g, j):\n"
-                                                             "    return (v - 1) * g + (p - j - 1)"}, lost={"warmup": 1}),
     # DualPipe's middle rank taken for DualPipeV's tip; the floor given for the scan
     "middle_rank_fill": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n    return (p / 2 - 1) * f"},
                              lost={"dpv_fill": 1}),

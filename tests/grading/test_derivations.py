@@ -57,6 +57,28 @@ def test_interleavings_warm_up_and_peak_for_a_group_of_g(p, v, extra):
     assert math.isclose(t.makespan, (v * 3 * g + p - 1) * 2 / v)  # fill and drain p − 1 chunk-steps, as for g = p
 
 
+@given(p=st.integers(3, 8), v=st.integers(2, 3), short=st.integers(1, 2))
+@settings(max_examples=20, deadline=None)
+def test_a_group_smaller_than_p_waits_or_deadlocks(p, v, short):
+    """ps6 Q2: with Megatron-LM's count and a group of g < p micro-batches the GPUs wait (g = p − 1: a longer step)
+    or deadlock (smaller groups)."""
+    from ppedu.ops import Schedule
+    from ppedu.schedules.interleaved import _interleaved_order
+
+    g = p - short
+    if g < 1:
+        return
+    m = 4 * g
+    order = Schedule(tuple(_interleaved_order(p, m, v, g, j, min((p - j - 1) * 2 + (v - 1) * g, m * v))
+                           for j in range(p)), "small group", (tuple(c % p for c in range(p * v)),), m, v)
+    try:
+        step = simulate(order, Costs(f=1, b=1).per_chunk(v)).makespan
+    except ValueError as deadlock:
+        assert short >= 2 and "deadlock" in str(deadlock)
+    else:
+        assert short == 1 and step > (v * m + p - 1) * 2 / v
+
+
 @FEW
 @given(p=st.integers(3, 8), f=COST, share=st.sampled_from((0.25, 0.5, 0.75)), k=st.integers(1, 16))
 def test_dualpipev_fills_its_tip_last_and_its_row_holds_from_f_plus_w(p, f, share, k):
@@ -83,13 +105,17 @@ def test_staleness_of_orders_run_asynchronously(p, h):
         assert seen == (p - j - 1, p - 1, 2 * (p - 1))[h]
 
 
-@given(p=st.integers(2, 10), k=st.integers(2, 4))
+@given(p=st.integers(2, 10), k=st.integers(2, 4), v=st.integers(2, 6))
 @settings(max_examples=20, deadline=None)
-def test_a_v_hands_over_twice_what_1f1b_does(p, k):
-    """ps4 Q6: the V's 2p chunks cross 2p − 2 GPU boundaries each way, interleaving's round robin 2p − 1."""
+def test_a_snake_hands_over_v_times_what_1f1b_does(p, k, v):
+    """ps4 Q6: p·v chunks placed in a snake cross v(p − 1) GPU boundaries each way, v times 1F1B's (the round robin
+    pv − 1); at v = 2 it is the V of ZB-V and DualPipeV."""
+    from grader.keys.ps4 import snake
+
     m = k * p
-    assert lesson.hand_overs(zero_bubble_v(p, m)) == 4 * m * (p - 1) == 2 * lesson.hand_overs(one_f_one_b(p, m))
-    assert lesson.hand_overs(dualpipe_v(p, m)) == 4 * m * (p - 1)
+    assert lesson.hand_overs(snake(p, m, v)) == v * lesson.hand_overs(one_f_one_b(p, m)) == 2 * m * v * (p - 1)
+    assert lesson.hand_overs(snake(p, m, 2)) == lesson.hand_overs(zero_bubble_v(p, m)) == lesson.hand_overs(
+        dualpipe_v(p, m))
 
 
 def test_fsdp2s_peak_unit_by_unit():

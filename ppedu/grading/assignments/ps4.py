@@ -46,6 +46,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
         "m": p * pick("k", (2, 3, 4)),
         # question 3b: the most micro-batches' activations a GPU of the waves' pipeline can hold (fewer than p)
         "room": pick("room", (2, 3)),
+        # question 6: a snake of this many rounds
+        "rounds": pick("rounds", (3, 4, 5)),
         "model": pick("model", ("7b", "13b")),
         "gpu": pick("gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
         "link": pick("link", ("nvlink", "pcie-gen4", "ib-200")),
@@ -90,5 +92,6 @@ QUESTIONS: dict[str, Any] = {
                      _grid_sanity),
     "waves": Formula("waves_makespan", (6, 12, 3, 1, 2)),
     "choose": Question((Choice("schedule", CHOICES),)),
-    "handovers": FormulaQuestion({"v_shape_handovers": ((4, 8), (3, 9))}, lambda name, v: ((v["p"], v["m"]),)),
+    "handovers": FormulaQuestion({"snake_handovers": ((4, 8, 2), (3, 9, 4))},
+                                 lambda name, v: ((v["p"], v["m"], v["rounds"]),)),
 }

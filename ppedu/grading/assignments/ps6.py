@@ -1,10 +1,9 @@
 """ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where it stops reaching the one-chunk bound),
-interleaving's warm-up with Megatron-LM's micro-batch group of any size, DualPipeV's floor — the V-shaped cut of
+interleaving's warm-up with Megatron-LM's micro-batch group of any size (a written proof), DualPipeV's floor — the V-shaped cut of
 DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan of their own —
 and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at once.
-Each derivation is a function checked in an interpreter without ppedu (a closed form, not a simulation) on inputs the
-student does not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with
-the library.
+Each closed form is a function checked in an interpreter without ppedu (not a simulation) on inputs the student does
+not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with the library.
 
 >>> v = values("alice")
 >>> v["b"] > 2 * min(v["f"], v["w"]) and v["g"] > v["p"] > v["j"] + 1
@@ -54,8 +53,6 @@ def scan_costs(v: Mapping[str, Any]) -> tuple[float, float, float]:
 QUESTIONS: dict[str, Any] = {
     "zb_h2": FormulaQuestion({"zb_h2_makespan": ((4, 8, 1, 1, 1), (3, 6, 2, 1, 0.5))},
                              lambda name, v: ((v["p"], v["m"], v["f"], v["b"], v["w"]),)),
-    "warmup": FormulaQuestion({"warmup": ((4, 2, 4, 0), (4, 3, 6, 3))},
-                              lambda name, v: ((v["p"], v["v"], v["g"], v["j"]),)),
     "dpv_fill": FormulaQuestion({"dualpipev_fill": ((4, 1), (6, 2))}, lambda name, v: ((v["p"], v["F"]),)),
     "scan": Question((Number("smallest_fb"),)),
     "staleness": FormulaQuestion({"async_staleness": ((4, 0, 0), (4, 2, 1))},
