@@ -1,19 +1,15 @@
-"""ps7's keys — the scale chapters' derivations judged against :mod:`ppedu.cluster`: a hierarchical all-reduce as
-ppedu's α–β costs of its three collectives (:func:`~ppedu.cluster.collectives.cost`), a block's tensor-parallel
-collectives (:func:`~ppedu.cluster.tensor.block_collectives`, each sent as a ring sends it), zigzag ring attention's
-threshold (:func:`~ppedu.cluster.context.min_block_tokens` scaled by the block pairs a zigzag step computes, counted
-here), ZeRO's collectives beside a pipeline (:func:`~ppedu.cluster.parallel.data_parallel`), FSDP2's walk
-(:func:`~ppedu.cluster.sharding.fsdp_step`), an expert-parallel all-to-all
-(:func:`~ppedu.cluster.experts.all_to_all_seconds` on a link of one byte per second) and the padding at the
-no-drop capacity (:func:`~ppedu.cluster.experts.capacity_trade`), the largest job at a goodput (bisection on
-:mod:`~ppedu.cluster.reliability`'s first-order goodput), MFU by PaLM's count (the same as the model's FLOPs
-:mod:`ppedu.cluster` counts, checked below), and the layouts table (:func:`~ppedu.cluster.layouts.layouts`), where
-every layout within the stated tolerance of the fastest fitting one is right. The written answers are graded by hand.
+"""ps7's keys — the scale chapters' derivations judged against :mod:`ppedu.cluster` and the simulator: a hierarchical
+all-reduce as ppedu's α–β costs of its three collectives (:func:`~ppedu.cluster.collectives.cost`), a block's tensor-
+and sequence-parallel collectives (:func:`~ppedu.cluster.tensor.block_collectives`, each costed as a ring), zigzag
+ring attention's threshold (:func:`~ppedu.cluster.context.min_block_tokens` scaled by the block pairs a zigzag step
+computes, counted here), ZeRO's collectives beside a pipeline (:func:`~ppedu.cluster.parallel.data_parallel`), FSDP2's
+walk (:func:`~ppedu.cluster.sharding.fsdp_step`), the padding at the no-drop capacity
+(:func:`~ppedu.cluster.experts.capacity_trade`), a mixture of experts' parameters (:class:`~ppedu.cluster.Model`'s
+count), the largest job at a goodput (bisection on :mod:`~ppedu.cluster.reliability`'s first-order goodput), a
+pipeline's MFU (1F1B simulated, with and without full recomputation), the batch that trains fastest (minimised
+numerically), and the layouts table (:func:`~ppedu.cluster.layouts.layouts`), where every layout within the stated
+tolerance of the fastest fitting one is right. The written answers are graded by hand.
 
->>> from ppedu.cluster import MODELS
->>> all(abs(3 * sum(m.layer_flops()) / m.tokens - palm_flops_per_token(*_mfu_shape(m))) < 1e-6 * m.params
-...     for m in MODELS.values() if not m.experts)
-True
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps7", "alice")
 >>> key = accepted(v)
@@ -30,10 +26,11 @@ from functools import cache
 from typing import Any
 
 from grader.keys.ps1 import FormulaJudge
+from ppedu import Costs, simulate
 from ppedu.cluster import GPUS, MODELS, Link, Model, Parallel
 from ppedu.cluster.collectives import cost, ring
 from ppedu.cluster.context import min_block_tokens
-from ppedu.cluster.experts import all_to_all_seconds, capacity_trade
+from ppedu.cluster.experts import capacity_trade
 from ppedu.cluster.hardware import GPU
 from ppedu.cluster.layouts import Layout, layouts
 from ppedu.cluster.parallel import data_parallel
@@ -44,6 +41,7 @@ from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps7 import LAYOUT_SCHEDULES, QUESTIONS, TOLERANCE
 from ppedu.grading.students import pick
+from ppedu.schedules import one_f_one_b
 
 #: Float noise in bytes and seconds grows with them: results are right within this share.
 REL = 1e-5
@@ -119,43 +117,13 @@ def _largest_job(gpu_mtbf_h: float, checkpoint_s: float, restart_s: float, targe
     return (low * high) ** 0.5
 
 
-def palm_flops_per_token(params: float, layers: int, hidden: int, seq: int) -> float:
-    """PaLM's model FLOPs per token: ``6N`` for the matrices (``N`` the parameters they use: all but the embedding
-    table) and ``12·L·h·s`` for attention's scores and values, forward and backward."""
-    return 6 * params + 12 * layers * hidden * seq
-
-
-def _mfu_shape(model: Model) -> tuple[float, int, int, int]:
-    return float(model.params - model.vocab * model.hidden), model.layers, model.hidden, model.seq
-
-
-def _moe(layers: int, hidden: int, kv_width: int, ffn: int, experts: int, top_k: int, vocab: int) -> Model:
-    """The question's mixture of experts, as :mod:`ppedu.cluster` counts it: heads of 128, gated (SwiGLU) experts."""
-    return Model("the question's", layers=layers, hidden=hidden, vocab=vocab, heads=hidden // 128,
-                 kv_heads=kv_width // 128, ffn=ffn, gated=True, experts=experts, top_k=top_k)
-
-
-def _best_batch(b_noise: float, p: int, d: int) -> float:
-    """The global batch reaching the target in the least time: steps ``1 + B_noise/B`` over the minimum (McCandlish
-    et al.), each a 1F1B step of ``(B/d + p − 1)`` forward-and-backward times; minimised numerically (golden section
-    on log B), not by the derivative."""
-    def time(log_b: float) -> float:
-        b = math.exp(log_b)
-        return (1 + b_noise / b) * (b / d + p - 1)
-
-    low, high, ratio = math.log(1e-6), math.log(1e12), (math.sqrt(5) - 1) / 2
-    for _ in range(300):
-        a, b = high - ratio * (high - low), low + ratio * (high - low)
-        low, high = (low, b) if time(a) < time(b) else (a, high)
-    return math.exp((low + high) / 2)
-
-
 def truth(name: str, args: tuple[Any, ...]) -> float:
     if name == "hierarchical_allreduce_seconds":
         return _hierarchical(*args)
-    if name == "tp_sent_bytes":
-        t, tokens, hidden, sequence = args
-        return sum(ring(c.nbytes, t, c.kind) for c in block_collectives(_block(tokens, hidden), t, bool(sequence)))
+    if name == "tp_block_seconds":
+        t, tokens, hidden, sequence, alpha, bandwidth = args
+        return sum(cost(c.kind, c.nbytes, t, _link(alpha, bandwidth)).seconds
+                   for c in block_collectives(_block(tokens, hidden), t, bool(sequence)))
     if name == "zigzag_min_tokens":
         return _zigzag(*args)
     if name == "zero_step_sent_gb":
@@ -163,9 +131,6 @@ def truth(name: str, args: tuple[Any, ...]) -> float:
     if name == "fsdp_peak_gb":
         units, unit_params, d, reshard = args
         return fsdp_step([unit_params] * int(units), d, PRECISIONS["bf16"], bool(reshard)).peak / 1e9
-    if name == "dispatch_bytes":  # seconds on a link of one byte per second, no latency
-        tokens, hidden, top_k, e = args
-        return all_to_all_seconds(_block(tokens, hidden, 64, top_k), e, Link("one byte per second", 1.0, 0.0))
     if name == "no_drop_padding":
         return _padding(*args)
     if name == "largest_job_gpus":
@@ -175,12 +140,13 @@ def truth(name: str, args: tuple[Any, ...]) -> float:
         return float(model.params if name == "moe_total_params" else model.active_params)
     if name == "best_batch":
         return _best_batch(*args)
-    params, layers, hidden, seq, tokens_per_s, peak = args  # mfu
-    return palm_flops_per_token(params, layers, hidden, seq) * tokens_per_s / peak
+    efficiency, p, m, full = args  # pipeline_mfu: the model's 3 forwards' worth over what the GPUs could do meanwhile
+    step = simulate(one_f_one_b(int(p), int(m)), Costs(f=1, b=3 if full else 2)).makespan
+    return efficiency * 3 * m / step
 
 
 def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
-    close = lambda x: abs(got - x) <= REL * max(1.0, abs(x))  # noqa: E731
+    close = lambda x: abs(got - x) <= REL * abs(x) + 1e-15  # noqa: E731  (seconds are small: relative)
     if name == "hierarchical_allreduce_seconds":
         nodes, k, nbytes, a_in, b_in, a_out, b_out = args
         n = nodes * k
@@ -190,13 +156,13 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
                  + 2 * (nodes - 1) / nodes * nbytes / b_out):
             return "across the nodes each GPU all-reduces only its shard, 1/(GPUs per node) of the bucket."
         return "three collectives one after another: a reduce-scatter inside the node, an all-reduce across, an all-gather."
-    if name == "tp_sent_bytes":
-        t, tokens, hidden, sequence = args
-        if sequence and close(8 * (t - 1) / t * 2 * tokens * hidden):
-            return ("that is tensor parallelism's four all-reduces; with sequence parallelism the backward also "
-                    "gathers each column-parallel layer's input again, for its weight gradient.")
-        return ("list the block's collectives, forward and backward (chapter 12), each on s·b·h bf16 values, and what "
-                "a ring sends per GPU for each.")
+    if name == "tp_block_seconds":
+        t, tokens, hidden, sequence, alpha, bandwidth = args
+        if sequence and close(4 * (2 * (t - 1) * alpha + 2 * (t - 1) / t * 2 * tokens * hidden / bandwidth)):
+            return ("that is tensor parallelism's four all-reduces; with sequence parallelism each is a reduce-scatter "
+                    "and an all-gather, and the backward gathers each column-parallel layer's input again.")
+        return ("list the block's collectives, forward and backward (chapter 12), each on s·b·h bf16 values, and cost "
+                "each as a ring: its steps' latencies and the bytes a GPU sends.")
     if name == "zigzag_min_tokens":
         flops, bandwidth, width, kv_width = args
         if close(flops * kv_width * 2 / (2 * width * bandwidth)):
@@ -208,8 +174,6 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     if name == "fsdp_peak_gb":
         return ("the shards of everything (16 bytes a parameter, over d), plus what is whole at the worst moment: "
                 "the units gathered at once and one unit's gradients; GB = 10⁹ bytes.")
-    if name == "dispatch_bytes":
-        return "a GPU sends each token's top-k copies (2 bytes per value) to the experts of the other GPUs, pairwise."
     if name == "no_drop_padding":
         return "at the smallest factor that drops nothing, the capacity is the busiest expert's load; every copy is kept."
     if name == "largest_job_gpus":
@@ -221,7 +185,11 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
                 "(and a final norm) once. Used: only top-k experts, the router whole.")
     if name == "best_batch":
         return "time = steps × step: (1 + B_noise/B) × (B/d + p − 1); set its derivative in B to zero."
-    return "PaLM's count per token: 6N for the matrices and 12·L·h·s for attention; MFU divides by the GPU's peak."
+    efficiency, p, m, full = args
+    if close(efficiency * m / (m + p - 1)) and full:
+        return "full recomputation runs each forward again in the backward: the GPUs do more than the model counts."
+    return ("MFU = the kernels' efficiency × the share of the step the GPUs compute × the model's FLOPs over those "
+            "computed; 1F1B under equal costs: m + p − 1 forward-and-backward times a step.")
 
 
 def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
@@ -232,9 +200,9 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     if name == "hierarchical_allreduce_seconds":
         return ((choose("N", (3, 6, 32)), choose("k", (2, 4, 8)), choose("M", (1e5, 3e7, 2e9)), 3e-6, 4.5e11,
                  choose("a", (2e-6, 2e-5)), choose("B", (1.25e10, 5e10))),)
-    if name == "tp_sent_bytes":
-        t = choose("t", (3, 8, 16))
-        return (t, choose("s", (1024, 8192)), choose("h", (2048, 12288)), True), (t, 2048, 5120, False)
+    if name == "tp_block_seconds":
+        t, a, b = choose("t", (3, 8, 16)), choose("a", (2e-6, 1e-5)), choose("B", (5e10, 4.5e11))
+        return (t, choose("s", (1024, 8192)), choose("h", (2048, 12288)), True, a, b), (t, 2048, 5120, False, a, b)
     if name == "zigzag_min_tokens":
         return ((choose("F", (1.2e14, 4e14)), choose("B", (2.5e10, 4.5e11)), choose("w", (5120, 8192)),
                  choose("kv", (512, 1024, 5120))),)
@@ -242,8 +210,6 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         return (choose("stage", range(4)), choose("P", (1.3e9, 3.3e10)), choose("d", (2, 48, 128)), choose("m", (1, 6, 64))),
     if name == "fsdp_peak_gb":
         return (choose("n", (2, 24, 126)), choose("u", (5e7, 1.7e9)), choose("d", (4, 128)), choose("r", (True, False))),
-    if name == "dispatch_bytes":
-        return (choose("T", (512, 16384)), choose("h", (2048, 5120)), choose("k", (1, 6)), choose("e", (4, 24, 128))),
     if name == "no_drop_padding":
         e, k = choose("E", (16, 160)), choose("k", (1, 6))
         return (math.ceil(2048 * k / e * choose("over", (1.2, 3.0))), 2048, e, k),
@@ -255,8 +221,7 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
                  choose("E", (64, 256)), choose("k", (6, 8)), choose("V", (102400, 129280))),)
     if name == "best_batch":
         return (choose("B", (30.0, 5000.0)), choose("p", (2, 3, 32)), choose("d", (2, 64))),
-    model = MODELS[choose("model", ("13b", "405b"))]
-    return ((*_mfu_shape(model), choose("tps", (100.0, 2500.0)), choose("peak", (3.12e14, 9.89e14))),)
+    return ((choose("e", (0.3, 0.6)), choose("p", (2, 6, 24)), choose("m", (3, 50)), choose("full", (False, True))),)
 
 
 def accepted(v: Mapping[str, Any]) -> dict[tuple[int, int, int, str], Layout]:
@@ -310,7 +275,7 @@ class NearBest:
 
 KEYS: dict[str, Any] = {
     **{q: FormulaJudge(QUESTIONS[q], truth, why, hidden, rel=REL)
-       for q in ("hierarchical", "tensor", "ring_attention", "zero_step", "fsdp", "all_to_all", "capacity", "moe",
-                 "failures", "mfu", "batch")},
+       for q in ("hierarchical", "tensor", "ring_attention", "zero_step", "fsdp", "capacity", "moe", "failures", "mfu",
+                 "batch")},
     "layout": NearBest(QUESTIONS["layout"]),
 }

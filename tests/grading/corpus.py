@@ -698,8 +698,8 @@ FINAL: dict[str, Case] = {
     "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
 }
 
-PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "all_to_all": 1,
-           "capacity": 1, "moe": 1, "failures": 1, "mfu": 1, "layout": 1, "batch": 1}  # the written ones by hand
+PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,
+           "failures": 1, "mfu": 1, "layout": 1, "batch": 1}  # the written ones by hand
 PS7: dict[str, Case] = {
     "solved": Case("ps7"),
     "blank": Case("ps7", release=True, lost=PS7_ALL),
@@ -711,18 +711,17 @@ PS7: dict[str, Case] = {
     "whole_bucket_across": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
         nb, "q1a_answer").source.replace("(nbytes / k) / bandwidth_out", "nbytes / bandwidth_out")),
         lost={"hierarchical": 1}),
-    # sequence parallelism counted as tensor parallelism's bytes: the backward's re-gathers forgotten
-    "sequence_as_tensor": Case("ps7", replace={"q2_answer": "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
-                                                            "    return 8 * (t - 1) / t * 2 * tokens * hidden"},
-                               lost={"tensor": 1}),
+    # sequence parallelism costed as tensor parallelism's four all-reduces: the backward's re-gathers forgotten
+    "sequence_as_tensor": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
+        nb, "q2_answer").source.replace("return 10 * half", "return 8 * half")), lost={"tensor": 1}),
     # the library behind a closed form: not installed where the cell runs on its own
-    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Model\n"
-                                                        "from ppedu.cluster.collectives import ring\n"
+    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Link, Model\n"
+                                                        "from ppedu.cluster.collectives import cost\n"
                                                         "from ppedu.cluster.tensor import block_collectives\n\n\n"
-                                                        "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                        "def tp_block_seconds(t, tokens, hidden, sequence, alpha, bw):\n"
                                                         "    m = Model('x', layers=2, hidden=hidden, vocab=1, seq=tokens)\n"
-                                                        "    return sum(ring(c.nbytes, t, c.kind) for c in "
-                                                        "block_collectives(m, t, sequence))"},
+                                                        "    return sum(cost(c.kind, c.nbytes, t, Link('l', bw, alpha))"
+                                                        ".seconds for c in block_collectives(m, t, sequence))"},
                            lost={"tensor": 1}),
     # chapter 12's threshold for a full block pair: the causal mask forgotten
     "full_pairs": Case("ps7", replace={"q3_answer": "def zigzag_min_tokens(flops, bandwidth, width, kv_width):\n"
@@ -735,10 +734,7 @@ PS7: dict[str, Case] = {
     # FSDP's peak: every unit's weights held (reshard ignored), or no gradients counted
     "fsdp_never_reshards": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4b_answer"), "source", _cell(
         nb, "q4b_answer").source.replace("(2 if reshard else units)", "units")), lost={"fsdp": 1}),
-    # every copy counted as sent, the GPU's own experts' share included; padding counted against the even share
-    "all_to_all_sends_own": Case("ps7", replace={"q5_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
-                                                             "    return tokens * top_k * hidden * 2"},
-                                 lost={"all_to_all": 1}),
+    # padding counted against the even share, not the buffers
     "padding_of_the_average": Case("ps7", replace={"q5b_answer": "def no_drop_padding(max_load, tokens, experts, top_k):\n"
                                                                  "    return max_load * experts / (tokens * top_k) - 1"},
                                    lost={"capacity": 1}),
@@ -753,10 +749,10 @@ PS7: dict[str, Case] = {
                                                             "goodput):\n    return gpu_mtbf_h * 3600 * (1 - goodput) ** 2 "
                                                             "/ (2 * checkpoint_s)"},
                                lost={"failures": 1}),
-    # MFU with the embedding's parameters counted as matrices: right only where they are left out anyway
-    "mfu_without_attention": Case("ps7", replace={"q7_answer": "def mfu(params, layers, hidden, seq, tokens_per_s, "
-                                                               "peak_flops):\n    return 6 * params * tokens_per_s / peak_flops"},
-                                  lost={"mfu": 1}),
+    # MFU with the recomputed forwards counted as the model's (that is HFU)
+    "mfu_counts_recomputation": Case("ps7", replace={"q7_answer": "def pipeline_mfu(efficiency, p, m, full_recompute):\n"
+                                                                  "    return efficiency * m / (m + p - 1)"},
+                                     lost={"mfu": 1}),
     # a layout that fits but is slow; one that does not use every GPU
     "layout_slowest": Case("ps7", append={"q8a_answer": "slow = [r for r in rows if r.fits][-1]\n"
                                                         "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
@@ -766,7 +762,8 @@ PS7: dict[str, Case] = {
     "layout_near_tie": Case("ps7", append={"q8a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
                                                          ".get(schedule, schedule)"}),
     "no_written_answers": Case("ps7", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3b_answer": "",
-                                               "q4c_answer": "", "q6b_answer": "", "q7b_answer": "", "q7c_answer": "",
+                                               "q4c_answer": "", "q5d_answer": "", "q6b_answer": "", "q7b_answer": "",
+                                               "q7c_answer": "",
                                                "q8b_answer": "", "q9b_answer": ""}),
 }
 

@@ -131,3 +131,13 @@ def test_mixtrals_published_totals():
     mixtral = Model("Mixtral 8x7B", layers=32, hidden=4096, vocab=32000, heads=32, kv_heads=8, ffn=14336, gated=True,
                     experts=8, top_k=2)
     assert round(mixtral.params / 1e9) == 47 and round(mixtral.active_params / 1e9) == 13
+
+
+def test_palms_count_is_ppedus_for_the_dense_presets():
+    """ps7 Q7c's rubric: PaLM's 6N + 12·L·h·s per token, N all but the embedding table, is the model's FLOPs as
+    ppedu.cluster counts them block by block (three times the forward) for every dense preset."""
+    from ppedu.cluster import MODELS
+
+    for model in (m for m in MODELS.values() if not m.experts):
+        palm = 6 * (model.params - model.vocab * model.hidden) + 12 * model.layers * model.hidden * model.seq
+        assert math.isclose(3 * sum(model.layer_flops()) / model.tokens, palm, rel_tol=1e-9), model.name
