@@ -50,7 +50,8 @@ def _zb1p_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     if abs(got - (p - 1) * (F + B - 2 * W)) < 1e-9:
         return (f"that is DeepSeek's row, which books too little here: the simulated GPUs idle {want:g}. A W longer "
                 "than the gap it is meant to fill leaves other paths longer than the drain.")
-    return f"ZB-H1's GPUs each idle {want:g} (simulated): the last GPU's fill, GPU 0's wait for the first gradient, the drain."
+    return (f"ZB-H1's GPUs each idle {want:g} (simulated): the last GPU's fill, GPU 0's wait for the first gradient, "
+            "the drain.")
 
 
 def _zb1p_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
@@ -61,7 +62,7 @@ def _zb1p_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     p, q, r = choose("p", range(2, 13)), choose("q", range(2, 13)), choose("r", range(2, 13))
     w = choose("w", (0.5, 0.75))
     return ((p, choose("F", (2.0, 3.0)), 1.0 + w, w),  # W short: the drain is the longest path, DeepSeek's row holds
-            (q, 3.0, 1.0 + choose("W", (2.0, 2.5)), choose("W", (2.0, 2.5))),  # the forward longest: the last GPU's fill
+            (q, 3.0, 1.0 + choose("W", (2.0, 2.5)), choose("W", (2.0, 2.5))),  # the forward longest: the fill
             (r, 0.5, 2.0 + choose("W2", (1.0, 2.0)), choose("W2", (1.0, 2.0))))  # the input-gradient pass: GPU 0's wait
 
 
@@ -118,7 +119,8 @@ def _grid_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str
     p, m, b = g["p"], g["m"], g["b"]
     if name == "T":
         if got == (m + p - 1) * (1 + b):
-            return "That is one 1F1B pass over all the micro-batches: the picture fills and drains the pipeline once per wave."
+            return ("That is one 1F1B pass over all the micro-batches: the picture fills and drains the pipeline once "
+                    "per wave.")
         return "Count the columns of the picture, from t1 to the step where the last backward ends."
     if name == "idle_slots":
         if got == p * key["T"] - key["idle_slots"]:
@@ -196,7 +198,8 @@ def _choice_key(v: Mapping[str, Any]) -> dict[str, Any]:
     return {"schedule": "none" if winner is None else winner.schedule}
 
 
-def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                 v: Mapping[str, Any]) -> str | None:
     if got == "none":
         return "At least one schedule fits: look at each row's memory against your GPUs'."
     row = next((r for r in _rows(v) if r.schedule == got), None)

@@ -1,5 +1,6 @@
 """ps6's keys — derivations, judged against the simulator: ZB-H2's step on any costs, DualPipeV's longest fill, the
-staleness of orders run asynchronously (each update where its gradient is complete), and the smallest F&B at which the DualPipeV row of DeepSeek's table agrees with the simulation (compared here, the student
+staleness of orders run asynchronously (each update where its gradient is complete), and the smallest F&B at which
+the DualPipeV row of DeepSeek's table agrees with the simulation (compared here, the student
 builds the comparison). The written proofs are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
@@ -61,8 +62,9 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
         p, m, f, b, w = args
         bound = (p - 1) * f + m * (f + b + w)
         if close(bound):
-            return (f"that is the one-chunk bound, which the simulator's ZB-H2 takes {want:g} to reach here: besides the "
-                    "last GPU's work, two paths through GPU 0 can be longer (its warm-up, and the last gradient's way down).")
+            return (f"that is the one-chunk bound, which the simulator's ZB-H2 takes {want:g} to reach here: besides "
+                    "the last GPU's work, two paths through GPU 0 can be longer (its warm-up, and the last gradient's "
+                    "way down).")
         if close(bound + (p - 1) * max(0, b - 2 * w)) or close(bound + (p - 1) * max(0, b - 2 * f)):
             return ("one of the two paths through GPU 0 is there, the other is missing: the warm-up's round trip of "
                     "micro-batch 0 against GPU 0's forwards, and the drain's last gradient against the W's owed above.")
@@ -70,11 +72,13 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     if name == "async_staleness":
         p, j, h = args
         if h and close(p - j - 1):
-            return "that is 1F1B's count; with W split off the update comes at W: what runs between a forward and its W?"
+            return ("that is 1F1B's count; with W split off the update comes at W: what runs between a forward and "
+                    "its W?")
         return f"on GPU {j} of {p} that order's worst micro-batch sees {want:g} other updates before its own."
     p, f = args
     if close((p / 2 - 1) * f):
-        return "that is DualPipe's middle rank; in DualPipeV every micro-batch enters at device 0: which device waits longest?"
+        return ("that is DualPipe's middle rank; in DualPipeV every micro-batch enters at device 0: which device waits "
+                "longest?")
     return "which device waits longest for its first input, and through how many chunks has that input gone?"
 
 
@@ -107,7 +111,8 @@ def _scan_key(v: Mapping[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"DualPipeV's row agrees nowhere on the scan for {v}")  # the values allow none: a bug
 
 
-def _scan_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _scan_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+               v: Mapping[str, Any]) -> str | None:
     f, b, w = scan_costs(v)
     if abs(got - (f + 3 * w - (b + w))) < 1e-9:
         return ("that is the floor: below it the row cannot hold, but it need not hold just above it either — compare "

@@ -117,6 +117,27 @@ def _largest_job(gpu_mtbf_h: float, checkpoint_s: float, restart_s: float, targe
     return (low * high) ** 0.5
 
 
+def _moe(layers: int, hidden: int, kv_width: int, ffn: int, experts: int, top_k: int, vocab: int) -> Model:
+    """The question's mixture of experts, as :mod:`ppedu.cluster` counts it: heads of 128, gated (SwiGLU) experts."""
+    return Model("the question's", layers=layers, hidden=hidden, vocab=vocab, heads=hidden // 128,
+                 kv_heads=kv_width // 128, ffn=ffn, gated=True, experts=experts, top_k=top_k)
+
+
+def _best_batch(b_noise: float, p: int, d: int) -> float:
+    """The global batch reaching the target in the least time: steps ``1 + B_noise/B`` over the minimum (McCandlish
+    et al.), each a 1F1B step of ``(B/d + p − 1)`` forward-and-backward times; minimised numerically (golden section
+    on log B), not by the derivative."""
+    def time(log_b: float) -> float:
+        b = math.exp(log_b)
+        return (1 + b_noise / b) * (b / d + p - 1)
+
+    low, high, ratio = math.log(1e-6), math.log(1e12), (math.sqrt(5) - 1) / 2
+    for _ in range(300):
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        low, high = (low, b) if time(a) < time(b) else (a, high)
+    return math.exp((low + high) / 2)
+
+
 def truth(name: str, args: tuple[Any, ...]) -> float:
     if name == "hierarchical_allreduce_seconds":
         return _hierarchical(*args)
@@ -155,7 +176,8 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
         if close(2 * (k - 1) * a_in + 2 * (k - 1) / k * nbytes / b_in + 2 * (nodes - 1) * a_out
                  + 2 * (nodes - 1) / nodes * nbytes / b_out):
             return "across the nodes each GPU all-reduces only its shard, 1/(GPUs per node) of the bucket."
-        return "three collectives one after another: a reduce-scatter inside the node, an all-reduce across, an all-gather."
+        return ("three collectives one after another: a reduce-scatter inside the node, an all-reduce across, an "
+                "all-gather.")
     if name == "tp_block_seconds":
         t, tokens, hidden, sequence, alpha, bandwidth = args
         if sequence and close(4 * (2 * (t - 1) * alpha + 2 * (t - 1) / t * 2 * tokens * hidden / bandwidth)):
@@ -166,19 +188,22 @@ def why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     if name == "zigzag_min_tokens":
         flops, bandwidth, width, kv_width = args
         if close(flops * kv_width * 2 / (2 * width * bandwidth)):
-            return "that is chapter 12's threshold for a full block pair; under the causal mask a zigzag step computes less."
+            return ("that is chapter 12's threshold for a full block pair; under the causal mask a zigzag step "
+                    "computes less.")
         return "set one step's transfer (keys and values, bf16) equal to its compute under the causal mask, per GPU."
     if name == "zero_step_sent_gb":
-        return ("per step, with m micro-batches: stage 1 reduces once; stage 2 reduce-scatters after every micro-batch; "
-                "stage 3 gathers the weights before every forward and backward; rings, bf16, GB = 10⁹ bytes.")
+        return ("per step, with m micro-batches: stage 1 reduces once; stage 2 reduce-scatters after every "
+                "micro-batch; stage 3 gathers the weights before every forward and backward; rings, bf16, "
+                "GB = 10⁹ bytes.")
     if name == "fsdp_peak_gb":
         return ("the shards of everything (16 bytes a parameter, over d), plus what is whole at the worst moment: "
                 "the units gathered at once and one unit's gradients; GB = 10⁹ bytes.")
     if name == "no_drop_padding":
-        return "at the smallest factor that drops nothing, the capacity is the busiest expert's load; every copy is kept."
+        return ("at the smallest factor that drops nothing, the capacity is the busiest expert's load; every copy is "
+                "kept.")
     if name == "largest_job_gpus":
-        return ("the job's MTBF is the GPU's over N; at the Young–Daly interval the goodput is 1 − √(2C/MTBF) − R/MTBF: "
-                "solve for N (a real number).")
+        return ("the job's MTBF is the GPU's over N; at the Young–Daly interval the goodput is "
+                "1 − √(2C/MTBF) − R/MTBF: solve for N (a real number).")
     if name in ("moe_total_params", "moe_active_params"):
         return ("per block: attention's four matrices (queries and output h × h, keys and values h × kv), each "
                 "expert's three (gated), the router (h × experts) and two norms; the embedding and the output layer "
@@ -207,9 +232,11 @@ def hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         return ((choose("F", (1.2e14, 4e14)), choose("B", (2.5e10, 4.5e11)), choose("w", (5120, 8192)),
                  choose("kv", (512, 1024, 5120))),)
     if name == "zero_step_sent_gb":
-        return (choose("stage", range(4)), choose("P", (1.3e9, 3.3e10)), choose("d", (2, 48, 128)), choose("m", (1, 6, 64))),
+        return (choose("stage", range(4)), choose("P", (1.3e9, 3.3e10)), choose("d", (2, 48, 128)),
+                choose("m", (1, 6, 64))),
     if name == "fsdp_peak_gb":
-        return (choose("n", (2, 24, 126)), choose("u", (5e7, 1.7e9)), choose("d", (4, 128)), choose("r", (True, False))),
+        return (choose("n", (2, 24, 126)), choose("u", (5e7, 1.7e9)), choose("d", (4, 128)),
+                choose("r", (True, False))),
     if name == "no_drop_padding":
         e, k = choose("E", (16, 160)), choose("k", (1, 6))
         return (math.ceil(2048 * k / e * choose("over", (1.2, 3.0))), 2048, e, k),
@@ -263,8 +290,8 @@ class NearBest:
         tried = [r for r in _all(v["layout_model"], v["gpu"], v["gpus"], v["batch"])
                  if (r.t, r.p, r.d, r.schedule) == choice]
         if not tried:
-            raise Wrong("That layout is not one the table tries: t divides a node of 8, p is at most 16, and the global "
-                        "batch must split into whole micro-batches per replica.")
+            raise Wrong("That layout is not one the table tries: t divides a node of 8, p is at most 16, and the "
+                        "global batch must split into whole micro-batches per replica.")
         if not any(r.fits for r in tried):
             raise Wrong("That layout does not fit in the GPU's memory in any recomputation mode or ZeRO stage.")
         fastest = max(r.tokens_per_s for r in right.values())

@@ -1,7 +1,8 @@
-"""ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where it stops reaching the one-chunk bound),
-interleaving's warm-up with Megatron-LM's micro-batch group of any size (a written proof), DualPipeV's floor — the V-shaped cut of
-DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan of their own —
-and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at once.
+"""ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where it stops reaching the one-chunk
+bound), interleaving's warm-up with Megatron-LM's micro-batch group of any size (a written proof), DualPipeV's floor —
+the V-shaped cut of DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan
+of their own — and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at
+once.
 Each closed form is a function checked in an interpreter without ppedu (not a simulation) on inputs the student does
 not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with the library.
 
@@ -32,7 +33,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
     p = pick("p", (4, 5, 6, 8))
     return {"p": p, "m": 2 * p + pick("extra", (0, 1, 3, 5)),
             # question 1: ZB-H2's costs (a forward, an input-gradient pass, a weight-gradient pass)
-            "f": pick("f", (1.0, 1.5, 2.0)), "b": pick("b", (2.0, 2.5, 3.0, 4.0)), "w": pick("w", (0.5, 0.75, 1.0, 1.5)),
+            "f": pick("f", (1.0, 1.5, 2.0)), "b": pick("b", (2.0, 2.5, 3.0, 4.0)),
+            "w": pick("w", (0.5, 0.75, 1.0, 1.5)),
             # question 2: v chunks per GPU, micro-batches in groups of g > p, GPU j
             "v": pick("v", (2, 3, 4)), "g": p + pick("g_extra", (1, 2, 3)), "j": pick("j", range(8)) % (p - 1),
             # question 3: DualPipeV's forward per chunk, its weight-gradient pass a share of it

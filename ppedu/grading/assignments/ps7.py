@@ -58,7 +58,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
         "ep_nodes": pick("ep_nodes", (4, 8)), "node_limit": pick("node_limit", (2, 3)),
         "overload": pick("overload", (1.3, 1.7, 2.5)),
         # question 6: failures — a GPU's mean time between failures (hours), a checkpoint's and a restart's seconds
-        "gpu_mtbf_h": pick("gpu_mtbf_h", (25_000, 50_000, 100_000)), "checkpoint_s": pick("checkpoint_s", (20, 60, 120)),
+        "gpu_mtbf_h": pick("gpu_mtbf_h", (25_000, 50_000, 100_000)),
+        "checkpoint_s": pick("checkpoint_s", (20, 60, 120)),
         "restart_s": pick("restart_s", (300, 600, 1200)), "goodput": pick("goodput", (0.85, 0.9, 0.95)),
         # question 7: a pipeline's MFU — its kernels' efficiency, p stages, m micro-batches
         "efficiency": pick("efficiency", (0.35, 0.45, 0.55)), "mfu_p": pick("mfu_p", (4, 8, 16)),
@@ -156,7 +157,8 @@ QUESTIONS: dict[str, Any] = {
     "failures": FormulaQuestion({"largest_job_gpus": ((50_000, 60, 600, 0.9), (10_000, 10, 120, 0.95))},
                                 lambda name, v: ((v["gpu_mtbf_h"], v["checkpoint_s"], v["restart_s"], v["goodput"]),)),
     "mfu": FormulaQuestion({"pipeline_mfu": ((0.5, 4, 8, False), (0.4, 8, 32, True))},
-                           lambda name, v: tuple((v["efficiency"], v["mfu_p"], v["mfu_m"], full) for full in (False, True))),
+                           lambda name, v: tuple((v["efficiency"], v["mfu_p"], v["mfu_m"], full)
+                                                 for full in (False, True))),
     "batch": FormulaQuestion({"best_batch": ((1000, 8, 4), (50, 2, 1))},
                              lambda name, v: ((v["b_noise"], v["batch_p"], v["batch_d"]),)),
     "layout": Question((Number("t", whole=True), Number("p", whole=True), Number("d", whole=True),
