@@ -156,7 +156,7 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
                  H100.flops_per_second, IB.bandwidth, *_width(_LLAMA405)))),),
              lambda: (_shortest_hidden_block(_LLAMA405, H100, IB),), "12; Liu et al. (ring attention)"),
     ScaleLaw("MoE all-to-all; capacity", "(e−1)α + (e−1)/e·T·k·h·bytes·β; C = ⌈f·T·k/E⌉",
-             "DeepSeek-V3, T = 4,096, e = 64 at 50 GB/s / f = 1.25", "ms / tokens",
+             "DeepSeek-V3, T = 4,096 in 16 bits, e = 64 at 50 GB/s / f = 1.25", "ms / tokens",
              lambda: (_ms(closed_form.ring_half_seconds(64, _MOE_BYTES, H800_IB.latency, H800_IB.bandwidth)),
                       float(closed_form.expert_capacity(4096, 256, 8, 1.25))),
              lambda: (_ms(experts.all_to_all_seconds(DEEPSEEK_V3, 64, H800_IB)),

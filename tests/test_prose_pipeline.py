@@ -66,6 +66,11 @@ def test_ch2_the_frameworks_weight_the_micro_batches_where_the_text_says():
     assert "megatron/core/pipeline_parallel/schedules.py" in text
     assert "what every framework's loss computes" not in source("02-gpipe", "02-12d")
     assert "the synchronous schedules of this course only reorder exact work" in source("02-gpipe", "02-15")
+    # Megatron-LM's per-token loss is not divided in schedules.py: finalize_model_grads scales the gradients
+    assert "`megatron/core/distributed/finalize_model_grads.py`" in text and "counting tokens, by" not in text
+    # weight gradients do cross GPUs where one weight has two copies (tied embeddings, DualPipe, data parallelism)
+    assert "never leaves the GPU" not in source("02-gpipe", "02-12c")
+    assert "DualPipe's two copies" in source("02-gpipe", "02-12c")
 
 
 @settings(max_examples=40, deadline=None)
@@ -93,6 +98,7 @@ def test_ch3_the_tie_is_stated_with_its_conditions_and_breaks_both_ways():
     assert "from *m* = 3 on, 1F1B becomes the slower" in source("03-1f1b", "03-18a")
     assert "a slow last GPU leaves them tied" in notes("03-1f1b")
     assert "chapter 4, where they differ" not in notes("03-1f1b")
+    assert "Not to the step, on equally fast stages with free hand-overs" in source("03-1f1b", "03-21")
     readme = (ROOT / "README.md").read_text()
     assert "not time — on equally fast stages with free\nhand-overs" in readme
 
@@ -101,8 +107,8 @@ def test_ch3_interleaving_keeps_the_parameter_copies_and_dualpipe_doubles_them()
     from ppedu.lesson import parameter_copies
 
     assert parameter_copies(schedules.interleaved_1f1b(4, 8, 2)) == parameter_copies(schedules.one_f_one_b(4, 8)) == 1
-    assert parameter_copies(schedules.dualpipe(4, 8)) == 2
-    assert "the parameter copies differ only in chapter 6" in notes("03-1f1b")
+    assert parameter_copies(schedules.dualpipe(4, 8)) == parameter_copies(schedules.chimera(4, 8)) == 2
+    assert "the parameter copies first differ in chapter 6" in notes("03-1f1b") and "Chimera's two" in notes("03-1f1b")
 
 
 @settings(max_examples=60, deadline=None)
@@ -121,6 +127,28 @@ def test_ch5_zb_h1_idles_p_minus_1_times_f_plus_b_minus_w_exactly_when_each_w_fi
     t = simulate(schedules.zero_bubble_h1(p, p + extra), Costs(f=f, b=b, w=w))
     idle = max(t.makespan - busy for busy in t.busy_per_stage)
     assert (idle == pytest.approx((p - 1) * (f + b - w))) == (w <= f and w <= b)
+
+
+@pytest.mark.parametrize("p", [3, 4, 6])
+def test_ch5_zb_h1_needs_m_at_least_p_for_its_formula(p):
+    costs = Costs(f=1, b=1, w=1)
+    below = simulate(schedules.zero_bubble_h1(p, p - 1), costs)
+    assert below.makespan - min(below.busy_per_stage) > (p - 1) * (1 + 1 - 1)
+    assert "(from *m* = *p* on)" in source("05-zero-bubble", "05-06")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), quarters, quarters, quarters)
+def test_ch5_at_m_2p_minus_1_a_w_under_half_of_b_keeps_every_order_above_the_bound(p, f, b, w):
+    # the last GPU's last B ends no earlier than (p-1)f + m(f+b); p-1 more B's down, then that micro-batch's W
+    m, costs = 2 * p - 1, Costs(f=f, b=b, w=w)
+    floor = (p - 1) * (f + b) + m * (f + b) + w
+    assert (floor > one_chunk_bound(p, m, costs)) == (b > 2 * w)
+    if b <= 2 * f:  # and ZB-H2 meets the larger of the two floors: it is the best order there
+        assert simulate(schedules.zero_bubble_h2(p, m), costs).makespan == pytest.approx(
+            max(floor, one_chunk_bound(p, m, costs)))
+    text = source("05-zero-bubble", "05-07w")
+    assert "the bound no order with one chunk per GPU can beat" in text and "shortest step any order" not in text
 
 
 def test_ch5_states_the_regions_not_equal_costs_alone():
@@ -168,7 +196,8 @@ def test_the_vendor_module_states_its_node_size_as_an_assumption():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(2, 6), st.integers(0, 12), st.sampled_from([2, 3]), quarters, quarters, st.sampled_from([0, 0.25, 1]))
+@given(st.integers(2, 6), st.integers(0, 12), st.sampled_from([2, 3]), quarters, quarters,
+       st.sampled_from([0, 0.25, 1]))
 def test_ch4_interleaving_divides_the_idle_time_by_v_whatever_f_b_w_while_hand_overs_are_free(p, extra, v, f, b, w):
     m, costs = p + extra, Costs(f=f, b=b, w=w)
     plain = simulate(schedules.one_f_one_b(p, m), costs)
@@ -181,4 +210,14 @@ def test_ch4_a_hand_over_latency_moves_the_ratio_off_one_over_v():
     plain = simulate(schedules.one_f_one_b(4, 8), late)
     inter = simulate(schedules.interleaved_1f1b(4, 8, 2), late.per_chunk(2))
     assert inter.idle_slots * 2 > plain.idle_slots
-    assert "so long as hand-overs are free" in source("04-interleaved", "04-15")
+    text = source("04-interleaved", "04-15")
+    assert "so long as the stages are equally fast, *m* ≥ *p* and hand-overs are free" in text
+
+
+@pytest.mark.parametrize("p, m, costs", [(4, 2, Costs(f=1, b=1)), (4, 3, Costs(f=1, b=2, w=1)),
+                                         (4, 8, Costs(f=(1, 2, 1, 1), b=(2, 4, 2, 2))),
+                                         (2, 4, Costs(f=(1.5, 1), b=(3, 2)))])
+def test_ch4_with_m_below_p_or_a_slow_stage_the_idle_time_is_not_divided_by_v(p, m, costs):
+    plain = simulate(schedules.one_f_one_b(p, m), costs)
+    inter = simulate(schedules.interleaved_1f1b(p, m, 2), costs.per_chunk(2))
+    assert inter.idle_slots * 2 != pytest.approx(plain.idle_slots)

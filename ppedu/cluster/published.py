@@ -63,8 +63,9 @@ ZERO_FIGURE_1 = {"params": 7.5e9, "d": 64, "gb": (120.0, 31.4, 16.6, 1.9)}
 
 #: Llama 3.1 405B as trained (section 3.2, Table 3): :data:`ppedu.cluster.MODELS`'s preset.
 LLAMA3_405B = MODELS["405b"]
-#: Tokens of pre-training, "15.6T" (the report, section 3; the model card says "~15 trillion"); GPU hours of the 405B
-#: model's training, 30.84M (the model card: "the total GPU time required for training each model", stages not named).
+#: Tokens of pre-training, "15.6T" (the report, sections 1 and 2, the latter of the 8K-context stage; the model card
+#: says "~15 trillion"); GPU hours of the 405B model's training, 30.84M (the model card: "the total GPU time required
+#: for training each model", stages not named).
 LLAMA3_TOKENS = 15.6e12
 LLAMA3_GPU_HOURS = 30.84e6
 #: Reliability (section 3.3.4): 466 job interruptions in a 54-day snapshot of pre-training, 47 planned, 419 unexpected;
@@ -100,8 +101,8 @@ DEEPSEEK_V3 = Model(
 DEEPSEEK_V3_PARAMS = {"total": 671e9, "activated": 37e9}
 #: Training (section 3.2, 4.2 and Table 1): 2,048 H800s, nodes of 8; 16-way pipeline parallelism (DualPipe), 64-way
 #: expert parallelism over 8 nodes, ZeRO-1 data parallelism, no tensor parallelism; a "batch size" of 15,360 (after
-#: the first 469B tokens; no unit given, read as sequences of the 4K maximum length); 14.8T tokens; 180K H800 GPU hours per trillion tokens, 2,664K for
-#: pre-training; each token sent to at most 4 nodes.
+#: the first 469B tokens; no unit given, read as sequences of the 4K maximum length); 14.8T tokens; 180K H800 GPU hours
+#: per trillion tokens, 2,664K for pre-training; each token sent to at most 4 nodes.
 @dataclass(frozen=True)
 class Run:
     """A published training run's layout and throughput."""
