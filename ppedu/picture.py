@@ -92,12 +92,6 @@ class Picture:
     def shape(self) -> tuple[int, int]:
         return len(self.rows), len(self.rows[0])
 
-    @property
-    def total_slots(self) -> int:
-        """Every cell: GPUs × time steps (what the picture shows; nothing is counted here that it does not)."""
-        p, steps = self.shape
-        return p * steps
-
     def covered(self) -> list[list[bool]]:
         return [[c == COVERED for c in row] for row in self.rows]
 

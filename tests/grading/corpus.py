@@ -23,14 +23,16 @@ from typing import Any
 
 #: ps1 answers that are all wrong (and consistent enough to pass nothing by accident).
 PS1_WRONG = {
-    "q1a_answer": "T = 3 * (values.m + values.p - 1) + 1\ntotal_slots = values.p * T",
-    "q1b_answer": "idle_slots = 3 * values.m * (values.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
-    "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
+    "q1a_answer": "T = 3 * (data.m + data.p - 1) + 1\ntotal_slots = data.p * T",
+    "q1b_answer": "idle_slots = 3 * data.m * (data.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
+    "q2_answer": "bubble_1f1b = 1.5 * bubble\ncompared_with_gpipe = 'larger'",
+    "q3s_answer": "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k",  # every GPU slow
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
     "q4_answer": "def fewest_microbatches(p, target, v):\n    return p",
-    "q5_answer": "def idle_share(r):\n    return r",  # Megatron's own ratio, unconverted
+    "q5_answer": "def idle_share(bubble, m, F, B, W):\n    return bubble / (m * (F + B))",  # Megatron's ratio
 }
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2,
+           "conversion": 2}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
 REACH = """
@@ -206,7 +208,7 @@ SPOOF = """
 import os
 os.environ.pop("NBGRADER_EXECUTION", None)
 os.environ["PPEDU_STUDENT_ID"] = "{victim}"
-values = my_values("ps1")
+values, data = my_values("ps1"), my_data("ps1")
 """
 ABS = "import builtins\nbuiltins.abs = lambda x: 0\n"
 RELOAD = "import importlib\nimportlib.reload = lambda module: module\n"
@@ -217,17 +219,17 @@ class Liar(float):
     def __sub__(self, other):
         return 0.0
     __rsub__ = __sub__
-def idle_share(r):
+def idle_share(bubble, m, F, B, W):
     return Liar(0.123)
 """
 NUMPY_PS1 = """
 import numpy as np
-T = np.int64(3 * (2 * values.m + values.p - 1))
-total_slots = np.array(values.p * T)
+T = np.int64(3 * (2 * data.m + data.p - 1))
+total_slots = np.array(data.p * T)
 """
 NUMPY_PS1B = """
 import numpy as np
-idle_slots = np.int32(total_slots - 3 * values.m * (values.p + 1))
+idle_slots = np.int32(total_slots - 3 * data.m * (data.p + 1))
 bubble = np.float64(idle_slots / total_slots)
 """
 
@@ -333,22 +335,38 @@ PS1: dict[str, Case] = {
     "solved": Case("ps1"),
     "blank": Case("ps1", release=True, lost=PS1_ALL),
     # careless and wrong
-    "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 2}),
-    "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 2}),
-    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 1}),
-    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (values.m + values.p - 1)\ntotal_slots = values.p * T"},
-                        lost={"gpipe_slots": 1, "gpipe_idle": 2}),
+    "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 1}),
+    "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 1}),
+    # chapter 3's rule for balanced stages, applied where one GPU is slow
+    "equal_as_in_chapter_3": Case("ps1", replace={"q2_answer": "bubble_1f1b = bubble\ncompared_with_gpipe = 'equal'"},
+                                  lost={"one_f_one_b": 1}),
+    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (data.m + data.p - 1)\ntotal_slots = data.p * T"},
+                        lost={"gpipe_slots": 1, "gpipe_idle": 1}),
+    # the slow GPU's makespan by simulation: out of reach while it is checked
+    "slow_form_by_simulation": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
+                                                                  "    costs = Costs(f=tuple(k if j == s else 1 for j in range(p)),\n"
+                                                                  "                  b=tuple(2 * k if j == s else 2 for j in range(p)))\n"
+                                                                  "    return simulate(schedules.gpipe(p, m), costs).makespan"},
+                                    lost={"slow_form": 2}),
+    # the slow GPU's place taken to matter: right only where it is the last
+    "slow_place_matters": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
+                                                             "    return 3 * s + 3 * m * k + 3 * (p - 1 - s) * k"},
+                               lost={"slow_form": 2}),
     # the closed forms from the library: out of reach while they are checked
     "closed_form_by_library": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n"
                                                                 "    return formulas.bubble_ratio(p, m)\n\n\n"
                                                                 "def bubble_interleaved(p, m, v):\n"
                                                                 "    return (p - 1) / (v * m + p - 1)"},
-                                   lost={"closed_form": 2}),
+                                   prepend={"q3_answer": "from ppedu import formulas\n"}, lost={"closed_form": 2}),
     "closed_form_by_simulation": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                                                    "def bubble_interleaved(p, m, v):\n"
                                                                    "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
                                       lost={"closed_form": 2}),
-    "nan": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return float('nan')"}, lost={"conversion": 1}),
+    "nan": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return float('nan')"},
+                lost={"conversion": 2}),
+    # W counted again on top of DeepSeek's whole backward
+    "w_twice": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
+                                                 "    return bubble / (bubble + m * (F + B + W))"}, lost={"conversion": 2}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
@@ -362,7 +380,7 @@ PS1: dict[str, Case] = {
                                                          "def fewest_microbatches(p, target, v):\n"
                                                          "    return np.int64(_fewest(p, target, v))",
                                             "q5_answer": "import numpy as np\n_share = idle_share\n\n\n"
-                                                         "def idle_share(r):\n    return np.array(_share(r))"}),
+                                                         "def idle_share(*args):\n    return np.array(_share(*args))"}),
     "noisy_stderr": Case("ps1", prepend={"q1a_answer": NOISE, "q5_answer": NOISE},
                          replace={"q3_answer": "import sys, warnings\n\n\ndef bubble_ratio(p, m):\n"
                                                "    warnings.warn('checking')\n    print(p, m, file=sys.stderr)\n"
@@ -373,14 +391,15 @@ PS1: dict[str, Case] = {
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
     "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
-                    lost={"one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}),
+                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 2}),
     # a cell that raises before it defines its function: the function is missing, and the message says why
-    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
+    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 2}),
     # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
-    "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return ratio(r)"},
-                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}),
+    "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
+                                                                "    return share(bubble, m * (F + B))"},
+                                   append={"q4_answer": "def share(idle, busy):\n    return idle / (idle + busy)"}),
     # test cells and metadata changed: put back as released
     "renamed_test_cell": Case("ps1", edit=_rename("gpipe_slots", "mine")),
     "ungraded_test_cell": Case("ps1", edit=_ungrade("gpipe_idle")),
@@ -394,9 +413,10 @@ PS1: dict[str, Case] = {
     # attacks on the verdict: wrong work, patched machinery
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
-    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
+    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 2}),
     # the functions' answers wrong too: a right function earns its points whoever's values the kernel believes
-    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, replace={k: PS1_WRONG[k] for k in ("q3_answer", "q4_answer", "q5_answer")},
+    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
+                       replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
                        lost=PS1_ALL),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
@@ -422,10 +442,12 @@ attempt("leak", leak)
 }
 
 PS2_WRONG = {"q1_answer": "peak_gpipe = [1] * values.p\npeak_1f1b = [values.m] * values.p",
+             "q1b_answer": "def interleaved_peak(p, m, v, j):\n    return min(p - j, m)",  # 1F1B's
+             "q2f_answer": "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n    return 34 * s * b * h",
              "q2_answer": "S_act_GB = 1.0\nweights_GB = 1.0",
              "q3_answer": "gpipe_gpu0_GB = 1.0\none_f_one_b_gpu0_GB = 1.0",
              "q4_answer": "max_m_gpipe = 1\nfits_1f1b = not (one_f_one_b_gpu0_GB <= 80)"}
-PS2_ALL = {"peaks": 2, "s_act": 2, "gpu0": 2, "fits": 4}
+PS2_ALL = {"peaks": 1, "interleaved_peak": 2, "block": 2, "s_act": 1, "gpu0": 1, "fits": 2}
 PS2: dict[str, Case] = {
     "solved": Case("ps2"),
     "blank": Case("ps2", release=True, lost=PS2_ALL),
@@ -437,9 +459,27 @@ PS2: dict[str, Case] = {
     "abs_patcher": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": ABS}, lost=PS2_ALL),
     "noisy_stderr": Case("ps2", prepend={"q2_answer": NOISE, "q4_answer": NOISE}),
     "gib_not_gb": Case("ps2", append={"q2_answer": "S_act_GB = S_act_GB * 1e9 / 2**30"},
-                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
-    "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k != "q1_answer"},
-                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
+                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+    "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k in ("q2_answer", "q3_answer", "q4_answer")},
+                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+    # the interleaved peak counted in chunks, not stages
+    "chunks_not_stages": Case("ps2", append={"q1b_answer": "_stages = interleaved_peak\n\n\n"
+                                                           "def interleaved_peak(p, m, v, j):\n"
+                                                           "    return _stages(p, m, v, j) * v"},
+                              lost={"interleaved_peak": 2}),
+    # the eager attention scores forgotten: right with FlashAttention only
+    "no_scores": Case("ps2", append={"q2f_answer": "_kept = block_bytes\n\n\n"
+                                                   "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+                                                   "    return _kept(s, b, h, heads, kv_heads, ffn, gated, 1) - "
+                                                   "(0 if flash else 4 * b * heads * s)"},
+                      lost={"block": 2}),
+    # the inventory from the library: out of reach while it is checked
+    "block_by_library": Case("ps2", replace={"q2f_answer": "from ppedu.cluster import Model\n\n\n"
+                                                           "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+                                                           "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated),"
+                                                           " flash_attention=bool(flash))\n"
+                                                           "    return sum(x.block_activations().values())"},
+                             lost={"block": 2}),  # the main kernel has the library: its uses of the function stand
 }
 
 LIBRARY_SCHEDULES = """
@@ -667,7 +707,7 @@ PS6: dict[str, Case] = {
                                                "q4b_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -678,12 +718,12 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
-    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = values.grid_p * T - idle_slots"},
+    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = data.grid_p * T - idle_slots"},
                          lost={"grid_T": 2}),
     # the bubble's causes not told apart: every idle slot put on the order, fill and drain included
     "every_idle_slot_the_orders": Case("final", append={"q1b_answer": "order_idle = idle_slots"}, lost={"grid_path": 2}),
     # the loop read as 1F1B's, off each GPU's own work rather than the critical path
-    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + values.grid_b"}, lost={"grid_path": 2}),
+    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + data.grid_b"}, lost={"grid_path": 2}),
     # memory forgotten: the fastest m, fitting or not
     "plan_without_memory": Case("final", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
         nb, "q2_answer").source.replace("act <= room", "act <= float('inf')")), lost={"plan": 3}),
@@ -695,7 +735,19 @@ FINAL: dict[str, Case] = {
                                                           "    return simulate(schedules.zero_bubble_h2(p, batch), "
                                                           "Costs(f=o + f, b=o + b, w=o + w)).makespan"},
                            lost={"plan": 3}),
-    "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
+    # the slow GPU's own work alone: right where it sets the pace (many micro-batches), not on a short run
+    "slow_work_only": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                          "    return s * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # GPipe's makespan taken for the best there is
+    "slow_gpipe": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                      "    return (p - 1) * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # a flat ring over every GPU at the slow link's pace
+    "flat_ring": Case("final", replace={"q4_answer": "def two_level(M, N, g, a_in, b_in, a_out, b_out):\n"
+                                                     "    n = N * g\n"
+                                                     "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
+                      lost={"two_level": 2}),
+    "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
+                                                 "q5_answer": "no idea", "q6_answer": ""}),
 }
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,

@@ -181,7 +181,7 @@ CLASS_0: dict[str, Expect] = {
         "q1a_answer": "import numpy as np\nT = np.longdouble(T)\ntotal_slots = np.longdouble(total_slots)",
         "q1b_answer": "import numpy as np\nbubble = np.longdouble(bubble)",
         "q5_answer": ("import numpy as np\n_share = idle_share\n\n\n"
-                      "def idle_share(r):\n    return np.longdouble(_share(r))")})),
+                      "def idle_share(*args):\n    return np.longdouble(_share(*args))")})),
     # Rebuilt design (issue 27, class 0: a file that is not a valid notebook scores 0 with the reason, never points):
     # the notebook's JSON inside a saved web page. Found: its cells were fished out of the page and graded (9/10).
     "x_notebook_inside_html": Expect(Case("ps1", raw=_inside_html, lost=PS1_ALL), {"*": ("not", "notebook")}),
@@ -246,10 +246,10 @@ BEYOND: dict[str, Expect] = {
     # Found: a function that returns a text echoing its arguments on every input the notebook does not show had the
     # hidden input printed back in its feedback ("is the text 'r=7.0'"). Only visible inputs may be named.
     "x_echoes_hidden_inputs": Expect(Case("ps1", replace={"q5_answer": (
-        "def idle_share(r):\n"
-        "    if r in (0.25, 1.0, 3.0, (values.p - 1) / values.m):\n"
-        "        return r / (1 + r)\n"
-        "    return f'ECHO<{r!r}>'")}, lost={"conversion": 1}), {"conversion": ("idle_share",)}),
+        "def idle_share(bubble, m, F, B, W):\n"
+        "    if (bubble, m, F, B, W) in ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1), (values.p - 1, values.m, 1, 2, 1)):\n"
+        "        return bubble / (bubble + m * (F + B))\n"
+        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 2}), {"conversion": ("idle_share",)}),
 }
 ECHO_MARK = "ECHO<"
 

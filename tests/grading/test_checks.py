@@ -72,7 +72,8 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
 
 
 def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
-    liar = "class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\ndef idle_share(r):\n    return Liar(0.123)"
+    liar = ("class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\n"
+            "def idle_share(bubble, m, F, B, W):\n    return Liar(0.123)")
     assert "returned 0.123" in judged("ps1", "conversion", liar)
 
 
@@ -194,11 +195,22 @@ def test_ps1s_closed_forms_are_checked_where_ppedu_is_not_installed():
 
 def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
     ps1, v = keys.load("ps1"), my_values("ps1", "alice")
-    key = ps1._slots_key(v)
-    assert key["T"] == 3 * (2 * v.m + v.p - 1) and key["idle_slots"] == key["total_slots"] - 3 * v.m * (v.p + 1)
-    plain = ps1.timeline("gpipe", v).makespan
-    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": v.p * plain})
-    assert f"GPU {v.slow} takes twice as long" in said
+    key, grid = ps1._slots_key(v), ps1.params(v.variant)
+    p, m = grid["p"], grid["m"]
+    assert key["T"] == 3 * (2 * m + p - 1) and key["idle_slots"] == key["total_slots"] - 3 * m * (p + 1)
+    plain = 3 * (m + p - 1)  # every GPU as fast
+    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": p * plain})
+    assert f"GPU {grid['slow']} takes twice as long" in said
+
+
+def test_ps1s_slow_gpu_form_and_deepseeks_bubble_name_the_usual_slips():
+    assert judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (p - 1) + 3 * m * k") == "correct"
+    said = judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k")
+    assert "every GPU is not slow" in said
+    right = "def idle_share(bubble, m, F, B, W):\n    return bubble / (bubble + m * (F + B))"
+    assert judged("ps1", "conversion", right) == "correct"
+    assert "W included" in judged("ps1", "conversion", right.replace("(F + B)", "(F + B + W)"))
+    assert "Megatron-LM's definition" in judged("ps1", "conversion", right.replace("bubble + m", "m"))
 
 
 FEWEST = """
@@ -233,9 +245,8 @@ STUDENTS = [f"student{i}" for i in range(300)]
 
 def test_no_students_values_let_counting_the_busy_slots_come_out_right():
     """The slip the keys' hints name first: busy slots counted as idle. Values where the two are equal are nobody's."""
-    from grader.exam import judge as exam
+    from grader.exam import grids, judge as exam
     from ppedu.answer_file import SlotAnswer
-    from ppedu.grading.assignments import counting
 
     ps1, ps4 = keys.load("ps1"), keys.load("ps4")
     for student in STUDENTS:
@@ -250,6 +261,6 @@ def test_no_students_values_let_counting_the_busy_slots_come_out_right():
         gpus = ps4.params(v.variant)["p"]
         wrong = {**key, "idle_slots": gpus * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
         assert "busy slots" in message(lambda ns: ps4.KEYS["grid"].judge(ns, v), wrong), student
-        t = counting.timeline("count", counting.values(student))
+        t = grids(student)["count"]
         answer = SlotAnswer(total=str(int(t.total_slots)), idle=str(int(t.busy_slots)), ratio="")
         assert exam(student, {"count": answer}).points["count"] < 2, student
