@@ -127,31 +127,36 @@ def test_a_schedule_not_run_on_the_students_own_size_earns_nothing():
 
 def test_ps4s_formula_is_checked_on_hidden_inputs_where_no_simulator_is_installed():
     v = my_values("ps4", "alice")
+    g = keys.load("ps4").params(v.variant)  # the student's picture: its sizes are the first input tried
     right = "def waves_makespan(p, m, k, f, b):\n    return (m + k * (p - 1)) * (f + b)"
     assert judged("ps4", "waves", right) == "correct"
     one_pass = "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)"
     assert "fills and drains the pipeline again" in judged("ps4", "waves", one_pass)
-    own = f"def waves_makespan(p, m, k, f, b):\n    return {(v.m + 2 * (v.p - 1)) * (v.F + v.B)}"
-    said = judged("ps4", "waves", own)  # right on the student's own values only: wrong on the example first
-    assert "returned" in said and "(4, 8, 2, 1, 2)" in said
-    example_too = own.replace("    return", "    if (p, m) == (4, 8):\n        return 42\n    return")
+    own = f"def waves_makespan(p, m, k, f, b):\n    return {(g['m'] + 2 * (g['p'] - 1)) * (1 + g['b'])}"
+    said = judged("ps4", "waves", own)  # right on the student's picture only: wrong on the example first
+    assert "returned" in said and "(6, 12, 3, 1, 2)" in said
+    example_too = own.replace("    return", "    if (p, m) == (6, 12):\n        return 81\n    return")
     said = judged("ps4", "waves", example_too)  # right on every input shown: the hidden ones are never named
     assert "not on one the autograder chose" in said and not any(str(c) in said for c in keys.load("ps4").HIDDEN_CASES)
-    simulated = ("from ppedu import Costs, simulate\nfrom ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
-                 "def waves_makespan(p, m, k, f, b):\n    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan")
+    simulated = ("from ppedu import Costs, simulate\nfrom ppedu.ops import Op, Schedule\n"
+                 "from ppedu.schedules import one_f_one_b\n\n\n"
+                 "def waves_makespan(p, m, k, f, b):\n    wave = one_f_one_b(p, m // k).stages\n"
+                 "    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), o.chunk) for w in range(k) for o in s)"
+                 " for s in wave)\n"
+                 "    return simulate(Schedule(stages, 'waves', (tuple(range(p)),), m), Costs(f=f, b=b)).makespan")
     said = judged("ps4", "waves", simulated)
     assert "is not available while this question is checked" in said and "Traceback" not in said
 
 
 def test_ps4s_grid_slips_get_their_own_hints():
     ps4, v = keys.load("ps4"), my_values("ps4", "alice")
-    key = ps4._grid_key(v)
+    key, g = ps4._grid_key(v), ps4.params(v.variant)
     grade = lambda ns: ps4.KEYS["grid"].judge(ns, v)  # noqa: E731
     assert grade({**key, "peak_activations": list(key["peak_activations"])}) == "correct"
-    busy = v.grid_p * key["T"] - key["idle_slots"]
+    busy = g["p"] * key["T"] - key["idle_slots"]
     assert "busy slots" in message(grade, {**key, "idle_slots": busy, "peak_activations": list(key["peak_activations"])})
     assert "GPU 0 first" in message(grade, {**key, "peak_activations": list(reversed(key["peak_activations"]))})
-    assert "once per wave" in message(grade, {**key, "T": (v.grid_m + v.grid_p - 1) * 3,
+    assert "once per wave" in message(grade, {**key, "T": (g["m"] + g["p"] - 1) * (1 + g["b"]),
                                               "peak_activations": list(key["peak_activations"])})
 
 
@@ -171,9 +176,9 @@ def test_ps4s_choice_comes_from_ppedu_cluster_and_a_wrong_one_gets_its_own_hint(
 @pytest.mark.parametrize("student", ["bob", "carol", "dave"])
 def test_every_ps4_key_is_an_answer_a_student_can_give(student):
     ps4, v = keys.load("ps4"), my_values("ps4", student)
-    grid = ps4._grid_key(v)
-    assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < v.grid_p * grid["T"]
-    assert len(grid["peak_activations"]) == v.grid_p and max(grid["peak_activations"]) <= v.grid_m
+    grid, g = ps4._grid_key(v), ps4.params(v.variant)
+    assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < g["p"] * grid["T"]
+    assert len(grid["peak_activations"]) == g["p"] and max(grid["peak_activations"]) <= g["m"]
     assert ps4._choice_key(v)["schedule"] in load("ps4").CHOICES
 
 
@@ -253,7 +258,8 @@ def test_no_students_values_let_counting_the_busy_slots_come_out_right():
         assert "busy slots" in said, student
         v = my_values("ps4", student)
         key = ps4._grid_key(v)
-        wrong = {**key, "idle_slots": v.grid_p * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
+        gpus = ps4.params(v.variant)["p"]
+        wrong = {**key, "idle_slots": gpus * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
         assert "busy slots" in message(lambda ns: ps4.KEYS["grid"].judge(ns, v), wrong), student
         t = grids(student)["count"]
         answer = SlotAnswer(total=str(int(t.total_slots)), idle=str(int(t.busy_slots)), ratio="")
