@@ -13,6 +13,7 @@ import ast
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from itertools import zip_longest
@@ -120,7 +121,7 @@ def test_check_passes_exactly_where_the_autograder_gives_the_points(course, assi
             change(nb, index, how)
         move_up(nb)
         folder = tmp_path_factory.mktemp(student) / assignment
-        folder.mkdir()
+        shutil.copytree(ROOT / "exercises" / assignment, folder)  # as fetched: the question data beside it
         nbformat.write(nb, folder / f"{assignment}.ipynb")
         os.environ["PPEDU_STUDENT_ID"] = student  # the check runs as that student, with their values
         try:
