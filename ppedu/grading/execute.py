@@ -43,6 +43,7 @@ from traitlets import Bool, Integer
 from ppedu.grading.answers import conform, text
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
 from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
+from ppedu.grading.questiondata import owners_data
 from ppedu.grading.ranked import once
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
@@ -351,6 +352,7 @@ class Evaluate(SandboxedExecute):
         info = resources.get("nbgrader", {})
         student = info.get("student") or student_id()
         values = my_values(self._assignment, student)
+        data = owners_data(self._assignment, student, resources.get("metadata", {}).get("path") or ".")
         forms = {q: f for q, f in load(self._assignment).QUESTIONS.items() if hasattr(f, "code")}
         groups: dict[Code, dict[str, Mapping[str, Sequence[Sequence[Any]]]]] = {}
         for question, form in forms.items():
@@ -362,7 +364,7 @@ class Evaluate(SandboxedExecute):
                      if c.cell_type == "code" else Cell("") for i, c in enumerate(nb.cells)]
             run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
                                 driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
-                                use_sandbox=self.sandbox, runner=once(code.ranks))
+                                use_sandbox=self.sandbox, runner=once(code.ranks), data=data)
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():

@@ -76,7 +76,7 @@ def main(channel: int) -> None:
     from ppedu.grading.answers import calls
     from ppedu.grading.assignments import give
 
-    give(request["assignment"], request["student"], request["values"])
+    give(request["assignment"], request["student"], request["values"], request.get("data"))
     driver = None
     if request["driver"]:
         import importlib

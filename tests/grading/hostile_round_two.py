@@ -44,34 +44,39 @@ def mark(args: Any) -> str:
 # ---- 1. nothing the student's code chooses comes back for an input they were not shown ---------------------------
 # Each function a question asks for is wrapped, right before the question's test cell, so that on every input its
 # visible check does not make it raises an error whose class and message are named after the input (or returns an
-# object of such a class): found, feedback printed "`idle_share` raised LEAK_7_0 on an input the autograder chose".
+# object of such a class, or ends its interpreter with a status spelling the input): found, feedback printed
+# "`idle_share` raised LEAK_7_0 on an input the autograder chose", and "it exited or crashed, status 70".
 
 _WRAP = '''
 import functools as _functools
+import os as _os
 
 
-def _leaky(_function, _seen, _returns):
+def _leaky(_function, _seen, _how):
     @_functools.wraps(_function)
     def _wrapped(*args):
         if list(args) in _seen:
             return _function(*args)
         _name = "LEAK_" + "_".join(str(a).replace(".", "p").replace("-", "m") for a in args)
-        if _returns:
+        if _how == "return":
             return type(_name, (), {{}})()
+        if _how == "exit":
+            _os._exit(sum(map(ord, _name)) % 200 + 50)
         raise type(_name, (Exception,), {{}})(_name + " " + repr(args))
     return _wrapped
 
 
-{name} = _leaky({name}, {seen!r}, {returns!r})
+{name} = _leaky({name}, {seen!r}, {how!r})
 '''
 
 
-def leaky(assignment: str, student: str, returns: bool = False) -> Callable[[Any], None]:
-    """An edit: before each function question's test cell, its functions wrapped as :data:`_WRAP` says, the inputs
-    the question's visible check makes (for ``student``) left alone."""
+def leaky(assignment: str, student: str, how: str = "raise", only: tuple[str, ...] = ()) -> Callable[[Any], None]:
+    """An edit: before each function question's test cell (of ``only``, if given), its functions wrapped as
+    :data:`_WRAP` says (``how``: raise, return or exit), the inputs the question's visible check makes (for
+    ``student``) left alone."""
     from ppedu.grading.assignments import load, my_values
 
-    forms = {q: f for q, f in load(assignment).QUESTIONS.items() if hasattr(f, "code")}
+    forms = {q: f for q, f in load(assignment).QUESTIONS.items() if hasattr(f, "code") and (not only or q in only)}
     values = my_values(assignment, student)
     seen = {q: {name: json.loads(json.dumps(list(cases))) for name, cases in f.calls(values).items()}
             for q, f in forms.items()}
@@ -79,7 +84,7 @@ def leaky(assignment: str, student: str, returns: bool = False) -> Callable[[Any
     def edit(nb: Any) -> None:
         for question, functions in seen.items():
             at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == question)
-            nb.cells[at:at] = [nbformat.v4.new_code_cell(_WRAP.format(name=name, seen=cases, returns=returns))
+            nb.cells[at:at] = [nbformat.v4.new_code_cell(_WRAP.format(name=name, seen=cases, how=how))
                                for name, cases in functions.items()]
     return edit
 
@@ -143,29 +148,18 @@ if _asked:
     _name = "LEAK_" + "".join(ch if ch.isalnum() else "_" for ch in repr(_asked))[:200]
     raise type(_name, (Exception,), {})(repr(_asked))
 '''
-# A function that ends its interpreter with a status spelling its input: found, "it exited or crashed, status 70".
-EXIT_STATUS = '''
-import os as _os
-_share = idle_share
-
-
-def idle_share(r):
-    if r in (0.25, 1.0, 3.0, (values.p - 1) / values.m):
-        return _share(r)
-    _os._exit(int(r * 10) % 200 + 50)
-'''
-
 CLASS_1: dict[str, Expect] = {
     # the error's class named after the hidden input (and its message too): lost, in the grader's words
     "x1_error_class_named_after_input": Expect(Case("ps1", edit=leaky("ps1", "x1_error_class_named_after_input"),
                                                     lost=function_points("ps1")),
                                                {"conversion": ("not shown",), "closed_form": ("not shown",)}),
     # an object of a class named after the input returned: lost, nothing of it named
-    "x1_object_named_after_input": Expect(Case("ps1", edit=leaky("ps1", "x1_object_named_after_input", True),
+    "x1_object_named_after_input": Expect(Case("ps1", edit=leaky("ps1", "x1_object_named_after_input", "return"),
                                                lost=function_points("ps1")), {"microbatches": ("not shown",)}),
     "x1_cell_error_from_the_harness": Expect(Case("ps1", prepend={"q3_answer": HARNESS_REQUEST},
                                                   lost={"closed_form": 2}), {"closed_form": ("raised an error",)}),
-    "x1_exit_status_spells_the_input": Expect(Case("ps1", append={"q5_answer": EXIT_STATUS}, lost={"conversion": 1}),
+    "x1_exit_status_spells_the_input": Expect(Case("ps1", edit=leaky("ps1", "x1_exit_status_spells_the_input", "exit",
+                                                                     ("conversion",)), lost={"conversion": 2}),
                                               {"conversion": ("exited or crashed",)}),
 }
 #: Each assignment with function questions, its questions answered by wrapped functions (all their points lost).
@@ -472,7 +466,7 @@ class _Everything(list):
 def gpipe(p, m):
     return _Everything([])
 '''
-SURROGATE_ERROR = "def idle_share(r):\n    raise ValueError('not ' + chr(0xD800) + ' a number')"
+SURROGATE_ERROR = "def idle_share(bubble, m, F, B, W):\n    raise ValueError('not ' + chr(0xD800) + ' a number')"
 SURROGATE_OUTPUT = ("import sys\nprint('lone ' + chr(0xDC00))\nprint(chr(0xD83D), file=sys.stderr)\n"
                     "from IPython.display import display\n"
                     "display({'text/plain': 'x'}, metadata={chr(0xD800): 1}, raw=True)")
@@ -481,16 +475,16 @@ CLASS_5: dict[str, Expect] = {
     # found: "not autograded (int too large to convert to float)" for the whole submission
     "x5_number_past_a_float": Expect(Case("ps1", append={"q1a_answer": "T = 10**400"}, lost={"gpipe_slots": 1}),
                                      {"gpipe_slots": ("past the largest float",)}),
-    "x5_function_past_a_float": Expect(Case("ps1", append={"q5_answer": "def idle_share(r):\n    return 10**400"},
-                                            lost={"conversion": 1}), {"conversion": ("past the largest float",)}),
+    "x5_function_past_a_float": Expect(Case("ps1", append={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return 10**400"},
+                                            lost={"conversion": 2}), {"conversion": ("past the largest float",)}),
     # found: "not autograded ('utf-8' codec can't encode character '\\ud800' …: surrogates not allowed)"
-    "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 1}),
+    "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 2}),
                                             {"conversion": ("ValueError",)}),
     "x5_lone_surrogates_in_outputs": Expect(Case("ps1", append={"q2_answer": SURROGATE_OUTPUT})),
     # found: a float whose __float__ interrupts, a tensor whose every method exits, still earned their points
     "x5_float_that_interrupts": Expect(Case("ps1", append={"q1a_answer": FLOAT_THAT_INTERRUPTS},
                                             lost={"gpipe_slots": 1}), {"gpipe_slots": ("single number",)}),
-    "x5_tensor_that_exits": Expect(Case("ps1", append={"q1b_answer": TENSOR_THAT_EXITS}, lost={"gpipe_idle": 2})),
+    "x5_tensor_that_exits": Expect(Case("ps1", append={"q1b_answer": TENSOR_THAT_EXITS}, lost={"gpipe_idle": 1})),
     "x5_ratio_that_closes": Expect(Case("ps1", append={"q3_answer": RATIO_THAT_CLOSES}, lost={"closed_form": 2})),
 }
 #: ps3: a list that equals everything, returned for a schedule: not an answer.
@@ -561,9 +555,9 @@ def class_8() -> dict[str, Expect]:
     from ppedu.grading.assignments import my_values
 
     return {
-        env: Expect(Case("ps6", prepend={"q3c_answer": borrow.format(classmate_for_the_scan(env))})),
-        typed_values: Expect(Case("ps6", prepend={"q3c_answer": typed.format(dict(my_values(
+        env: Expect(Case("ps6", prepend={"q3b_answer": borrow.format(classmate_for_the_scan(env))})),
+        typed_values: Expect(Case("ps6", prepend={"q3b_answer": typed.format(dict(my_values(
             "ps6", classmate_for_the_scan(typed_values))))}, lost={"scan": 1}), {"scan": ("not right",)}),
-        typed_answer: Expect(Case("ps6", append={"q3c_answer": "smallest_fb = {!r}".format(
+        typed_answer: Expect(Case("ps6", append={"q3b_answer": "smallest_fb = {!r}".format(
             _scan_answer(classmate_for_the_scan(typed_answer)))}, lost={"scan": 1}), {"scan": ("not right",)}),
     }

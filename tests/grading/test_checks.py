@@ -73,14 +73,8 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
 
 def test_an_object_that_claims_to_equal_everything_is_no_answer():
     """A subclass of a number, with methods of its own, is not read as its number: it is not an answer (issue 35)."""
-    liar = ("class Liar(float):
-    def __eq__(self, other):
-        return True
-
-
-"
-            "def idle_share(bubble, m, F, B, W):
-    return Liar(0.123)")
+    liar = ("class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\n"
+            "def idle_share(bubble, m, F, B, W):\n    return Liar(0.123)")
     assert "is a Liar; this answer is a single number" in judged("ps1", "conversion", liar)
 
 
