@@ -237,8 +237,8 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     todo, stopped = dict(requests), None
     while todo:
         once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
-                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox, service,
-                                         data=data)
+                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox,
+                                         service, data=data)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped

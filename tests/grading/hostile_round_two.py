@@ -475,8 +475,9 @@ CLASS_5: dict[str, Expect] = {
     # found: "not autograded (int too large to convert to float)" for the whole submission
     "x5_number_past_a_float": Expect(Case("ps1", append={"q1a_answer": "T = 10**400"}, lost={"gpipe_slots": 1}),
                                      {"gpipe_slots": ("past the largest float",)}),
-    "x5_function_past_a_float": Expect(Case("ps1", append={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return 10**400"},
-                                            lost={"conversion": 2}), {"conversion": ("past the largest float",)}),
+    "x5_function_past_a_float": Expect(Case("ps1", append={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
+                                                                         "    return 10**400"}, lost={"conversion": 2}),
+                                       {"conversion": ("past the largest float",)}),
     # found: "not autograded ('utf-8' codec can't encode character '\\ud800' …: surrogates not allowed)"
     "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 2}),
                                             {"conversion": ("ValueError",)}),
@@ -520,8 +521,9 @@ CLASS_6: dict[str, Expect] = {
     "x6_millions_of_tiny_objects": Expect(Case("ps1", raw=_tiny_objects, lost=PS1_ALL),
                                           {"*": ("could not be read", "memory")}),
     # kept: a notebook cut short is graded from the cells that can be read, with a note
-    "x6_cut_short": Expect(Case("ps1", raw=lambda raw: raw[: len(raw) * 3 // 4], lost={"microbatches": 2,
-                                                                                       "conversion": 1}),
+    "x6_cut_short": Expect(Case("ps1", raw=lambda raw: raw[: len(raw) * 3 // 4], lost={"closed_form": 2,
+                                                                                       "microbatches": 2,
+                                                                                       "conversion": 2}),
                            {"*": ("not a complete notebook file",)}),
 }
 

@@ -53,8 +53,9 @@ PREFIX = "ppclass"  # the students' login names, which are their course ids: ppc
 CASES = {name: PS1[name] for name in (
     "solved", "numpy_scalars", "numpy_everywhere", "noisy_stderr", "own_cells", "renamed_test_cell",
     "copied_test_cell", "system_exit", "blank", "off_by_one", "busy_as_idle", "equal_as_in_chapter_3",
-    "closed_form_by_library", "nan", "all_wrong", "name_from_another_cell", "os_exit", "abs_patcher", "liar", "hand_in_forger", "key_thief",
-    "fake_outputs", "more_points", "edited_test_cell", "gradebook_writer", "reader_of_others", "output_bomb")}
+    "closed_form_by_library", "nan", "all_wrong", "name_from_another_cell", "os_exit", "abs_patcher", "liar",
+    "hand_in_forger", "key_thief", "fake_outputs", "more_points", "edited_test_cell", "gradebook_writer",
+    "reader_of_others", "output_bomb")}
 CASES |= {name: HOSTILE["ps1"][name] for name in (
     "h_notebook_not_json", "h_notebook_truncated", "h_undecodable_bytes", "h_odd_names", "h_extra_files_beside",
     "h_many_files")}

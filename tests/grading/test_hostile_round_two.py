@@ -20,6 +20,8 @@ import nbformat
 import pytest
 
 from conftest import make_course
+from corpus import Case
+from hostile_classes import Expect
 from hostile_round_two import (CLASS_1, CLASS_1_ASSIGNMENTS, CLASS_2, CLASS_3, CLASS_4, CLASS_5, CLASS_5_PS3, CLASS_6,
                                CLASS_6_SECONDS, LEAK, LOSS_MARK, class_1_elsewhere, class_8, mark, ps5_class_1)
 from test_hostile_classes import (cell_points, check_grade, expected_points, feedback, grade, graded_notebook,
@@ -46,14 +48,15 @@ def graded_exactly(course, run, cases):
 
 def hidden_marks(assignment, student):
     """The marks class 1's wrappers make of the inputs the autograder chose and never names (its keys' inputs less
-    those the visible check makes and those the feedback names: ps3's edge and own sizes)."""
+    those the visible check makes and those the student was shown: ps3's edge and own sizes, ps4's picture's)."""
     judges, forms, v = keys.load(assignment).KEYS, load(assignment).QUESTIONS, my_values(assignment, student)
     marks = []
     for question, form in forms.items():
         if not hasattr(form, "code") or question not in judges:
             continue
         named = {*(a for cases in form.calls(v).values() for a in cases),
-                 *(getattr(form, "graded_sizes", lambda v: ())(v)), *(getattr(form, "graded_specs", lambda v: ())(v))}
+                 *(getattr(form, "graded_sizes", lambda v: ())(v)), *(getattr(form, "graded_specs", lambda v: ())(v)),
+                 *([judges[question].pictured(v)] if hasattr(judges[question], "pictured") else [])}
         marks += [mark(args) for cases in judges[question].calls(v).values() for args in cases
                   if tuple(args) not in {tuple(n) for n in named}]
     return marks
@@ -239,6 +242,9 @@ def test_class_7_a_tar_updated_with_tar_u_and_a_tar_xz_are_collected_as_their_to
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     for student in ("x7_updated", "x7_xz"):
         assert (classroom / "submitted" / student / "ps1" / "ps1.ipynb").read_bytes() == solved, student
+    run, _ = grade(classroom, "ps1", ["x7_updated", "x7_xz"], 1)
+    for student in ("x7_updated", "x7_xz"):  # the later member, the solution: full marks
+        check_grade(classroom, run.stdout, "ps1", student, Expect(Case("ps1")))
 
 
 def test_class_7_a_second_hand_in_without_a_usable_time_is_flagged_untimed(tmp_path_factory):
@@ -248,7 +254,6 @@ def test_class_7_a_second_hand_in_without_a_usable_time_is_flagged_untimed(tmp_p
 
     from nbgrader.api import Gradebook
 
-    from corpus import Case
     from test_autograde import _submit
 
     course = make_course(tmp_path_factory.mktemp("untimed-again"), ["ps1"])
@@ -263,6 +268,7 @@ def test_class_7_a_second_hand_in_without_a_usable_time_is_flagged_untimed(tmp_p
     stamp.write_text("when I was done")  # the second hand-in's time cannot be read
     second, _ = grade(course, "ps1", ["x7_twice"], 1)
     assert "no usable submission time" in said_about(second.stdout, "x7_twice"), second.stdout
+    check_grade(course, second.stdout, "ps1", "x7_twice", Expect(Case("ps1")))  # graded all the same, in full
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:
         assert gb.find_submission("ps1", "x7_twice").timestamp is None
     out = course / "grades.csv"
