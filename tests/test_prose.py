@@ -194,9 +194,8 @@ def test_zb_h2s_docstring_says_from_which_m_no_gap_holds():
     assert "m ≥ 2p-1" in schedules.zero_bubble_h2.__doc__
 
 
-def test_ps4s_model_answer_names_the_rows_memory_rules_out_on_every_cluster_it_draws():
-    """Over every cluster ps4 draws: DualPipe is the only row ever faster than the winner; ZB-H2 keeps 2p-1
-    micro-batches on every GPU and is always beaten on both time and memory by interleaved ZB, ZB-V or DualPipeV."""
+def test_ps4s_model_answer_names_the_row_memory_rules_out_on_every_cluster_it_draws():
+    """Over every cluster ps4 draws: DualPipe is the only row ever faster than the winner."""
     import itertools
 
     from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, best, plan
@@ -206,17 +205,13 @@ def test_ps4s_model_answer_names_the_rows_memory_rules_out_on_every_cluster_it_d
                                                     ("a100-40gb", "a100-80gb", "h100-80gb", "h200"),
                                                     ("nvlink", "pcie-gen4", "ib-200")):
         rows = {r.schedule: r for r in plan(MODELS[model], Cluster(GPUS[gpu], p, LINKS[link]), [p * k])}
-        h2 = rows["zb-h2"]
-        assert h2.timeline.peak_activations == (2 * p - 1,) * p and rows["zb-h1"].timeline.peak_activations == (p,) * p
-        assert any(rows[n].tokens_per_second > h2.tokens_per_second and max(rows[n].memory.total) < max(h2.memory.total)
-                   for n in ("interleaved-zb", "zb-v", "dualpipe-v"))
         if (winner := best(rows.values())) is not None:
             faster |= {n for n, r in rows.items() if r.tokens_per_second > winner.tokens_per_second}
     assert faster == {"dualpipe"}
     cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps4" / "ps4.ipynb").read_text())["cells"]
     answer = "".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q4b_answer")["source"])
     answer = " ".join(answer.split())
-    assert "the only row that can be faster than the winner is DualPipe" in answer and "up to `2p − 1`" in answer
+    assert "the only row that can be faster than the winner is DualPipe" in answer
     assert "postpones every W" not in answer
 
 
