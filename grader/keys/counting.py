@@ -16,7 +16,7 @@ but only after working out what the cover hides; docs/instructor.md says what th
 >>> pic = shown(0)["count"]
 >>> grid(0, "count").shape == (len(pic["rows"]), len(pic["rows"][0]))
 True
->>> by_hand(((2, 3), (1, 3))).stages[1]
+>>> by_hand(((2, 3, 3), (1, 3, 3))).stages[1]
 (F0c1, B0c1, F1c1, F2c1, B1c1, B2c1)
 """
 
