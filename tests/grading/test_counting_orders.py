@@ -1,7 +1,7 @@
 """The counting exam's grids are orders built by hand (grader/keys/counting.py): over the whole variant pool, no
-schedule ppedu ships — any name, ``p``, ``m``, ``v`` — and no ``with_warmups`` list draws a picture whose visible cells
-are the question's, under the question's costs, so matching simulated grids against the picture (the red team's
-route) finds nothing; and the claims of the model answers hold on every grid of the pool."""
+schedule ppedu ships — any name, ``p``, ``m``, ``v`` — and no ``with_warmups`` list draws a picture whose visible
+cells are the question's, under the question's costs, so matching simulated grids against the picture (the red
+team's route) finds nothing; and the claims of the model answers hold on every grid of the pool."""
 
 from itertools import product
 
