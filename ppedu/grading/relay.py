@@ -165,6 +165,7 @@ class _Run:
         self.began: set[int] = set()
         self.all_began: float | None = None  # when the last rank began: a rank's lag before it is no hang
         self.leaving: dict[int, tuple[int, Reply]] = {}  # ranks that ended, waiting for the others to
+        self.marks: list[list[int]] = [[] for _ in range(world)]  # where each rank's driver began a step
 
     def fail(self, why: str) -> None:
         """The run cannot go on: every waiting rank is told ``why`` (a rank that has ended is let go)."""
@@ -232,6 +233,9 @@ class Relay:
             if run.ops[rank] > MOST_OPS:
                 run.fail(f"rank {rank} issued more than {MOST_OPS} operations in one run")
                 raise Refused(run.problem or "")
+            if "mark" in message:  # the driver begins a step: where the judge cuts the run (by the next collective)
+                run.marks[rank].append(run.next[rank])
+                return {"id": message["id"]}
             if reply is None:
                 raise Refused("a collective needs an answer later")
             kind = message.get("op")
@@ -335,7 +339,7 @@ class Relay:
         sizes = [0 if t is None else t.numel() * t.element_size() for t in inputs]
         whole = {"all-gather": sum(sizes), "barrier": 0}.get(slot.kind, sizes[0])
         run.collectives.append({
-            "kind": slot.kind, "bytes": whole, "dtype": None if slot.params[0] is None else slot.params[0][0],
+            "index": slot.index, "kind": slot.kind, "bytes": whole, "dtype": None if slot.params[0] is None else slot.params[0][0],
             "reduce": slot.params[1], "root": slot.params[2],
             "in_flight": [run.next[r] > slot.index + 1 for r in range(n)],  # the rank had issued the next already
             "result": None if outputs[0] is None or slot.kind in ("reduce-scatter", "all-to-all")
@@ -414,13 +418,14 @@ class Relay:
                              "sending first deadlocks (use isend/irecv)")
 
     def observed(self, k: int) -> dict[str, Any] | None:
-        """What the relay saw of call ``k``, as data: its seed, every collective and message, each rank's bytes and
-        claim, and what went wrong."""
+        """What the relay saw of call ``k``, as data: its seed, every collective and message, each rank's bytes,
+        claim and step marks, and what went wrong."""
         run = self.runs.get(k)
         if run is None:
             return None
         return {"seed": run.seed, "world": run.world, "collectives": run.collectives, "messages": run.messages,
-                "sent": run.sent, "claims": [run.claims.get(r) for r in range(run.world)], "problem": run.problem}
+                "sent": run.sent, "claims": [run.claims.get(r) for r in range(run.world)], "marks": run.marks,
+                "problem": run.problem}
 
 
 def _describe(kind: str, params: tuple[Any, ...]) -> str:
@@ -722,6 +727,12 @@ def join(spec: Any) -> dict[str, Any] | None:
     dist.init_process_group("ppedu-relay", store=dist.HashStore(), rank=reply["rank"], world_size=reply["world"])
     return {"rank": reply["rank"], "world": reply["world"],
             "data": {name: decode(t) for name, t in reply["data"].items()}}
+
+
+def mark() -> None:
+    """Tell the relay this rank's driver begins a step: the judge reads the collectives issued from here to the next
+    mark as that step's (a mark only cuts the record; what a step did is still what the relay carried out)."""
+    request({"mark": True})
 
 
 def leave(claim: Any) -> None:

@@ -36,7 +36,7 @@ def _both(*edits):
     return lambda nb: [e(nb) for e in edits]
 
 
-LAUNCH = "launched.append((flat, dist.all_reduce(flat, async_op=True)))"
+LAUNCH = "launched.append((bucket, flat, dist.all_reduce(flat, async_op=True)))"
 WRONG = Case("ps8", replace={
     "ring_answer": """
 def ring_all_reduce(x):
@@ -56,25 +56,15 @@ def ring_all_reduce(x):
 """,
     "data_parallel_answer": """
 def data_parallel_step(model, x, y):
-    cross_entropy(model(x), y).backward()
+    cross_entropy(model(x), y, reduction="sum").backward()  # every example's gradient, summed
     for p in model.parameters():
-        dist.all_reduce(p.grad)  # summed, never averaged
-""",
-    "zero1_answer": """
-def zero1(model, lr):
-    adam = torch.optim.Adam(model.parameters(), lr=lr)  # every rank keeps all of Adam's state
-
-    def step():
-        for p in model.parameters():
-            dist.all_reduce(p.grad)
-            p.grad /= dist.get_world_size()
-        adam.step()
-
-    return step
-"""}, edit=_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][1].wait()  # waited for at once"),
-    # the star's sum is right (its traffic is not the ring's); the sum's steps are n times too long, its reduced
-    # gradients right; blocking buckets right but never in flight together; ZeRO-1 unsharded: right, but all-reduces
-    lost={"ring": 2.4, "data_parallel": 1.2, "buckets": 1.2, "zero1": 2.4})
+        dist.all_reduce(p.grad)  # ... and never divided by how many there were
+"""}, edit=_both(_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][2].wait()  # waited for at once"),
+                 _edit("zero1_answer", "m.grad = g / n", "m.grad = g  # summed, never averaged")),
+    # the star's sum is right (its traffic is not the ring's); the sum over the examples is right, never divided by
+    # their count; blocking buckets right but never in flight together; Adam on the summed gradients: FSDP2's
+    # collectives and pieces, but the parameters it then gathers are not the model's
+    lost={"ring": 2.4, "data_parallel": 0.9, "buckets": 0.8, "zero1": 1.8})
 
 HOSTILE_A = Case("ps8", replace={
     "ring_answer": """
@@ -98,7 +88,7 @@ def data_parallel_step(model, x, y):
         dist.all_reduce = real
 """,
     "buckets_answer": """
-def bucketed_allreduce(model, cap):
+def ddp_buckets(model, cap, first_cap):
     def finish():
         dist.all_reduce(torch.zeros(10_000_000, dtype=torch.float64))  # 80 MB through the relay
     return finish
@@ -140,7 +130,7 @@ def data_parallel_step(model, x, y):
 def zero1(model, lr):
     params = list(model.parameters())
     n = dist.get_world_size()
-    k = -(-sum(p.numel() for p in params) // n)
+    k = sum(-(-p.shape[0] // n) * p[0].numel() for p in params)  # FSDP2's padded piece, to the element
     adam = torch.optim.Adam(params, lr=lr)
 
     def step():  # the right collectives of the right sizes, with nothing in them
@@ -151,9 +141,9 @@ def zero1(model, lr):
     return step
 """}, edit=_edit("buckets_answer", "        launched.clear()",
                  "        launched.clear()\n        dist.all_reduce(torch.ones(1000, dtype=torch.float64))  # extra"),
-    # the hung run and the unreduced ring lose it all; gathering the data gives the right parameters by the wrong
-    # traffic; the extra all-reduce breaks the buckets; empty collectives earn nothing
-    lost={"ring": 4, "data_parallel": 1.8, "buckets": 2.8, "zero1": 4})
+    # the hung run and the unreduced ring lose it all; gathering the data is not data parallelism; the extra
+    # all-reduce breaks DDP's steps (its parameters stay right); empty collectives earn nothing
+    lost={"ring": 4, "data_parallel": 3, "buckets": 3.2, "zero1": 4})
 
 # the other ranks' sandboxes, through what a sandbox shares with its neighbours: nothing but the relay
 HOSTILE_C = Case("ps8", replace={"ring_answer": """
@@ -180,8 +170,44 @@ def ring_all_reduce(x):
     return total
 """}, lost={"ring": 4})
 
+
+def _source(obj):
+    import inspect
+
+    return inspect.getsource(obj)
+
+
+def _copied():
+    """Every answer one call or one paste of what ships: the ring as one all-reduce, and the lab's own
+    ``allreduce_each``, ``Buckets`` and ``Zero1`` (with what they use) pasted from ``ppedu.ranks``."""
+    from ppedu.ranks import data_parallel, sharding, workload
+
+    head = "from collections.abc import Iterator, Sequence\nfrom typing import Any\n\n"
+    return Case("ps8", replace={
+        "ring_answer": "def ring_all_reduce(x):\n    dist.all_reduce(x)\n    return x\n",
+        "data_parallel_answer": head + _source(data_parallel.allreduce_each) + """
+
+def data_parallel_step(model, x, y):
+    cross_entropy(model(x), y).backward()
+    allreduce_each(model)
+""",
+        "buckets_answer": head + _source(data_parallel.bucket_plan) + "\n\n" + _source(data_parallel.Buckets) + """
+
+def ddp_buckets(model, cap, first_cap):
+    return Buckets(model, cap).finish
+""",
+        "zero1_answer": head + _source(workload.flat) + "\n\n" + _source(sharding.Zero1) + """
+
+def zero1(model, lr):
+    return Zero1(list(model.parameters()), lambda params: torch.optim.Adam(params, lr=lr)).step
+"""},
+        # the one call earns nothing; the equal-weight mean is the ranks' gradients, wrongly weighted; the lab's
+        # buckets train right (as DDP's do not start) in the parameters' order; the flat ZeRO-1 is not FSDP2's
+        lost={"ring": 4, "data_parallel": 2.1, "buckets": 3.2, "zero1": 4})
+
+
 CASES = {"solved": Case("ps8"), "blank": Case("ps8", release=True, lost=POINTS), "wrong": WRONG,
-         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C}
+         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C, "copied": _copied()}
 
 
 @pytest.fixture(scope="module")
