@@ -13,7 +13,8 @@ saw of it.
 What each rank computes on is the grader's too: :meth:`Relay.handle`'s ``begin`` answers a rank with its own shard of
 the data, drawn for this run from a seed the relay draws and keeps (:data:`Setting`); the other ranks' shards never
 reach it except through the relay. The ranks' final word (``end``: their parameters, their result) is their claim,
-judged beside what the relay saw; every call's record (:meth:`Relay.observed`) is plain data for the judge.
+judged beside what the relay saw; a driver's ``mark`` (a step begins) only says where the judge cuts the record into
+steps; every call's record (:meth:`Relay.observed`) is plain data for the judge.
 
 A rank that leaves the run while others wait for it fails the run at once; one that never joins a collective fails it
 on every rank :data:`JOIN_SECONDS` after every rank has begun the run (a rank's lag before that is the call before's,
