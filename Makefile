@@ -7,7 +7,7 @@ include student/lab.mk
 EXCHANGE ?= /srv/nbgrader/exchange
 JUPYTER_SYSTEM_CONFIG ?= /etc/jupyter
 
-.PHONY: test test-browser screenshots chromium bubblewrap npm postgresql sshfs hub bench lecture slides sheet lite student-release exchange private clean
+.PHONY: test test-browser screenshots chromium bubblewrap npm postgresql sshfs hub bench lecture labextension slides sheet lite student-release exchange private clean
 
 # The course's lab also sandboxes `ppedu check` and the formgrader's autograde button.
 lab: bubblewrap
@@ -97,10 +97,20 @@ bench: install bubblewrap
 lecture: install
 	$(BIN)/python -m ppedu.lecture notebooks/*.ipynb
 
-# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides), with the
-# speaker notes in reveal.js's speaker view (press S).
+# The course's JupyterLab extension for lecture mode (labextension/, TypeScript: a clicker's keys, Escape, no deck on
+# reopening, the presenter view), rebuilt into ppedu/labextension, where the course ships it prebuilt (pip installs it;
+# install.py links it into an editable install). npm's packages are pinned by labextension/package-lock.json, the
+# modules it shares with JupyterLab come from .venv's JupyterLab; tests/test_lecture.py checks the two agree.
+STAGING := import jupyterlab, pathlib; print(pathlib.Path(jupyterlab.__file__).parent / "staging")
+labextension: install npm
+	cd labextension && npm ci --no-audit --no-fund && npx tsc && \
+		node_modules/.bin/build-labextension --core-path "$$(../$(BIN)/python -c '$(STAGING)')" .
+
+# Static reveal.js decks of every chapter that open offline (reveal.js etc. from npm into build/slides): the students'
+# in build/slides, without the speaker notes (checked), and the lecturer's in build/slides-lecturer, with the notes in
+# reveal.js's speaker view (press S).
 slides: install
-	$(BIN)/python -m ppedu.slides --execute --out build/slides notebooks/*.ipynb
+	$(BIN)/python -m ppedu.slides --execute --out build/slides --lecturer build/slides-lecturer notebooks/*.ipynb
 
 # The zero-install edition: chapters 1-6, the formula sheet and the practice in the browser (JupyterLite on Pyodide),
 # a static site in build/lite from PyPI and npm alone; downloads and build tools are kept in build/lite-cache.

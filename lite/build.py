@@ -114,11 +114,36 @@ def wheels(tools_python: Path) -> list[Path]:
     source, own = CACHE / "ppedu-source", CACHE / "ppedu-wheel"
     shutil.rmtree(source, ignore_errors=True)
     shutil.rmtree(own, ignore_errors=True)
-    shutil.copytree(ROOT / "ppedu", source / "ppedu", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # (not the MNIST lab's data: 1.9 MB the browser would fetch and unpack at every start, for a lab it leaves out)
+    shutil.copytree(ROOT / "ppedu", source / "ppedu", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.gz"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, source / name)
     run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", own, source)
     return [*found, *kernel, *own.glob("ppedu-*.whl")]
+
+
+def compiled(core: Path, found: list[Path]) -> list[Path]:
+    """``found`` with their Python compiled to the browser's Python's bytecode (``lite/compile.mjs``, Pyodide in Node),
+    as Pyodide's own packages come: the kernel then imports IPython, its dependencies and ppedu without compiling them
+    at every start. Kept in the cache by each wheel's hash."""
+    node = shutil.which("node")
+    if node is None:
+        raise ValueError("the browser edition needs Node.js (it comes with npm) to compile its wheels")
+    result, todo = [], []
+    for wheel in found:
+        target = CACHE / "compiled" / hashlib.sha256(wheel.read_bytes()).hexdigest()[:16] / wheel.name
+        result.append(target)
+        if not target.exists():
+            todo.append((wheel, target))
+    if todo:
+        work = CACHE / "compiling"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        run(node, HERE / "compile.mjs", core, work, *(wheel for wheel, _ in todo))
+        for wheel, target in todo:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            (work / wheel.name).rename(target)
+    return result
 
 
 def _normal(name: str) -> str:
@@ -191,7 +216,7 @@ def stage(tools_python: Path) -> Path:
     core = pyodide()
     for name in PYODIDE_FILES:
         shutil.copy2(core / name, target / name)
-    preload = lock(core, wheels(tools_python), target)
+    preload = lock(core, compiled(core, wheels(tools_python)), target)
     settings = {"pyodideUrl": "./static/pyodide/pyodide.mjs", "disablePyPIFallback": True,
                 "loadPyodideOptions": {"packages": preload}}  # the lock file beside pyodide.mjs is the site's own
     config = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
@@ -216,10 +241,12 @@ def build(out: Path) -> Path:
     lite_dir = stage(tools_python)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    (out / MARK).write_text("made by `make lite`; serve this folder as it is (python -m http.server)\n")
+    # The course's own JupyterLab extension: here, a cell run while Python starts runs once it is ready.
     run(tools_python, "-m", "jupyterlite_core", "build", "--lite-dir", lite_dir, "--contents", lite_dir / "files",
         "--output-dir", out, "--apps", "lab", "--apps", "notebooks", "--no-sourcemaps", "--no-unused-shared-packages",
-        cwd=lite_dir)
+        f"--LiteBuildConfig.federated_extensions={ROOT / 'ppedu' / 'labextension'}", cwd=lite_dir)
+    # After the build, which empties its output folder first: the next build knows the folder for its own.
+    (out / MARK).write_text("made by `make lite`; serve this folder as it is (python -m http.server)\n")
     return out
 
 

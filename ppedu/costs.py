@@ -124,6 +124,25 @@ class Costs:
         """Duration of an overlapped F&B pair on ``stage``, or ``None`` for "F plus B"."""
         return None if self.fb is None else _at(self.fb, stage, None)
 
+    def pair_booking(self) -> str:
+        """How an overlapped F&B pair (DualPipe's) is booked, in words. A pair unbooked lets its forward start before
+        its backward's input is in; booked as one unit it waits for both and takes ``fb``: the two give different
+        steps and bubbles for the same order, so every view of a schedule with such pairs says which it shows.
+
+        >>> EQUAL.pair_booking()
+        'F&B pairs booked as one unit of f + b + w = 3'
+        >>> Costs(f=1, b=1, w=1).pair_booking(), Costs(f=1, b=1, w=1, fb=2).pair_booking()
+        ('F&B pairs unbooked (each op on its own)', 'F&B pairs booked as one unit of 2')
+        """
+        if self.fb is None:
+            return "F&B pairs unbooked (each op on its own)"
+        pair = set(_flat(self.fb))
+        if len(pair) > 1:
+            return "F&B pairs booked as one unit (fb per stage)"
+        full = (set(_flat(self.f)), set(_flat(self.b)), set(_flat(self.w)))
+        whole = all(len(x) == 1 for x in full) and abs(sum(next(iter(x)) for x in full) - min(pair)) < 1e-9
+        return f"F&B pairs booked as one unit of {'f + b + w = ' if whole else ''}{min(pair):g}"
+
     def hand_over(self, source: int, target: int, boundary: int | None = None) -> float:
         """Latency of passing an activation (or gradient) from stage ``source`` to ``target``
         across the boundary after chunk ``boundary``; nothing when they are the same stage.

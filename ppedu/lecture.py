@@ -19,8 +19,9 @@ Every break is a ``slide``, none a ``subslide``: the deck's → moves from slide
 slide's subslides by.
 
 Speaker notes are the lecturer's: a chapter holds none. A notes cell someone puts into a chapter is moved
-into ``docs/speaker-notes/<chapter>.md``, after the cell it followed; the static decks (``make slides``) show
-them in reveal.js's speaker view (press S), and the file reads as the lecturer's copy.
+into ``docs/speaker-notes/<chapter>.md``, after the cell it followed; the live deck's presenter view (press N, the
+course's JupyterLab extension) shows the current slide's, the lecturer's static decks (``make slides``) show them in
+reveal.js's speaker view (press S), the students' static decks never, and the file reads as the lecturer's copy.
 
 Run after editing a chapter (``make lecture``)::
 
@@ -39,30 +40,51 @@ from pathlib import Path
 from typing import Any
 
 #: The deck's type, in hundredths of the screen's height (of the slide's, in a static deck): prose at 2.4 (26 px at
-#: 1080p; JupyterLab's own is 14 px), code, text outputs and tables at 1.85 (20 px; JupyterLab sets tables at 13 px).
-TEXT_VH, CODE_VH = 2.4, 1.85
+#: 1080p; JupyterLab's own is 14 px), code, text outputs and tables at 2.25 (24 px; JupyterLab sets tables at 13 px).
+TEXT_VH, CODE_VH = 2.4, 2.25
+#: The least any text on a slide may measure at 1080p, in px: what reads from the back row of a lecture hall.
+SLIDE_TEXT_PX = 24
+#: How much larger a slide at 1080p shows widgets, HTML and SVG (diagrams' labels, ipywidgets' controls: 13 px, 24 px),
+#: and pictures (matplotlib figures, whose text ppedu.plot writes at 16.7 px: 25 px); at 720p two thirds of that, as
+#: everything else on the slide.
+DRAWN_ZOOM, PICTURE_ZOOM = 1.85, 1.5
 #: The notebook's style while the deck presents it (its ``@deathbeds/jupyterlab-fonts`` metadata, which
 #: jupyterlab-slideshow applies): a slide laid out for 1920×1080 that scales with the screen's height, so the same
 #: slide fits 1280×720. Text and code in sizes that read from the back of a lecture hall (:data:`TEXT_VH`); a line of
 #: code or of a text output too long for the screen wraps rather than run off it (lines short enough, a spacetime
-#: grid's rows, stay whole); tables in the code's size; a widget's control as wide as its name (ipywidgets cuts a name
-#: longer than 80 px); pictures, widgets and HTML (diagrams) half as large again, at their own size on a screen under
-#: 900 px high. (One selector a rule: jupyterlab-fonts splits a selector at every comma, even inside
-#: ``:is()``.)
-_DRAWN = ("[data-mime-type^='image/']", "[data-mime-type='text/html']", ":has(> .jupyter-widgets)")
+#: grid's rows, stay whole); tables in the code's size, their rows as close as a table of numbers reads; a widget's
+#: control as wide as its name (ipywidgets cuts a name longer than 80 px); widgets, HTML (diagrams) and pictures larger
+#: by :data:`DRAWN_ZOOM` and :data:`PICTURE_ZOOM` (two thirds of that on a screen under 900 px high). (One selector a
+#: rule: jupyterlab-fonts splits a selector at every comma, even inside ``:is()``.)
+_DRAWN = ("[data-mime-type='text/html']", "[data-mime-type='image/svg+xml']", ":has(> .jupyter-widgets)")
+_PICTURE = "[data-mime-type='image/png']"
+
+
+def _zoom(k: float) -> dict[str, dict[str, str]]:
+    return {**{f"& .jp-OutputArea-output{drawn}": {"zoom": f"{k * DRAWN_ZOOM:.4g}"} for drawn in _DRAWN},
+            f"& .jp-OutputArea-output{_PICTURE}": {"zoom": f"{k * PICTURE_ZOOM:.4g}"}}
+
+
 DECK_STYLE: dict[str, Any] = {"styles": {"": {"body[data-jp-deck-mode='presenting'] &": {
     "--jp-content-font-size1": f"{TEXT_VH}vh", "--jp-code-font-size": f"{CODE_VH}vh",
     "& .jp-OutputArea-output pre": {"white-space": "pre-wrap", "overflow-wrap": "anywhere"},
     "& .jp-InputArea-editor .cm-content": {"white-space": "pre-wrap", "overflow-wrap": "anywhere", "flex-shrink": "1"},
     "& .jp-RenderedMarkdown table": {"font-size": f"{CODE_VH}vh"},
-    "& .jupyter-widgets .widget-label": {"width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
-    **{f"& .jp-OutputArea-output{drawn}": {"zoom": "150%"} for drawn in _DRAWN},
-    "@media (max-height: 900px)": {f"& .jp-OutputArea-output{drawn}": {"zoom": "100%"} for drawn in _DRAWN},
+    **{f"& .jp-RenderedHTMLCommon {cell}": {"padding": "0.1em 0.4em", "line-height": "1.2"} for cell in ("td", "th")},
+    "& .jupyter-widgets .widget-inline-hbox > .widget-label": {
+        "width": "auto", "min-width": "var(--jp-widgets-inline-label-width)"},
+    # a widget's own text output (an ``interact``'s table) in a widget's sizes, as large again as the widget is
+    "& .jp-OutputArea-output:has(> .jupyter-widgets)": {
+        "--jp-content-font-size1": "13px", "--jp-code-font-size": "13px"},
+    "& .jupyter-widgets .jp-RenderedMarkdown table": {"font-size": "13px"},
+    **_zoom(1.0),
+    "@media (max-height: 900px)": _zoom(1 / 1.5),
 }}}}
 #: A static deck's slide as reveal.js lays it out, 16:9 (``make slides``, :mod:`ppedu.slides`). reveal.js scales it to
-#: the screen less a 4 % margin: 1.5 times at 1920×1080 and 1 at 1280×720, the sizes of the live deck, so a widget's
-#: still picture reads as the widget does.
+#: the screen less a 4 % margin: STATIC_SCALE (1.5) times at 1920×1080 and 1 at 1280×720, the sizes of the live deck, so
+#: a widget's still picture reads as the widget does.
 SLIDE = (1228, 691)
+STATIC_SCALE = 1.5
 FONTS_KEY = "@deathbeds/jupyterlab-fonts"
 #: Where each chapter's speaker notes live, relative to the course's root.
 NOTES_FOLDER = Path("docs") / "speaker-notes"
@@ -110,6 +132,37 @@ def slide_types(cells: Sequence[Any]) -> list[str]:
     return types
 
 
+#: A lecture plan's timing rule (docs/lecture-plans.md): 90 minutes; the sections first, each block of the plan at least
+#: a minute for every press of the deck it covers (a slide, or the next cell on one: read it, let the room predict);
+#: then the self-check, in pairs; then the room's questions and the next chapter's teaser.
+SESSION_MIN, SELF_CHECK_MIN, QUESTIONS_MIN, MIN_PER_PRESS = 90, 15, 5, 1.0
+
+
+def presses(nb: Any, sections: Sequence[str]) -> list[int]:
+    """How many presses of → the deck takes through each of ``sections`` (headings of ``nb``): from its heading to the
+    next heading named (the first in the chapter from the deck's start, the last to its end). A cell the deck skips
+    takes none.
+
+    >>> from nbformat.v4 import new_code_cell as code, new_markdown_cell as text, new_notebook
+    >>> nb = lecture(new_notebook(cells=[text("# T"), code("1"), text("## A"), code("2"), text("### A.1"), code("3"),
+    ...                                  text("## B"), code("4")]))[0]
+    >>> presses(nb, ["A", "B"])
+    [6, 2]
+    """
+    at: dict[str, int] = {}
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if _HEADING.match(line):
+                    at.setdefault(line.lstrip("#").strip(), i)
+    if missing := [name for name in sections if name not in at]:
+        raise ValueError(f"no section {missing[0]!r} in the chapter")
+    starts = sorted(at[name] for name in sections)
+    ends = {a: b for a, b in zip(starts, [*starts[1:], len(nb.cells)])}
+    shown = [cell.metadata.get("slideshow", {}).get("slide_type") in ("slide", "fragment") for cell in nb.cells]
+    return [sum(shown[0 if at[name] == starts[0] else at[name]:ends[at[name]]]) for name in sections]
+
+
 @dataclass(frozen=True)
 class Note:
     """What the lecturer says after the cell ``after`` (a cell id of the chapter)."""
@@ -149,7 +202,9 @@ def render_notes(nb: Any, notes: Sequence[Note], name: str) -> str:
     title = _first_line(nb.cells[0].source).lstrip("#").strip() if nb.cells else name
     out = [f"# Speaker notes · {title}", "",
            f"For the lecturer only: the chapter students open (`notebooks/{name}.ipynb`) holds none. Each note is for "
-           "the cell it names, under its section; `make slides` shows them in the static deck's speaker view (press S). "
+           "the cell it names, under its section, and shows while that cell's slide is on screen: in the live deck's "
+           "presenter view (press N), and in the speaker view (press S) of the lecturer's static decks "
+           "(`make slides`: build/slides-lecturer; the students' decks in build/slides have none). "
            f"A notes cell put into the chapter is moved here by `python -m ppedu.lecture notebooks/{name}.ipynb`.", ""]
     for cell in nb.cells:
         if cell.cell_type == "markdown" and _HEADING.match(cell.source):

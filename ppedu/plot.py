@@ -4,10 +4,11 @@ Colours are :mod:`ppedu.palette`'s (Okabe and Ito's colour-blind-safe palette); 
 differ by hatching, so a diagram reads in greyscale and on a washed-out projector; a GPU's later
 chunks are darker. Idle time is hatched grey.
 
-Sized for a projector: every text is :data:`TEXT_PT` points at 100 dpi (15 px) and a figure is at most
-:data:`MAX_WIDTH` inches wide, so shown whole in a notebook column (about 880 px) its text keeps 11 px, and on a
-slide at 1080p (outputs half as large again) 18 px. A block's label runs along it where it fits, up it where
-only that fits (a long diagram's narrow blocks); :func:`texts` lists what a figure writes, where and how large.
+Sized for a projector: every text is :data:`TEXT_PT` points at 100 dpi (16.7 px) and a figure is at most
+:data:`MAX_WIDTH` inches wide, so shown whole in a notebook column (about 880 px) its text keeps 12 px, and on a
+slide at 1080p (pictures ppedu.lecture.PICTURE_ZOOM times as large) 25 px. A block's label runs along it where it
+fits, up it where only that fits (a long diagram's narrow blocks); :func:`texts` lists what a figure writes, where and
+how large.
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from ppedu.palette import IDLE_STYLE, NAMES, STYLE, drawn_kinds, ink, laps, op_c
 from ppedu.simulate import Timeline
 
 __all__ = ["DisplayFigure", "IDLE_STYLE", "STYLE", "plot_memory", "plot_timeline", "texts"]
-#: The size of every text in a figure, in points (at the figures' 100 dpi, 15 px).
-TEXT_PT = 11
-#: The widest figure, in inches (1200 px at 100 dpi: a 1080p slide shows it whole, half as large again).
-MAX_WIDTH = 12.0
+#: The size of every text in a figure, in points (at the figures' 100 dpi, 16.7 px).
+TEXT_PT = 12
+#: The widest figure, in inches (1120 px at 100 dpi: a 1080p slide, live or static, shows it whole, half as large
+#: again, not shrunk).
+MAX_WIDTH = 11.2
 _STEPS = ("-", "--", ":", "-.")  # memory lines differ by dash as well as colour
 _DIGIT = 0.64  # a digit's width in ems (DejaVu Sans, matplotlib's default font)
 
@@ -116,7 +118,7 @@ def _label_blocks(ax: Axes, timeline: Timeline) -> None:
         micro_batch = short.split("c")[0].rstrip("'")
         texts = (short, micro_batch + ("'" if e.op.direction else ""), micro_batch)
         along = next((t for t in texts if width >= (_DIGIT * len(t) + 0.4) * em + 2 and row >= 1.4 * em), None)
-        up = next((t for t in texts if row >= _DIGIT * em * len(t) + 4 and width >= 1.1 * em), None)
+        up = next((t for t in texts if row >= _DIGIT * em * len(t) + 4 and width >= 0.9 * em), None)  # turned: 0.73 em
         if along or up:
             colour = op_colour(e.op, timeline.schedule)
             ax.text(e.start + e.duration / 2, e.stage, along or up or "", ha="center", va="center", fontsize=TEXT_PT,
@@ -229,4 +231,6 @@ def _new_axes(timeline: Timeline) -> Axes:
 def _title(t: Timeline) -> str:
     s = t.schedule
     v = f", v={s.virtual}" if s.virtual > 1 else ""
-    return f"{s.name}: p={t.p}, m={s.microbatches}{v} — bubble {t.bubble_ratio:.1%} of {t.p}×{t.makespan:g} slots"
+    pairs = f"; {t.costs.pair_booking()}" if s.overlapped else ""  # the booking changes both numbers: say which
+    bubble = f"bubble {t.bubble_ratio:.1%} of {t.p}×{t.makespan:g} slots"
+    return f"{s.name}: p={t.p}, m={s.microbatches}{v} — {bubble}{pairs}"

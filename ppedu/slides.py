@@ -6,22 +6,27 @@ come from a local ``node_modules`` (installed once from the npm registry by :fun
 anywhere, offline.
 
 Run: ``python -m ppedu.slides --out build/slides notebooks/*.ipynb`` (``--execute`` runs each
-notebook first, so its figures appear).
+notebook first, so its figures appear). Those decks are the students': they carry no speaker notes (checked: no note's
+text is in them); ``--lecturer build/slides-lecturer`` writes the lecturer's beside them, with the notes in reveal.js's
+speaker view (press S).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from html import unescape
 from typing import Any
 
 import nbformat
 
-from ppedu.lecture import CODE_VH, SLIDE, TEXT_VH, notes_path, read_notes, with_notes
+from ppedu.lecture import (CODE_VH, DRAWN_ZOOM, PICTURE_ZOOM, SLIDE, SLIDE_TEXT_PX, STATIC_SCALE, TEXT_VH, notes_path,
+                           read_notes, with_notes)
 
 #: npm packages a deck needs, pinned to what nbconvert's reveal template was written for.
 PACKAGES = {"reveal.js": "4.0.2", "requirejs": "2.1.22", "jquery": "2.2.4", "mathjax": "2.7.7"}
@@ -32,8 +37,11 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 # code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
 # enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a
 # live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either);
-# a widget's still picture in the sizes of the widget it stands for (the code's, as a live deck shows a widget).
-_TEXT, _CODE = (f"{share * SLIDE[1] / 100:.1f}px" for share in (TEXT_VH, CODE_VH))
+# a widget's still picture in the sizes of the widget it stands for (its diagram as much larger than a picture as on a
+# live slide, DRAWN_ZOOM against PICTURE_ZOOM).
+# reveal.js shows a slide STATIC_SCALE times as large at 1080p: no text there under SLIDE_TEXT_PX.
+_TEXT, _CODE = (f"{max(share * SLIDE[1] / 100, SLIDE_TEXT_PX / STATIC_SCALE + 0.05):.2f}px"
+                for share in (TEXT_VH, CODE_VH))
 _STYLE = f"""<style>
 .reveal {{ font-size: {_TEXT}; --jp-content-font-size1: {_TEXT}; --jp-code-font-size: {_CODE}; }}
 .reveal pre, .reveal div.highlight > pre, .reveal div.jp-OutputArea-output > pre {{
@@ -45,6 +53,7 @@ _STYLE = f"""<style>
 .reveal p, .reveal ul, .reveal ol {{ margin: 0.5em 0; }}
 .reveal .jp-InputPrompt, .reveal .jp-OutputPrompt {{ display: none; }}
 .reveal .ppedu-static, .reveal .ppedu-static table {{ font-size: {_CODE}; margin: 0; }}
+.reveal .ppedu-static svg {{ zoom: {DRAWN_ZOOM / PICTURE_ZOOM:.4g}; }}
 .reveal .ppedu-static :is(th, td) {{ padding: 0.1em 0.5em 0.1em 0; }}
 </style>"""
 
@@ -76,14 +85,14 @@ def install_assets(folder: str | Path, packages: Sequence[str] = tuple(PACKAGES)
     return folder
 
 
-def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> Path:
-    """Write ``out/<name>.slides.html``, a reveal.js deck of ``notebook`` that uses the assets
-    :func:`install_assets` put into ``out``. ``execute`` runs the notebook first, in ``out`` (the
-    notebook file itself is never written)."""
-    from nbconvert import SlidesExporter
-    from nbconvert.preprocessors import ExecutePreprocessor
-    from traitlets.config import Config
+def build_deck(notebook: str | Path, out: str | Path, execute: bool = False, lecturer: str | Path | None = None) -> Path:
+    """Write ``out/<name>.slides.html``, a reveal.js deck of ``notebook`` for students (no speaker notes) that uses the
+    assets :func:`install_assets` put into ``out``; with ``lecturer``, the same deck with the speaker notes in
+    reveal.js's speaker view (press S) into that folder too, from the same run. ``execute`` runs the notebook first, in
+    ``out`` (the notebook file itself is never written).
 
+    Raises ``ValueError`` if a note's text is found in the students' deck."""
+    from nbconvert.preprocessors import ExecutePreprocessor
 
     notebook, out = Path(notebook), Path(out)
     nb = nbformat.read(notebook, as_version=4)
@@ -92,15 +101,55 @@ def build_deck(notebook: str | Path, out: str | Path, execute: bool = False) -> 
         # Run in the deck's folder: files a notebook writes (a GIF it then shows) land beside the deck.
         ExecutePreprocessor(timeout=600, store_widget_state=True).preprocess(nb, {"metadata": {"path": str(out)}})
     _stills(nb)
-    with_notes(nb, read_notes(notes_path(notebook)))  # after running: a notes cell has nothing to run
+    notes = read_notes(notes_path(notebook))
+    path = _write(nb, notebook.stem, out)
+    if leaked := leaked_notes(path.read_text(encoding="utf-8"), notes):
+        raise ValueError(f"{path} shows a speaker note: {leaked[0][:60]!r}")
+    if lecturer is not None:
+        for name in ("node_modules", *(f.name for f in out.iterdir() if f.suffix == ".gif")):
+            _copy(out / name, Path(lecturer) / name)  # its assets, and pictures the run wrote
+        _write(with_notes(nb, notes), notebook.stem, Path(lecturer))  # after running: a notes cell has nothing to run
+    return path
+
+
+def _write(nb: Any, name: str, out: Path) -> Path:
+    from nbconvert import SlidesExporter
+    from traitlets.config import Config
+
     # reveal.js's "white" theme has its font beside it; nbconvert's default, "simple", fetches two from Google.
     exporter = SlidesExporter(config=Config({"SlidesExporter": dict(
         _URLS, reveal_theme="white", reveal_width=str(SLIDE[0]), reveal_height=str(SLIDE[1]))}))
     exporter.mermaid_js_url = _MERMAID_STUB  # not a config option in nbconvert 7
-    html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
-    path = out / f"{notebook.stem}.slides.html"
+    html, _ = exporter.from_notebook_node(copy.deepcopy(nb), resources={"metadata": {"name": name}})
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.slides.html"
     path.write_text(html.replace("</head>", _STYLE + "</head>", 1), encoding="utf-8")
     return path
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, dirs_exist_ok=True)
+    elif source.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def leaked_notes(html: str, notes: Sequence[Any]) -> list[str]:
+    """The speaker notes (:class:`ppedu.lecture.Note`) whose text a deck's HTML shows: each note's longest line, its
+    words as the page would show them (Markdown marks and HTML tags aside), looked for in the page's text.
+
+    >>> from ppedu.lecture import Note
+    >>> leaked_notes("<p>Ask the <em>room</em> first.</p>", [Note("c1", "Ask the *room* first."), Note("c2", "Wait.")])
+    ['Ask the *room* first.']
+    """
+    text = _words(re.sub(r"<[^>]+>", " ", html))
+    return [note.text for note in notes
+            if (line := _words(max(note.text.splitlines(), key=len, default=""))) and line in text]
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"[*_`#>|\[\]]", " ", unescape(text)).split())
 
 
 def _stills(nb: Any) -> None:
@@ -160,16 +209,18 @@ def missing_assets(deck: str | Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ppedu.slides", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("build/slides"))
+    parser.add_argument("--out", type=Path, default=Path("build/slides"), help="the students' decks (no speaker notes)")
+    parser.add_argument("--lecturer", type=Path, help="also the lecturer's decks, with the speaker notes, here")
     parser.add_argument("--execute", action="store_true", help="run each notebook first so its outputs show")
     args = parser.parse_args(argv)
     try:
         install_assets(args.out)
         for notebook in args.notebooks:
-            deck = build_deck(notebook, args.out, execute=args.execute)
-            if remote := remote_references(deck.read_text(encoding="utf-8"), deck.parent):
-                raise ValueError(f"{deck} still loads {remote[0]} from the network")
-            print(deck)
+            deck = build_deck(notebook, args.out, execute=args.execute, lecturer=args.lecturer)
+            for path in (deck, *([args.lecturer / deck.name] if args.lecturer else [])):
+                if remote := remote_references(path.read_text(encoding="utf-8"), path.parent):
+                    raise ValueError(f"{path} still loads {remote[0]} from the network")
+                print(path)
     except (ValueError, OSError) as problem:
         print(f"ppedu.slides: {problem}")
         return 2

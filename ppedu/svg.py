@@ -25,6 +25,7 @@ from html import escape
 
 from ppedu.grid import Grid, grid, resolution
 from ppedu.idle import CAUSE_STYLE
+from ppedu.picture import Picture
 from ppedu.palette import (BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade,
                            time_axis)
 from ppedu.simulate import Timeline
@@ -32,14 +33,14 @@ from ppedu.simulate import Timeline
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
 _BAND = 26  # below a band that another follows: its ticks and a gap
 _LEGEND_ROW = 20
-#: The size of every text in px: 12 in a notebook, 18 on a slide at 1080p (outputs half as large again); and the
-#: width of one of its characters at most.
-_FONT, _CHAR = 12, 7.7
+#: The size of every text in px: 13 in a notebook, 24 on a slide at 1080p (widgets and HTML there are
+#: ppedu.lecture.DRAWN_ZOOM times as large); and the width of one of its characters at most.
+_FONT, _CHAR = 13, 8.3
 #: How far, in ems, each glyph of a block's label moves the next one on (digits are as wide as one another in any
 #: font; a label's glyphs are placed one by one, so a font that differs only spaces them a little differently).
 _ADVANCE = {"c": 0.5, "'": 0.25}
 _MAX_WIDTH = 8000.0  # a wider diagram leaves its labels out rather than grow further
-_UP_WIDTH = 1.1 * _FONT  # the narrowest block a label runs up
+_UP_WIDTH = 0.9 * _FONT  # the narrowest block a label runs up (a digit, turned, is 0.73 em across)
 _HATCH = {"//": '<path d="M0,6 L6,0" stroke="#000" stroke-opacity=".35" stroke-width="1"/>',
           "..": '<circle cx="3" cy="3" r="1" fill="#000" fill-opacity=".35"/>',
           "xx": f'<path d="M0,0 L6,6 M0,6 L6,0" style="stroke:{BORDER}" stroke-opacity=".5" stroke-width=".6"/>',
@@ -202,17 +203,20 @@ def _band(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, band:
     return "".join(body)
 
 
-def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None = None,
+def render_grid_svg(g: Grid | Timeline | Picture, hidden: Sequence[Sequence[bool]] | None = None,
                     marked: set[tuple[int, int]] | None = None, width: float = 560.0) -> str:
     """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells (``hidden[s][t]``, rows
-    of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
-    g = g if isinstance(g, Grid) else grid(g)
+    of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross. A
+    :class:`~ppedu.picture.Picture` (a question's grid as data) is drawn as it is, its covered cells as ``?``."""
+    g = g if isinstance(g, (Grid, Picture)) else grid(g)
     p, steps = g.shape
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
-    shortest = max((_CHAR * len(_cell_labels(labels[s, t])[-1]) + 2 for s in range(p) for t in range(steps)
-                    if kinds[s, t] and starts[s, t]), default=0.0)  # the cells widen until every label fits
-    unit = max(14.0, min(36.0, (width - _LEFT - 8) / max(steps, 1)), shortest)
-    events = g.timeline.events
+    if isinstance(g, Picture):
+        hidden = [[bool(c or (hidden is not None and hidden[s][t])) for t, c in enumerate(row)]
+                  for s, row in enumerate(g.covered())]
+    shortest = max((_cell_width(_cell_labels(labels[s][t])[-1]) for s in range(p) for t in range(steps)
+                    if kinds[s][t] and starts[s][t]), default=0.0)  # the cells widen until every label fits
+    unit = max(14.0, min(60.0, (width - _LEFT - 8) / max(steps, 1)), shortest)  # as wide as the box lets it
     hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
     covered = sum(bool(x) for row in hidden for x in row)
     patterns = _Patterns()
@@ -225,14 +229,13 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
             if hidden[s][t]:
                 body.append(_rect(patterns, x, y, unit, _ROW, "#616161", "", "ppedu-hidden", stroke=BACKGROUND))
                 body.append(_label(x, y, unit, "?", "#616161"))
-            elif kinds[s, t]:
-                op = events[g.rows[s][t]].op
-                colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
-                text = next((label for label in _cell_labels(labels[s, t] if starts[s, t] else "·")
-                             if unit >= _CHAR * len(label) + 2), None)
+            elif kinds[s][t]:
+                colour, hatch = cell_look(g, s, t)
+                text = next((label for label in _cell_labels(labels[s][t] if starts[s][t] else "·")
+                             if unit >= _cell_width(label)), None)
                 body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch,
-                                  f"ppedu-op ppedu-{op.kind}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
-                                  tip=labels[s, t]))
+                                  f"ppedu-op ppedu-{kinds[s][t]}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
+                                  tip=labels[s][t]))
                 if text:
                     body.append(_label(x, y, unit, text, colour))
             else:
@@ -241,10 +244,30 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
                 body.append(f'<path class="ppedu-marked" d="M{x + 4},{y + 4} L{x + unit - 4},{y + _ROW - 4} '
                             f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
     body.append(_axis(steps, unit, _TOP + p * _ROW, columns=True))
-    summary = (f"Grid of {p} GPUs by {steps} time steps of {g.timeline.schedule.name}"
+    name = (g.title or "a question") if isinstance(g, Picture) else g.timeline.schedule.name
+    summary = (f"Grid of {p} GPUs by {steps} time steps of {name}"
                + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
     return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
+
+
+def _cell_width(label: str) -> float:
+    """The width a grid cell needs for ``label`` (its glyphs' own widths: a W is half as wide again as a digit)."""
+    return sum(_GRID_ADVANCE.get(c, 0.64) for c in label) * _FONT + 4
+
+
+#: A grid label's glyphs' widths in ems (DejaVu Sans), where they differ much from a digit's.
+_GRID_ADVANCE = {"W": 1.0, "B": 0.69, "F": 0.58, "'": 0.28, "·": 0.32, "?": 0.53, "✗": 0.84}
+
+
+def cell_look(g: Grid | Picture, s: int, t: int) -> tuple[str, str]:
+    """The colour and hatch of the busy cell (``s``, ``t``): its op's, from the schedule for a simulated grid, from
+    its label's kind and direction for a picture (a picture knows no chunk, so every chunk takes its kind's colour)."""
+    if isinstance(g, Picture):
+        label = g.labels()[s][t]
+        return STYLE[label[0], int(label.endswith("'"))]
+    op = g.timeline.events[g.rows[s][t]].op
+    return op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
 
 
 def _cell_labels(text: str) -> tuple[str, ...]:

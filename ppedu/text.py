@@ -55,14 +55,21 @@ def render_metrics(timeline: Timeline) -> str:
 
 
 def render_comparison(timelines: list[Timeline]) -> str:
-    """Several schedules' headline numbers as one table, a row per schedule."""
+    """Several schedules' headline numbers as one table, a row per schedule; below it, how the rows with overlapped
+    F&B pairs (DualPipe's) book them, which changes their numbers (:meth:`~ppedu.costs.Costs.pair_booking`)."""
     header = ("schedule", "makespan", "idle/total", "bubble/ideal", "peak activations, in stages (GPU 0…)")
+    name = {id(t): t.schedule.name + (f" v={t.schedule.virtual}" if t.schedule.virtual > 1 else "")
+            for t in timelines}
     rows = [header] + [
-        (f"{t.schedule.name}" + (f" v={t.schedule.virtual}" if t.schedule.virtual > 1 else ""), _num(t.makespan),
-         f"{t.bubble_ratio:.2%}", f"{t.bubble_over_ideal:.2%}", " ".join(f"{x:g}" for x in t.peak_stage_activations))
+        (name[id(t)], _num(t.makespan), f"{t.bubble_ratio:.2%}", f"{t.bubble_over_ideal:.2%}",
+         " ".join(f"{x:g}" for x in t.peak_stage_activations))
         for t in timelines
     ]
-    return columns(rows)
+    bookings: dict[str, list[str]] = {}
+    for t in timelines:
+        if t.schedule.overlapped:
+            bookings.setdefault(t.costs.pair_booking(), []).append(name[id(t)])
+    return columns(rows) + "".join(f"\n{', '.join(names)}: {booking}" for booking, names in bookings.items())
 
 
 def columns(rows: Sequence[Sequence[str]]) -> str:

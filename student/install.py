@@ -106,6 +106,7 @@ def install(venv: Path, args: argparse.Namespace) -> None:
     subprocess.run([*pip[:3], "uninstall", "--quiet", "--yes", "jupyterlab-rise"], capture_output=True)
     terminals_config(venv)
     no_news(venv)
+    lecture_extension(venv)
     print(report(venv, torch_from))
     (venv / STAMP).write_text("made by install.py\n")
 
@@ -136,6 +137,29 @@ def no_news(venv: Path) -> None:
     settings.setdefault("disabledExtensions", {})[ANNOUNCEMENTS] = True
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(settings, indent=2) + "\n")
+
+
+#: The course's JupyterLab extension for lecture mode (a clicker's keys, a presenter view): prebuilt in the library.
+LECTURE_EXTENSION = Path("ppedu") / "labextension"
+
+
+def lecture_extension(venv: Path) -> None:
+    """The lecture extension where the environment's JupyterLab finds it. A copied install (``--no-editable``, the
+    hub) has it from pip already (pyproject's data-files); an editable one does not (setuptools leaves data files out
+    of editable installs), so it gets a link to the course's own copy, which follows the course's updates."""
+    target = venv / "share" / "jupyter" / "labextensions" / "ppedu-lecture"
+    source = COURSE / LECTURE_EXTENSION
+    if target.exists() or not (source / "package.json").is_file():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink():  # a link to a course folder that moved
+        target.unlink()
+    try:
+        target.symlink_to(source, target_is_directory=True)
+    except OSError:  # Windows without the right to make links
+        import shutil
+
+        shutil.copytree(source, target)
 
 
 #: Run by the environment's own Python: what is installed there, and its size on disk.
@@ -190,6 +214,7 @@ def lab(venv: Path, args: argparse.Namespace) -> int:
     if not (venv / STAMP).exists():
         install(venv, args)
     no_news(venv)  # an environment installed before the course switched the news off
+    lecture_extension(venv)  # or before it had its lecture extension
     env = {**os.environ, "PATH": f"{scripts(venv)}{os.pathsep}{os.environ.get('PATH', '')}"}
     command = [str(scripts(venv) / "jupyter"), "lab", f"--ServerApp.ip={args.host}", f"--ServerApp.port={args.port}",
                f"--ServerApp.open_browser={not args.no_browser}", f"--ServerApp.root_dir={COURSE}",

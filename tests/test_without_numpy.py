@@ -22,12 +22,13 @@ BLOCKED = ("numpy", "matplotlib", "torch")
 #: The modules that need what the browser lacks, and so are left out of the browser edition.
 NEEDS_BLOCKED = {"ppedu.animate", "ppedu.plot", "ppedu.widgets.lab", "ppedu.mnist.data", "ppedu.mnist.distributed",
                  "ppedu.mnist.executor", "ppedu.mnist.make_subset", "ppedu.mnist.measure", "ppedu.mnist.models",
-                 "ppedu.mnist.plot", "ppedu.mnist.processes", "ppedu.mnist.training"}
+                 "ppedu.mnist.plot", "ppedu.mnist.processes", "ppedu.mnist.training", "ppedu.ranks.plot"}
 #: Modules that import without numpy but whose examples show numpy or PyTorch at work (numpy scalars as answers,
 #: PyTorch's own orders, the grading sandbox's kernels): not the browser's.
 EXAMPLES_NEED_MORE = {"ppedu.grading.answers", "ppedu.reference", "ppedu.grading.sandbox", "ppedu.grading.evaluate",
                       "ppedu.grading.execute", "ppedu.grading.harness", "ppedu.grading.stages", "ppedu.mnist",
-                      "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size"}
+                      "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size", "ppedu.grading.relay",
+                      "ppedu.ranks.launch", "ppedu.ranks.timing", "ppedu.ranks.traffic", "ppedu.ranks.workload"}
 BLOCK = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in BLOCKED)
 
 

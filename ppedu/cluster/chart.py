@@ -20,8 +20,8 @@ from ppedu.palette import BORDER, STYLE
 
 #: Message sizes the chart spans (bytes, decimal): 1 kB to 10 GB.
 SPAN = (1e3, 1e10)
-_FONT = 12  # 18 px on a 1080p slide, where a widget shows half as large again
-_H, _LEFT, _BOTTOM, _TOP, _RIGHT = 270.0, 58.0, 40.0, 30.0, 16.0
+_FONT = 13  # 24 px on a 1080p slide, where a widget shows ppedu.lecture.DRAWN_ZOOM times as large
+_H, _LEFT, _BOTTOM, _TOP, _RIGHT = 220.0, 58.0, 40.0, 30.0, 16.0  # low enough for a slide with its controls
 _COLOURS = {"ring": STYLE["F", 0][0], "tree": STYLE["B", 1][0]}
 _DASH = {"ring": "", "tree": ' stroke-dasharray="7 4"'}
 

@@ -12,7 +12,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ppedu.feedback import Feedback
-from ppedu.lecture import SLIDE
+from ppedu.lecture import DRAWN_ZOOM, PICTURE_ZOOM, SLIDE
 from ppedu.palette import ALERT, BACKGROUND, BORDER, OK, TEXT, ink
 
 #: An empty cell's text: ipywidgets' button keeps its old text when the description becomes "".
@@ -158,8 +158,8 @@ class EnterChecks(anywidget.AnyWidget):
 
 
 #: How wide a still picture draws its diagram: as wide as a static deck's slide (:data:`ppedu.lecture.SLIDE`) lets an
-#: output be, where a still is shown.
-STILL_WIDTH = SLIDE[0] - 40
+#: output be, where a still is shown larger than a picture by as much as a live slide shows a widget.
+STILL_WIDTH = round((SLIDE[0] - 40) * PICTURE_ZOOM / DRAWN_ZOOM)
 
 
 class StaticFallback:
@@ -275,10 +275,11 @@ class CellGrid(widgets.GridBox):
     and ``ppedu-marked`` (marked idle) or ``ppedu-violation`` (breaks a rule) when flagged,
     so a browser test can find it. Its name says GPU, step and what it holds ("GPU 1, t3: F0");
     the grid is one Tab stop, walked with the arrow keys (:class:`GridKeys`); ``toggles`` makes a
-    marked cell read as pressed. Columns narrow (to 26 px) before the grid scrolls sideways.
+    marked cell read as pressed. The columns share the widget's whole width (a slide's too); they narrow to 30 px, a
+    label's width, before the grid scrolls sideways.
     """
 
-    def __init__(self, p: int, steps: int, on_click: Callable[[int, int], None], width: int = 38,
+    def __init__(self, p: int, steps: int, on_click: Callable[[int, int], None],
                  toggles: bool = False, name: str = "") -> None:
         self.cells: dict[tuple[int, int], widgets.Button] = {}
         children: list[widgets.Widget] = []
@@ -296,7 +297,7 @@ class CellGrid(widgets.GridBox):
         keys = GridKeys(p, steps, name or f"grid of {p} GPUs by {steps} time steps: arrow keys move, Enter clicks",
                         toggles)
         super().__init__([*children, keys], layout=widgets.Layout(
-            grid_template_columns=f"56px repeat({steps}, minmax(26px, {width}px))", grid_gap="2px",
+            grid_template_columns=f"56px repeat({steps}, minmax(30px, 1fr))", grid_gap="2px",
             max_width="100%", overflow="auto"))
 
     def show(self, stage: int, step: int, text: str, colour: str | None, flag: str | None = None,

@@ -27,6 +27,11 @@ NAMES = {
     "f": "f, forward time per stage", "b": "b, backward time per stage", "w": "w, weight-gradient time per stage",
     "comm": "comm, hand-over time between GPUs",
 }
+#: How the explorer books an overlapped F&B pair (DualPipe's): as one unit of f + b + w, as the course's shared cost
+#: model does (:data:`ppedu.costs.EQUAL`: a chapter's figure and this explorer then agree), or each op on its own.
+PAIRS = {"booked: f + b + w": "booked", "unbooked": "unbooked"}
+#: Each control's width: two columns of them and the metrics fit side by side in a slide's width.
+_CONTROL = "240px"
 
 
 class ScheduleExplorer(StaticFallback, widgets.VBox):
@@ -36,7 +41,9 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     The costs are per stage (one GPU's share of the model), so every schedule runs the same model and
     switching schedules compares equal work per GPU: a schedule that cuts each GPU's share into ``v``
     chunks (interleaving, the V shapes) gives each chunk 1/v of them, and says so above the diagram.
-    ``comm`` is the latency of one hand-over between GPUs.
+    ``comm`` is the latency of one hand-over between GPUs. ``pairs`` books an overlapped F&B pair (DualPipe's) as
+    one unit of f + b + w (``"booked"``, the course's shared model) or each op on its own (``"unbooked"``); the
+    metrics say which, beside the steps and the bubble it changes.
 
     ``v`` (chunks per GPU) applies to the schedules in :data:`~ppedu.schedules.VIRTUAL` only; an
     impossible combination (say DualPipe with an odd ``p``) shows its one-line reason above the last
@@ -50,19 +57,25 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
     True
     >>> x.set(schedule="dualpipe", m=6).timeline is None, x.error, x.nearest_m
     (True, 'dualpipe needs an even m with m ≥ 2p micro-batches (got p=4, m=6)', 8)
+    >>> x.set(m=8, w=1).metrics()["makespan"], x.set(pairs="unbooked").metrics()["makespan"]
+    (26.0, 25.0)
     """
 
     def __init__(self, schedule: str = "1f1b", p: int = 4, m: int = 8, v: int = 1, f: float = 1.0, b: float = 1.0,
-                 w: float = 0.0, comm: float = 0.0) -> None:
-        values = _validated(dict(schedule=schedule, p=p, m=m, v=v, f=f, b=b, w=w, comm=comm))
-        self.picker = widgets.Dropdown(options=list(SCHEDULES), value=values["schedule"], description="schedule")
+                 w: float = 0.0, comm: float = 0.0, pairs: str = "booked") -> None:
+        values = _validated(dict(schedule=schedule, p=p, m=m, v=v, f=f, b=b, w=w, comm=comm, pairs=pairs))
+        size = widgets.Layout(width=_CONTROL)
+        self.picker = widgets.Dropdown(options=list(SCHEDULES), value=values["schedule"], description="schedule",
+                                       layout=size)
+        self.pairs = widgets.Dropdown(options=PAIRS, value=values["pairs"], description="F&B pairs", layout=size)
         self.sliders: dict[str, Any] = {}
         for name, (first, last) in _COUNTS.items():
             self.sliders[name] = widgets.IntSlider(value=values[name], min=first, max=max(last, values[name]),
-                                                   description=name)
+                                                   description=name, layout=size)
         for name, (low, high, step) in _COSTS.items():
             self.sliders[name] = widgets.FloatSlider(value=values[name], min=min(low, values[name]),
-                                                     max=max(high, values[name]), step=step, description=name)
+                                                     max=max(high, values[name]), step=step, description=name,
+                                                     layout=size)
         self.message = widgets.HTML().add_class("ppedu-message")
         self.fix = widgets.Button(layout=widgets.Layout(visibility="hidden")).add_class("ppedu-fix")
         self.fix.on_click(lambda _b: self.set(m=self.nearest_m) if self.nearest_m else None)
@@ -80,7 +93,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         # time axis into bands rather than scroll), so a lecturer sees all of it.
         controls = widgets.HBox([
             widgets.VBox([self.picker, *(self.sliders[k] for k in _COUNTS)]),
-            widgets.VBox([self.sliders[k] for k in _COSTS]),
+            widgets.VBox([*(self.sliders[k] for k in _COSTS), self.pairs]),
             self.table,
         ], layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))
         # The message line keeps its height whether or not it has something to say.
@@ -88,15 +101,16 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         status = widgets.HBox([self.message, self.fix], layout=widgets.Layout(min_height="36px", align_items="center"))
         super().__init__([controls, status, self.diagram, ControlNames(NAMES)], layout=widgets.Layout(max_width="100%"))
         self.add_class("ppedu-explorer")
-        for control in (self.picker, *self.sliders.values()):
+        for control in (self.picker, self.pairs, *self.sliders.values()):
             control.observe(self._changed, names="value")
         self._redraw()
 
     # -- the plain-Python face ---------------------------------------------------------------
     @property
     def values(self) -> dict[str, Any]:
-        """The current choice: schedule name, p, m, v and the costs."""
-        return {"schedule": self.picker.value, **{k: s.value for k, s in self.sliders.items()}}
+        """The current choice: schedule name, p, m, v, the costs and how F&B pairs are booked."""
+        sliders = {k: s.value for k, s in self.sliders.items()}
+        return {"schedule": self.picker.value, **sliders, "pairs": self.pairs.value}
 
     def set(self, **changes: Any) -> ScheduleExplorer:
         """Change several controls at once (one redraw), as a student moving them would.
@@ -111,7 +125,9 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         try:
             if "schedule" in changes:
                 self.picker.value = values["schedule"]
-            for name in set(changes) - {"schedule"}:
+            if "pairs" in changes:
+                self.pairs.value = values["pairs"]
+            for name in set(changes) - {"schedule", "pairs"}:
                 slider = self.sliders[name]
                 slider.max = max(slider.max, values[name])
                 slider.min = min(slider.min, values[name])
@@ -137,6 +153,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
             "peak_activations": t.peak_activations,
             "peak_stage_activations": t.peak_stage_activations,
             "handovers": t.schedule.hand_overs,
+            "pairs": t.costs.pair_booking() if t.schedule.overlapped else None,
             "idle_causes": t.idle_causes().totals(),
         })
 
@@ -161,6 +178,7 @@ class ScheduleExplorer(StaticFallback, widgets.VBox):
         try:
             schedule = self._build(values["m"])
             self.timeline, self.error = simulate(schedule, _costs(values, schedule)), None
+            self.pairs.disabled = not schedule.overlapped
         except ValueError as problem:
             self.timeline, self.error = None, str(problem)
         if self.timeline is None:
@@ -213,8 +231,10 @@ def _built(name: str, p: int, m: int, v: int) -> Schedule:
 
 
 def _costs(values: dict[str, Any], schedule: Schedule) -> Costs:
-    """The per-stage costs of the sliders as the simulator takes them: per chunk, 1/v of a stage each."""
-    return Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"]).per_chunk(schedule.virtual)
+    """The per-stage costs of the sliders as the simulator takes them: per chunk, 1/v of a stage each; an F&B pair
+    booked as one unit of f + b + w, or unbooked."""
+    fb = values["f"] + values["b"] + values["w"] if values["pairs"] == "booked" else None
+    return Costs(f=values["f"], b=values["b"], w=values["w"], comm=values["comm"], fb=fb).per_chunk(schedule.virtual)
 
 
 def _cut(schedule: Schedule) -> str:
@@ -228,6 +248,7 @@ def _cut(schedule: Schedule) -> str:
 
 def _validated(values: dict[str, Any]) -> dict[str, Any]:
     one_of("schedule", values["schedule"], SCHEDULES)
+    one_of("pairs", values["pairs"], PAIRS.values())
     require_counts(**{name: values[name] for name in _COUNTS})
     for name in _COSTS:
         value = values[name]
@@ -241,15 +262,15 @@ def _table(t: Timeline) -> str:
     rows = [
         ("makespan", f"{t.makespan:g}"),
         ("idle slots", f"{t.idle_slots:g} of {t.total_slots:g}"),
-        ("bubble ratio (idle / total)", f"{t.bubble_ratio:.2%}"),
-        ("bubble / ideal time (Megatron-LM)", f"{t.bubble_over_ideal:.2%}"),
-        ("peak activations per GPU (0…), in stages", " ".join(f"{x:g}" for x in t.peak_stage_activations)),
-        ("hand-overs between GPUs", str(t.schedule.hand_overs)),
+        ("bubble, idle / total", f"{t.bubble_ratio:.2%}"),
+        ("bubble / ideal (Megatron)", f"{t.bubble_over_ideal:.2%}"),
+        ("peak activations, GPU 0…", " ".join(f"{x:g}" for x in t.peak_stage_activations) + " stages"),
+        ("hand-overs", str(t.schedule.hand_overs)),
+        *([("F&B pairs", t.costs.pair_booking().removeprefix("F&B pairs "))] if t.schedule.overlapped else []),
         ("why idle (slots)", " + ".join(f"{k} {v:g}" for k, v in t.idle_causes().totals().items() if v > 1e-12) or "never"),
     ]
-    # Narrow enough to sit beside the controls on a slide (a long name or value takes a second line).
+    # Narrow enough to sit beside the two columns of controls on a slide (a long value takes a second line).
     cell = "padding:.1em .5em .1em 0;line-height:1.3;white-space:normal;vertical-align:top"
-    body = "".join(f"<tr><th style='text-align:left;max-width:15em;{cell}'>{k}</th>"
-                   f"<td style='max-width:13em;{cell}'>{v}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th style='text-align:left;{cell};white-space:nowrap'>{k}</th>"
+                   f"<td style='max-width:15em;{cell}'>{v}</td></tr>" for k, v in rows)
     return f"<table>{body}</table>"
-

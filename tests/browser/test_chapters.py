@@ -9,7 +9,9 @@ depends on the notebook's own variables is still checked for rendering, but not 
 In the deck, at 1920×1080 and at 1280×720: every output of a code cell is on some slide; no slide scrolls or runs
 off the screen, nothing on it is cut off or scrolls inside it (an output, a table, a widget, a diagram), no diagram
 block is left without its label, and nothing covers the deck's arrows; at 1920×1080 every text on a slide is at least
-18 px and every widget with a slider answers it there.
+24 px, no diagram's labels run into each other, every diagram spans at least half the slide's width (each chapter's
+shares are printed), and every widget with a slider answers it there (moved with ↑ and ↓: on a slide ← and → step the
+deck).
 """
 
 import ast
@@ -279,6 +281,12 @@ FITTED_JS = """
 # In the page: what the shown cells of the slide show cut off, too small (``least`` px, 0: not checked) or unlabelled
 # (MEASURE_JS), and each button of the deck's remote (its arrows) where anything but the slide lies under or over it
 # (a pop-up beneath the arrows hides them just as well).
+#: The least share of a slide's width a diagram takes (the counting grid that used half the slide, labels running
+#: together, now takes all of it).
+MIN_SHARE = 0.5
+DIAGRAMS_JS = f"const MIN_SHARE = {MIN_SHARE};" + """
+const DIAGRAMS = '.jp-OutputArea-output > svg, .jp-OutputArea-output > div > svg, .ppedu-diagram svg, .jp-OutputArea-output img';
+"""
 COVERED_JS = """
 const coveredArrows = panel => {
   const remote = document.querySelector('.jp-Deck-Remote'), buttons = [...remote?.querySelectorAll('button') ?? []];
@@ -295,12 +303,28 @@ const coveredArrows = panel => {
 # In the page: whether nothing lies under or over the deck's arrows (a side bar shown under the pointer hides once the
 # pointer has left it, later on a loaded machine: the check waits for that, and then reports what stays).
 ARROWS_CLEAR_JS = "panel => {" + COVERED_JS + "return coveredArrows(panel)[1].length === 0; }"
-SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + COVERED_JS + """
+SLIDE_JS = "(panel, [shown, least]) => {" + MEASURE_JS + COVERED_JS + DIAGRAMS_JS + """
   const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
   const out = measure(shown.map(i => [`cell ${i + 1}`, cells[i]]), least, true);
   const [count, covered] = coveredArrows(panel);
   if (covered.length) out.push(`the deck's arrows: ${covered.length} of ${count} buttons lie under or over ${covered[0]}`);
+  // A diagram (a widget's or an output's drawing) uses the slide's width: at least half of it (a figure's width is its
+  // own, set by its time axis: its share is reported, not held to this).
+  const across = panel.querySelector('.jp-Notebook').getBoundingClientRect().width;
+  for (const i of shown) for (const d of cells[i].querySelectorAll(DIAGRAMS)) {
+    if (d.tagName === 'IMG' && !d.src.startsWith('data:image/svg')) continue;
+    const share = d.getBoundingClientRect().width / across;
+    if (least && d.checkVisibility() && share < MIN_SHARE) out.push(`cell ${i + 1}: a diagram spans ${(100 * share).toFixed(0)} % of the slide`);
+  }
   return out;
+}
+"""
+# In the page: each diagram's share of the slide's width, on the slide's shown cells (reported for each chapter).
+SHARES_JS = "(panel, shown) => {" + DIAGRAMS_JS + """
+  const cells = [...panel.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const across = panel.querySelector('.jp-Notebook').getBoundingClientRect().width;
+  return shown.flatMap(i => [...cells[i].querySelectorAll(DIAGRAMS)].filter(d => d.checkVisibility())
+    .map(d => d.getBoundingClientRect().width / across));
 }
 """
 # In the page: a widget's text and drawings, without its controls (what a moved slider must change).
@@ -316,7 +340,7 @@ def present(lab, panel, name: str) -> None:
     cells = panel.locator(".jp-Cell")
     with_output = {i for i in range(cells.count())
                    if cells.nth(i).locator(".jp-OutputArea-output").count() and "jp-CodeCell" in cells.nth(i).get_attribute("class")}
-    problems, seen, driven, shot = [], set(), set(), set()
+    problems, seen, driven, shot, shares = [], set(), set(), set(), []
     for width, height in SIZES:
         lab.page.set_viewport_size({"width": width, "height": height})
         cells.first.click()
@@ -341,11 +365,15 @@ def present(lab, panel, name: str) -> None:
                     pass  # SLIDE_JS names what covers them
                 problems += [f"{where if problem.startswith('cell') else f'{name} at {width}×{height}'}: {problem}"
                              for problem in panel.evaluate(SLIDE_JS, [state["shown"], SLIDE_TEXT_PX if width == 1920 else 0])]
+                if width == 1920:
+                    shares += panel.evaluate(SHARES_JS, state["shown"])
                 shoot(lab, panel, name, width, step, state, shot)
                 panel.locator(".jp-Cell.jp-mod-active").first.focus()
                 lab.page.keyboard.press("Space")
                 if not panel.evaluate(NEXT_JS, state["active"]):
                     break
+    if shares:
+        print(f"{name}: diagrams span {min(shares):.0%} to {max(shares):.0%} of a 1080p slide's width")
     assert with_output <= seen, f"{name}: the outputs of cells {sorted(i + 1 for i in with_output - seen)} are on no slide"
     assert not problems, "\n".join(dict.fromkeys(problems))
 
@@ -386,7 +414,7 @@ def drive_sliders(lab, panel, shown, driven, where, problems) -> set[int]:
             before = root.evaluate(WIDGET_TEXT_JS)
             handle.focus()
             at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
-            handle.press("ArrowLeft" if at_end else "ArrowRight")
+            handle.press("ArrowDown" if at_end else "ArrowUp")  # on a slide ← and → step the deck
             try:
                 lab.page.wait_for_function("([r, b, js]) => eval(js)(r) !== b", arg=[root.element_handle(), before, WIDGET_TEXT_JS],
                                            timeout=15_000)

@@ -41,12 +41,15 @@ def test_an_error_an_undrawn_figure_and_the_cells_an_error_stopped_are_seen(lab,
 
 
 # What the deck test must see on a slide: an output cut off inside a scroll box, a table too small to read, a diagram
-# block without its label, and something over the deck's arrows (the news pop-up was such a thing).
+# block without its label, labels that run together in a diagram a fraction of the slide wide ("W3W7"), and something
+# over the deck's arrows (the news pop-up was such a thing).
 FLAWED_SLIDES = [
     "from IPython.display import HTML\nfrom ppedu import Costs, schedules, simulate\nfrom ppedu.svg import render_svg",
     "HTML('<div style=\"overflow:auto;width:300px\"><div style=\"width:900px\">a line that runs off</div></div>')",
-    "HTML('<table style=\"font-size:9px\"><tr><td>tiny</td></tr></table>')",
+    "HTML('<table style=\"font-size:10px\"><tr><td>tiny</td></tr></table>')",
     "HTML(render_svg(simulate(schedules.gpipe(2, 2), Costs(f=(1, 0.001), b=1))))",
+    "HTML('<svg width=\"60\" height=\"20\" viewBox=\"0 0 60 20\"><text x=\"4\" y=\"15\" font-size=\"13\">W3</text>'\n"
+    "     '<text x=\"20\" y=\"15\" font-size=\"13\">W7</text></svg>')",
 ]
 
 
@@ -65,8 +68,9 @@ def test_the_deck_checks_see_what_a_lecturer_would_miss(lab, server):
         present(lab, panel, "flawed")
     said = str(seen.value)
     assert "cuts off 600 px across" in said.replace("601", "600").replace("599", "600"), said
-    assert 'td writes "tiny" at 13.5 px' in said and "diagram blocks without a label" in said, said
+    assert f'td writes "tiny" at {10 * lecture.DRAWN_ZOOM:.1f} px' in said and "diagram blocks without a label" in said, said
     assert "buttons lie under or over div" in said, said
+    assert 'glyphs of a diagram\'s labels run into others ("3W")' in said and "a diagram spans" in said, said
 
 
 def test_an_exception_line_tells_a_traceback_from_a_warning():

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import nbformat
 import pytest
 
-from ppedu import lecture, slides
+from ppedu import lecture, plot, slides, svg
 
 from .conftest import ROOT, SCREENSHOTS
 
@@ -69,10 +69,12 @@ def test_a_chapter_opens_as_slides_on_its_first_slide(lab):
 # at, never scrolled: what a scroll box hides is off the screen), with ``least`` > 0 every text written smaller than
 # ``least`` px on screen (zoom, scaling and an SVG's viewBox included; the smallest of each kind of element), and
 # every diagram block drawn without its label, and every picture shown too small for its text to reach ``least`` px
-# (a PNG's text cannot be read from the page: matplotlib's smallest, its default 10 pt at 100 dpi, is 13.9 px; the
-# course's own are 15.3 px). ``shown`` only: skip what is hidden (a fragment not yet reached).
-MEASURE_JS = """
-const PICTURE_TEXT_PX = 10 * 100 / 72;
+# (a picture's text cannot be read from the page: the course's figures write theirs at ppedu.plot.TEXT_PT, 16.7 px,
+# which tests/notebooks reads from each figure as it is drawn; its SVG drawings at ppedu.svg's 13 px), and every
+# glyph of a diagram's labels that runs into another's. ``shown`` only: skip what is hidden (a fragment not yet reached).
+MEASURE_JS = f"""
+const PICTURE_TEXT_PX = {plot.TEXT_PT * 100 / 72:.3f}, SVG_TEXT_PX = {svg._FONT};
+""" + """
 function measure(roots, least, shown) {
   const problems = [], smallest = new Map();
   const named = e => { const c = String(e.className?.baseVal ?? e.className ?? '').trim();
@@ -110,17 +112,43 @@ function measure(roots, least, shown) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let t = walk.nextNode(); least && t; t = walk.nextNode()) {
       const e = t.parentElement, text = t.textContent.trim();
-      if (!text || !e || /^(title|style|script|desc|option)$/i.test(e.tagName) || !visible(e)) continue;
+      // (a formula's copy for screen readers, clipped out of sight, is not shown)
+      if (!text || !e || /^(title|style|script|desc|option)$/i.test(e.tagName) || !visible(e) || e.closest('mjx-assistive-mml')) continue;
       const svg = e.closest('svg'), box = svg?.viewBox.baseVal;
       const scale = box?.width ? svg.getBoundingClientRect().width / box.width : (e.currentCSSZoom ?? 1);
       const px = parseFloat(getComputedStyle(e).fontSize) * scale, key = `${where}: ${named(e)}`;
       if (px < least - 0.01 && !(smallest.get(key)?.[0] <= px)) smallest.set(key, [px, text.slice(0, 30)]);
     }
+    for (const svg of least ? root.querySelectorAll('svg') : []) {  // glyphs that run into each other ("W3W7")
+      const glyphs = [];
+      for (const t of svg.querySelectorAll('text')) {
+        if (!visible(t) || !t.getNumberOfChars()) continue;
+        const ctm = t.getScreenCTM(), text = t.textContent;
+        for (let i = 0; i < t.getNumberOfChars(); i++) {
+          if (!text[i]?.trim()) continue;
+          const e = t.getExtentOfChar(i), corners = [[e.x, e.y], [e.x + e.width, e.y], [e.x, e.y + e.height],
+            [e.x + e.width, e.y + e.height]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(ctm));
+          const xs = corners.map(c => c.x), ys = corners.map(c => c.y);
+          // a glyph's ink, not its line box: the middle 60 % of its height, less a pixel each side
+          const h = Math.max(...ys) - Math.min(...ys), w = Math.max(...xs) - Math.min(...xs), turned = w > h;
+          glyphs.push([text[i], turned ? Math.min(...xs) + 0.2 * w : Math.min(...xs) + 1,
+                       turned ? Math.max(...xs) - 0.2 * w : Math.max(...xs) - 1,
+                       turned ? Math.min(...ys) + 1 : Math.min(...ys) + 0.2 * h, turned ? Math.max(...ys) - 1 : Math.max(...ys) - 0.2 * h]);
+        }
+      }
+      const touching = [];
+      glyphs.sort((a, b) => a[1] - b[1]);
+      for (let i = 0; i < glyphs.length; i++)
+        for (let j = i + 1; j < glyphs.length && glyphs[j][1] < glyphs[i][2]; j++)
+          if (Math.min(glyphs[i][4], glyphs[j][4]) - Math.max(glyphs[i][3], glyphs[j][3]) > 0) touching.push(`${glyphs[i][0]}${glyphs[j][0]}`);
+      if (touching.length) problems.push(`${where}: ${touching.length} glyphs of a diagram's labels run into others ("${touching[0]}")`);
+    }
     const unlabelled = root.querySelectorAll('.ppedu-unlabelled').length;
     if (unlabelled) problems.push(`${where}: ${unlabelled} diagram blocks without a label`);
     for (const img of least ? root.querySelectorAll('.jp-OutputArea-output img') : []) {
       const scale = img.getBoundingClientRect().width / img.naturalWidth;
-      if (img.naturalWidth && scale < least / PICTURE_TEXT_PX) problems.push(`${where}: a picture shown at ${scale.toFixed(2)}×`);
+      const text = img.src.startsWith('data:image/svg') ? SVG_TEXT_PX : PICTURE_TEXT_PX;  // a ppedu drawing's, or a figure's
+      if (img.naturalWidth && scale < least / text) problems.push(`${where}: a picture shown at ${scale.toFixed(2)}×`);
     }
   }
   for (const [key, [px, text]] of smallest) problems.push(`${key} writes ${JSON.stringify(text)} at ${px.toFixed(1)} px`);
@@ -129,7 +157,7 @@ function measure(roots, least, shown) {
 """
 #: On a 1080p screen every text of a slide (its prose, code, outputs, tables, widgets and diagrams) is at least this
 #: large (px): legible from the back of a lecture hall.
-SLIDE_TEXT_PX = 18
+SLIDE_TEXT_PX = lecture.SLIDE_TEXT_PX
 
 
 # The static decks (`make slides`): a chapter (and the formula sheet and the practice set, written and opened as
@@ -156,12 +184,24 @@ DECKS = [*CHAPTERS, *(ROOT / "notebooks" / f"{kit}.ipynb" for kit in ("formula-s
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
 @pytest.mark.parametrize("notebook", DECKS, ids=[p.stem for p in DECKS])
-def test_a_static_deck_fits_both_screens_legibly_offline_with_its_notes(browser, notebook, monkeypatch):
+def test_a_static_deck_fits_both_screens_legibly_offline_the_lecturers_with_its_notes(browser, notebook, monkeypatch):
     monkeypatch.setenv("PPEDU_FAST", "1")
     out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
-    deck = slides.build_deck(notebook, out, execute=True)
-    assert slides.remote_references(deck.read_text(encoding="utf-8"), out) == []  # as `make slides` checks it
-    notes = len(lecture.read_notes(lecture.notes_path(notebook)))
+    deck = slides.build_deck(notebook, out, execute=True, lecturer=out / "lecturer")
+    notes = lecture.read_notes(lecture.notes_path(notebook))
+    assert slides.leaked_notes(deck.read_text(encoding="utf-8"), notes) == []  # the students' deck: no note's text
+    assert 'class="notes"' not in deck.read_text(encoding="utf-8")
+    lecturers = out / "lecturer" / deck.name
+    assert len(slides.leaked_notes(lecturers.read_text(encoding="utf-8"), notes)) == len(notes)  # the check can see one
+    assert notes or notebook not in CHAPTERS  # every chapter has notes
+    for shown, asides in ((deck, 0), (lecturers, len(notes))):
+        check_static_deck(browser, notebook, shown, asides)
+
+
+def check_static_deck(browser, notebook, deck, notes: int) -> None:
+    """Open ``deck`` from its file with the network cut off, at each size: it loads nothing from the network and shows
+    ``notes`` speaker notes; a chapter's deck runs off no slide, cuts nothing off and writes nothing too small."""
+    assert slides.remote_references(deck.read_text(encoding="utf-8"), deck.parent) == []  # as `make slides` checks it
     for width, height in SIZES:
         page = browser.new_page(viewport={"width": width, "height": height})
         remote, failed = [], []
@@ -175,4 +215,4 @@ def test_a_static_deck_fits_both_screens_legibly_offline_with_its_notes(browser,
         chapter = notebook in CHAPTERS  # the revision kit's decks are written and open offline; they are no lecture
         assert problems == [] or not chapter, f"{notebook.stem} at {width}×{height}:\n" + "\n".join(problems)
         assert remote == [] and [f for f in failed if "mathjax" not in f.lower()] == []
-        assert asides == notes and (notes > 0 or not chapter)  # every chapter has notes
+        assert asides == notes

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from ppedu.lecture import PICTURE_ZOOM, SLIDE_TEXT_PX
 from ppedu.rounding import UNROUNDED
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -101,8 +102,9 @@ def _read(print_figure):
 _Canvas.print_figure = _read(_Canvas.print_figure)
 """
 # Where a figure is read: a notebook column about 880 px wide (JupyterLab at 1280 px, the file browser open) shows a
-# wider figure shrunk to fit; a 1080p slide shows outputs half as large again, on 1800 px.
-NOTEBOOK_PX, SLIDE_PX, SLIDE_ZOOM = 880, 1800, 1.5
+# wider figure shrunk to fit; a 1080p slide shows pictures PICTURE_ZOOM times as large, on 1800 px, where no text may
+# be under SLIDE_TEXT_PX.
+NOTEBOOK_PX, SLIDE_PX, SLIDE_ZOOM = 880, 1800, PICTURE_ZOOM
 # Chapters whose figures may leave blocks unlabelled, and why (their texts are still checked).
 UNLABELLABLE = {"11-lab-across-processes": "a run across processes measures hundreds of sub-millisecond ops, most "
                                            "far narrower than a digit on a 12-inch axis"}
@@ -139,13 +141,13 @@ def test_runs_top_to_bottom_headless_and_its_figures_read_from_the_back_row(name
 
 
 def legibility(figure: dict) -> list[str]:
-    """What a figure writes too small to read, in a notebook (11 px) or on a 1080p slide (18 px), each two of its
-    texts that overlap, and its blocks without a label."""
+    """What a figure writes too small to read, in a notebook (11 px) or on a 1080p slide (SLIDE_TEXT_PX), each two of
+    its texts that overlap, and its blocks without a label."""
     notebook = min(1.0, NOTEBOOK_PX / figure["width"])
     slide = SLIDE_ZOOM * min(1.0, SLIDE_PX / (SLIDE_ZOOM * figure["width"]))
     texts = figure["texts"]
     problems = [f"{t['text']!r} is {t['px'] * notebook:.1f} px in a notebook, {t['px'] * slide:.1f} px on a slide"
-                for t in texts if t["px"] * notebook < 11 or t["px"] * slide < 18]
+                for t in texts if t["px"] * notebook < 11 or t["px"] * slide < SLIDE_TEXT_PX]
     for i, a in enumerate(texts):
         for b in texts[i + 1:]:
             (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = a["box"], b["box"]
@@ -158,7 +160,7 @@ def legibility(figure: dict) -> list[str]:
 
 def test_the_legibility_check_can_fail():
     small = {"text": "7", "px": 8.0, "box": (0, 0, 5, 8)}
-    wide = {"text": "GPU 1", "px": 15.3, "box": (3, 2, 40, 17)}
+    wide = {"text": "GPU 1", "px": 16.7, "box": (3, 2, 40, 17)}
     assert len(legibility({"width": 600, "texts": [small, wide]})) == 2  # too small, and the two overlap
     assert legibility({"width": 2400, "texts": [wide]}) != []  # shrunk to half in a notebook column
     assert legibility({"width": 600, "texts": [wide]}) == []

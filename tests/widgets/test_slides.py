@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ppedu import slides
+from ppedu import lecture, slides
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,15 +42,29 @@ def test_a_deck_uses_a_local_reveal_js_and_no_cdn(notebook, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
-def test_a_deck_carries_the_lecturers_notes_for_the_speaker_view(notebook):
+def test_the_lecturers_deck_carries_the_notes_for_the_speaker_view_and_the_students_none(notebook, tmp_path):
     notes = notebook.parent.parent / "docs" / "speaker-notes" / f"{notebook.stem}.md"
     notes.parent.mkdir(parents=True)
     cell = nbformat.read(notebook, as_version=4).cells[1].id
     notes.write_text(f"# Speaker notes\n\n**At** `print(6 * 7)` <!-- cell {cell} -->\n\nAsk for 42 first.\n")
     out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
-    html = slides.build_deck(notebook, out).read_text()
+    students = slides.build_deck(notebook, out, lecturer=tmp_path / "lecturer").read_text()
+    html = (tmp_path / "lecturer" / f"{notebook.stem}.slides.html").read_text()
     assert '<aside class="notes">' in html and "Ask for 42 first." in html
-    assert "plugin/notes/notes.js" in html and (out / "node_modules/reveal.js/plugin/notes/notes.js").exists()
+    assert "plugin/notes/notes.js" in html and (tmp_path / "lecturer/node_modules/reveal.js/plugin/notes/notes.js").exists()
+    assert '<aside class="notes">' not in students and "Ask for 42" not in students
+
+
+def test_a_note_that_would_reach_the_students_deck_stops_the_build(notebook, monkeypatch):
+    notes = notebook.parent.parent / "docs" / "speaker-notes" / f"{notebook.stem}.md"
+    notes.parent.mkdir(parents=True)
+    cell = nbformat.read(notebook, as_version=4).cells[1].id
+    notes.write_text(f"# Speaker notes\n\n**At** `print(6 * 7)` <!-- cell {cell} -->\n\nAsk for 42 first.\n")
+    # A build that put the notes in before writing the students' deck:
+    monkeypatch.setattr(slides, "_stills", lambda nb: lecture.with_notes(nb, lecture.read_notes(notes)))
+    out = slides.install_assets(ROOT / "build" / "test-slides", packages=("reveal.js", "requirejs", "jquery"))
+    with pytest.raises(ValueError, match="shows a speaker note: 'Ask for 42 first.'"):
+        slides.build_deck(notebook, out)
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed: cannot install reveal.js locally")
