@@ -2,17 +2,18 @@
 the submission, in the grading process — the student's kernel only shows the exercises again.
 
 :class:`ReadSavedAnswers` runs before nbgrader's Execute: it reads the answer file from the folder nbgrader
-is grading, in the grading area the intake filled (the student is the one that folder is filed under), so nothing the notebook does while it runs
-changes what is graded, and judges it against that student's own grids. :class:`WriteVerdicts` runs after
+is grading, in the grading area the intake filled (the student is the one that folder is filed under), so nothing
+the notebook does while it runs
+changes what is graded, and judges it against that student's own grids: the whole grids their pictures were cut from
+(:func:`grader.keys.counting.grid`), the covered cells included. :class:`WriteVerdicts` runs after
 Execute and puts each verdict in place of its test cell's output: the messages, then the points as the
 cell's value, which nbgrader reads as partial credit.
 
 >>> from ppedu.answer_file import SlotAnswer
->>> v = counting.values("alice")
 >>> judge("alice", {}).points
 {'count': 0.0, 'mark': 0.0, 'path': 0.0, 'causes': 0.0}
->>> t = counting.timeline("count", v)
->>> judge("alice", {"count": SlotAnswer(total=str(int(t.total_slots)), idle="0", ratio="")}).points["count"]
+>>> g = grids("alice")["count"]
+>>> judge("alice", {"count": SlotAnswer(total=str(g.total_slots), idle="0", ratio="")}).points["count"]
 1.0
 """
 
@@ -27,10 +28,12 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from grader.intake import AREA, intake_notes
+from grader.keys.counting import grid
+from grader.questiondata import variant
 from ppedu import answer_file as saved
-from ppedu.grading.assignments import counting
+from ppedu.grading.assignments import counting, my_values
+from ppedu.grid import Grid
 from ppedu.slots import check_marking, check_slot_answers
-from ppedu.grid import grid
 from ppedu.reading import causes_share, check_causes, check_path, path_share
 
 #: Each question's points; the notebook's test cells carry the same (tests/grading/test_exam.py).
@@ -46,16 +49,20 @@ class Verdicts:
     messages: dict[str, tuple[str, ...]]
 
 
+def grids(student: str) -> dict[str, Grid]:
+    """The whole grid of each question that ``student``'s pictures show (the variant the release gave them)."""
+    k = variant(my_values("counting", student))
+    return {question: grid(k, question) for question in POINTS}
+
+
 def judge(student: str, answers: dict[str, saved.SlotAnswer]) -> Verdicts:
     """Grade ``answers`` (as :func:`ppedu.answer_file.read` gives them) on ``student``'s own grids."""
-    v = counting.values(student)
     points, messages = {}, {}
-    for question in POINTS:
+    for question, g in grids(student).items():
         answer = answers.get(question)
         if answer is None:
             points[question], messages[question] = 0.0, ("Nothing was saved for this exercise.",)
             continue
-        g = grid(counting.timeline(question, v))
         if question == "count":
             feedback = check_slot_answers(g, total=answer.total, idle=answer.idle, ratio=answer.ratio)
             right = sum(m.endswith(": correct.") for m in feedback.messages)

@@ -193,8 +193,9 @@ def as_practice(exam: dict) -> dict:
 
 
 def _practice_code(source: str) -> str:
-    """The exercise without ``answers=``/``question=`` (so it checks answers itself), and a random student's values
-    in place of this student's (new grids each run)."""
+    """The exercise without ``answers=``/``question=`` (so it checks answers itself), and grids drawn afresh
+    (:class:`ppedu.practice.CountingPractice`, simulated, so they can check) in place of the student's exam pictures,
+    whose data lives in the course's release only."""
     tree = ast.parse(source)
     cuts: list[tuple[int, int, int, int, str]] = []  # (line, column) to (line, column) → text
     for node in ast.walk(tree):
@@ -206,11 +207,13 @@ def _practice_code(source: str) -> str:
             if len(kept) < len(node.keywords):
                 call = ast.Call(node.func, node.args, kept)
                 cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, ast.unparse(call)))  # type: ignore[arg-type]
-        elif name == "my_values" and not any(k.arg == "student" for k in node.keywords) and len(node.args) == 1:
-            call = ast.Call(node.func, node.args, [ast.keyword("student", ast.parse(
-                'f"practice-{randrange(10**6)}"', mode="eval").body)])
-            cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset, ast.unparse(call)))  # type: ignore[arg-type]
+        elif name == "my_data" and len(node.args) == 1:
+            cuts.append((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset,  # type: ignore[arg-type]
+                         "CountingPractice.draw(randrange(10 ** 6))"))
     lines = source.splitlines()
+    if any(text.startswith("CountingPractice") for *_, text in cuts):
+        lines = [line.replace("from ppedu.grading import my_data", "from ppedu.practice import CountingPractice")
+                 for line in lines]
     for first, start, last, end, text in sorted(cuts, reverse=True):
         head, tail = lines[first - 1][:start], lines[last - 1][end:]
         lines[first - 1 : last] = [head + text + tail]

@@ -149,7 +149,7 @@ def presses(nb: Any, sections: Sequence[str]) -> list[int]:
     >>> presses(nb, ["A", "B"])
     [6, 2]
     """
-    at = {}
+    at: dict[str, int] = {}
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from random import Random
 
 from ppedu import recomputation
+from ppedu.batch_size import steps_and_examples
 from ppedu.cluster import (
-    GPUS, LINKS, MODELS, Cluster, Model, Parallel, collectives, experts, interleaving_by_link, plan, reliability, sharding,
-    tensor,
+    GPUS, LINKS, MODELS, Cluster, Model, Parallel, collectives, context, experts, interleaving_by_link, plan, reliability,
+    sharding, tensor,
 )
 from ppedu.cluster.cases import deepseek_v3
 from ppedu.cluster.published import LLAMA3_TABLE4
@@ -28,7 +30,8 @@ from ppedu.search import bound_arguments
 from ppedu.formulas import bubble_ratio
 from ppedu.layout import layout
 from ppedu.lesson import hand_overs, parameter_copies
-from ppedu.schedules import dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.schedules.one_f_one_b import with_warmups
 from ppedu.sheet import Markdown
 from ppedu.simulate import simulate
 from ppedu.staleness import staleness
@@ -36,12 +39,14 @@ from ppedu.staleness import staleness
 
 @dataclass(frozen=True)
 class Item:
-    """One question, its computed answer, and the worked answer in words."""
+    """One question, its computed answer, the worked answer in words, and the objectives it practises (the
+    identifiers of docs/lecture-plans.md, as a graded question's tags)."""
 
     label: str
     question: str
     answer: object
     working: str
+    objectives: tuple[str, ...] = ()
 
 
 def _frac(x: float, limit: int = 1000) -> str:
@@ -49,7 +54,7 @@ def _frac(x: float, limit: int = 1000) -> str:
 
 
 def practice_set() -> tuple[Item, ...]:
-    """The exam-style questions, P1 … P12."""
+    """The exam-style questions, P1 … P20, each tagged with the objectives it practises."""
     items = []
 
     # P1: counting by hand with f ≠ b.
@@ -64,7 +69,8 @@ def practice_set() -> tuple[Item, ...]:
         f"GPU 0's last backward: *T* = (*m* + *p* − 1)(*f* + *b*) = {t.makespan:g}. Total slots *p·T* = "
         f"{t.total_slots:g}. Each GPU is busy *m*(*f* + *b*) = {busy:g}, so idle = {t.total_slots:g} − 3 × {busy:g} "
         f"= {t.idle_slots:g}; the ratio {_frac(t.bubble_ratio)} is (*p* − 1)/(*m* + *p* − 1) = "
-        f"{_frac(bubble_ratio(3, 4))} — unequal costs do not change it when every stage has the same *f* and *b*."))
+        f"{_frac(bubble_ratio(3, 4))} — unequal costs do not change it when every stage has the same *f* and *b*.",
+        ('01.1', '02.1')))
 
     # P2: 1F1B under the same costs, and what it saves.
     o, g = simulate(one_f_one_b(4, 8), Costs(f=1, b=2)), simulate(gpipe(4, 8), Costs(f=1, b=2))
@@ -76,7 +82,8 @@ def practice_set() -> tuple[Item, ...]:
         f"the same (*p* − 1)(*f* + *b*) = {(4 - 1) * 3}: *T* = *m*(*f* + *b*) + {(4 - 1) * 3} = {o.makespan:g}, as "
         f"GPipe ({g.makespan:g}). The saving is memory: GPU 0 runs *p* − 1 = 3 warm-up forwards, then one forward "
         f"before each backward, so at most {o.peak_activations[0]} micro-batches are in flight, against all "
-        f"{g.peak_activations[0]} under GPipe."))
+        f"{g.peak_activations[0]} under GPipe.",
+        ('03.2', '03.3')))
 
     # P3: the O(p) memory argument.
     p, m = 6, 12
@@ -89,7 +96,8 @@ def practice_set() -> tuple[Item, ...]:
         f"micro-batch's activations live from its forward to its backward on that GPU, so the count rises by one per "
         f"forward and falls by one per backward: it reaches warm-up + 1 = *p* − *j* at the first steady-state forward "
         f"and never exceeds it, since every later forward is followed by a backward before the next forward. It "
-        f"cannot exceed *m* either. The bound does not grow with *m* — O(*p*), not GPipe's O(*m*). Here: {peaks}."))
+        f"cannot exceed *m* either. The bound does not grow with *m* — O(*p*), not GPipe's O(*m*). Here: {peaks}.",
+        ('03.2',)))
 
     # P4: why the textbook's 11 steps are impossible.
     g4 = simulate(gpipe(4, 4))
@@ -102,7 +110,8 @@ def practice_set() -> tuple[Item, ...]:
         f"Each of 4 GPUs runs 4 forwards and 4 backwards: {busy4} busy slots. 44 − 18 leaves only {44 - 18}, so the "
         f"textbook's figures cannot describe a run that does all the work. A lower bound: GPU 3 cannot start before "
         f"step 4 (the first forward climbs 3 GPUs), then has 8 ops of its own, and the last backward it produces must "
-        f"still go down 3 GPUs: *T* ≥ 3 + 8 + 3 = 2(*m* + *p* − 1) = {g4.makespan:g}, which GPipe and 1F1B reach."))
+        f"still go down 3 GPUs: *T* ≥ 3 + 8 + 3 = 2(*m* + *p* − 1) = {g4.makespan:g}, which GPipe and 1F1B reach.",
+        ("01.1", "01.2")))
 
     # P5: interleaving on the same model.
     i = simulate(interleaved_1f1b(4, 8, 2), Costs(f=1, b=2).per_chunk(2))
@@ -117,7 +126,8 @@ def practice_set() -> tuple[Item, ...]:
         f"long: idle per GPU = (*p* − 1)(*f* + *b*)/*v* = {idle_i:g}, makespan = *m*(*f* + *b*) + {idle_i:g} = "
         f"{i.makespan:g} (1F1B: {one.makespan:g}). The price: a micro-batch now crosses *p·v* − 1 = 7 chunk "
         f"boundaries each way, every one between GPUs: 2*m*(*p·v* − 1) = {hand_overs(i.schedule)} hand-overs per step "
-        f"against 2*m*(*p* − 1) = {hand_overs(one.schedule)}. Parameters per GPU are unchanged (*v* chunks of 1/*v*)."))
+        f"against 2*m*(*p* − 1) = {hand_overs(one.schedule)}. Parameters per GPU are unchanged (*v* chunks of 1/*v*).",
+        ('04.2', '04b.1')))
 
     # P6: ZB-H1 and DualPipe under DeepSeek's accounting.
     unit = Costs(f=1, b=1, w=1, fb=3)
@@ -133,7 +143,8 @@ def practice_set() -> tuple[Item, ...]:
         f"ZB1P: (*p* − 1)(*F* + *B* − 2*W*) = 7 × (1 + 2 − 2) = {zb_idle:g}. DualPipe: (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
         f"= 3 × (3 + 2 − 3) = {dp_idle:g} — the simulator agrees with both. DualPipe holds both directions' stages "
         f"on every GPU: {parameter_copies(dp.schedule):g} parameter copies, and *p* + 1 = {max(dp.peak_activations)} "
-        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0."))
+        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0.",
+        ('05.1', '06.3', '06b.1')))
 
     # P7: DualPipeV against DualPipe.
     v_shape = dualpipe_v(4, 8)
@@ -145,7 +156,8 @@ def practice_set() -> tuple[Item, ...]:
         f"GPU *j* holds chunks *j* and 2*p* − 1 − *j*: for GPU 1, {tuple(c for c, s in enumerate(v_shape.placement[0]) if s == 1)}. "
         f"Each is half a stage, so {parameter_copies(v_shape):g} copy in all — half DualPipe's memory for parameters. "
         f"A micro-batch goes down chunks 0 … 3 (GPUs 0 … 3) and back up 4 … 7 (GPUs 3 … 0): it enters and leaves at "
-        f"GPU {v_shape.placement[0][0]}."))
+        f"GPU {v_shape.placement[0][0]}.",
+        ('06.1',)))
 
     # P8: the batch caps m, and staleness.
     row = layout(gpus=2048, t=8, p=16, global_batch=1024, microbatch=2)
@@ -156,7 +168,8 @@ def practice_set() -> tuple[Item, ...]:
         (row.d, row.m),
         f"*d* = 2048 / (8 · 16) = {row.d}; *m* = 1024 / ({row.d} · 2) = {row.m}; 1F1B's bubble is then "
         f"{row.idle_total} of all slots. *m* is fixed by the batch: raising it needs fewer replicas (slower training "
-        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation."))
+        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation.",
+        ('09.1', '14.6')))
 
     s = one_f_one_b(4, 8)
     items.append(Item(
@@ -166,7 +179,8 @@ def practice_set() -> tuple[Item, ...]:
         f"Between micro-batch *k*'s forward and its backward on GPU *j*, the GPU runs the backwards of the "
         f"micro-batches already in flight: min(*p* − *j*, *m*) − 1 of them: {staleness(s)}. Weight stashing keeps "
         f"one version per micro-batch in flight so that forward and backward agree; GPipe and 1F1B with a flush "
-        f"have staleness 0 everywhere."))
+        f"have staleness 0 everywhere.",
+        ('09.2',)))
     # P10: a ring all-reduce by hand, and what NCCL-tests print for it.
     ring = collectives.cost("all-reduce", 2e9, 16, LINKS["ib-400"])
     items.append(Item(
@@ -176,7 +190,8 @@ def practice_set() -> tuple[Item, ...]:
         f"A reduce-scatter then an all-gather: 2(*n* − 1) = {ring.steps} steps, each GPU sending 2·15/16 × 2 GB = "
         f"{ring.sent / 1e9:g} GB. Time {ring.steps} × 10 µs + {ring.sent / 1e9:g} GB ÷ 50 GB/s = "
         f"{ring.seconds * 1e3:.4g} ms. algbw = 2 GB ÷ that = {ring.algbw / 1e9:.4g} GB/s; busbw multiplies by "
-        f"2(*n* − 1)/*n* = 1.875: {ring.busbw / 1e9:.4g} GB/s, just under the link's 50 — the latency's share."))
+        f"2(*n* − 1)/*n* = 1.875: {ring.busbw / 1e9:.4g} GB/s, just under the link's 50 — the latency's share.",
+        ('12.1', '12.2')))
 
     # P11: an MoE model's state under ZeRO beside expert parallelism.
     model = Model("MoE", layers=4, hidden=4096, vocab=32000, heads=32, gated=True, experts=64, top_k=2, expert_ffn=1408)
@@ -192,7 +207,8 @@ def practice_set() -> tuple[Item, ...]:
         f"Attention 4 × 4096² = {4 * 4096 ** 2:,}; experts 64 × 3 × 4096 × 1408 = {64 * 3 * 4096 * 1408:,}; router "
         f"{4096 * 64:,}; norms {2 * 4096:,}: {per_block:,} in all. A token passes the attention, 2 experts, the router "
         f"and the norms: {used:,}. Each GPU holds 8 of the 64 experts of each block: "
-        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB."))
+        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB.",
+        ('13.1', '13.4')))
 
     # P12: MFU from a published throughput.
     v3 = deepseek_v3()
@@ -204,7 +220,145 @@ def practice_set() -> tuple[Item, ...]:
         f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
         f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
         f"the attention core): {v3.achieved_tflops:.4g} TFLOP/s, {v3.mfu:.1%} of 989. Against the FP8 peak its "
-        "matrices ran at, half that."))
+        "matrices ran at, half that.",
+        ('14.3',)))
+    # P13: what a step averages, with micro-batches of unequal size.
+    sizes = (4, 3, 3)
+    weights = tuple(Fraction(k, sum(sizes)) for k in sizes)
+    items.append(Item(
+        "P13", "A batch of 10 sequences is cut into micro-batches of 4, 3 and 3, each micro-batch's loss the mean over "
+        "its sequences. With what weight must each micro-batch's gradient enter the update so that it equals the whole "
+        "batch's, and by what factor is a plain sum of the three gradients off? (Answer as (weights, factor).)",
+        (tuple(str(w) for w in weights), "none: not a multiple"),
+        f"The batch's loss is the mean over its 10 sequences: Σ_k (B_k/B)·L_k, so each gradient is weighted by its "
+        f"share of the sequences: {', '.join(map(str, weights))}. With equal micro-batches the plain sum is *m* times "
+        f"the batch's gradient (chapter 2's erratum); here no factor fixes it: the sum weights the two small "
+        f"micro-batches as much as the large one, so each of their sequences counts 4/3 times as much as one of the "
+        f"first micro-batch's. Only the weights do, and they are what GPipe's accumulation must use.",
+        ("02.2", "02.3")))
+
+    # P14: tensor parallelism's collectives and bytes, with and without sequence parallelism.
+    big, tp = MODELS["70b"], 8
+    plain, seq = tensor.block_collectives(big, tp), tensor.block_collectives(big, tp, sequence=True)
+    sent = [sum(collectives.bus_factor(c.kind, tp) * c.nbytes for c in kind) / 1e9 for kind in (plain, seq)]
+    items.append(Item(
+        "P14", f"Llama 2 70B's block (*h* = {big.hidden:,}, one sequence of {big.seq:,} tokens, 16-bit activations) on "
+        f"*t* = {tp} GPUs of tensor parallelism. How many collectives does one block run per micro-batch, forward and "
+        "backward, without and with sequence parallelism, and how many GB does each GPU send for them in a ring? "
+        "(Answer as (collectives, collectives with SP, GB, GB with SP).)",
+        (len(plain), len(seq), sent[0], sent[1]),
+        f"Without it: an all-reduce after attention and after the MLP in the forward, and their conjugates before them "
+        f"in the backward — {len(plain)}, each of the block's *s·b·h*·2 bytes = {big.hand_over_bytes / 1e6:.4g} MB, "
+        f"each GPU sending 2(*t* − 1)/*t* of it: {sent[0]:.4g} GB. With it each all-reduce becomes a reduce-scatter "
+        f"and an all-gather ((*t* − 1)/*t* each: the same bytes), and the backward gathers each column-parallel "
+        f"layer's input again for its weight gradient, since only *s*/*t* of it was kept: {len(seq)} collectives, "
+        f"{sent[1]:.4g} GB, a quarter more — the price of keeping a *t*-th of the norms' and dropouts' activations.",
+        ("12.3", "12.4")))
+
+    # P15: ring attention's overlap, and the causal mask's balance.
+    llama, h100 = MODELS["405b"], GPUS["h100-80gb"]
+    nv, ib = (context.min_block_tokens(llama, h100, LINKS[name]) for name in ("nvlink", "ib-400"))
+    items.append(Item(
+        "P15", f"Llama 3 405B (*h* = {llama.hidden:,}, {llama.heads} query heads, {llama.kv_heads} key–value heads) "
+        "with its sequence cut over GPUs for ring attention on H100s. Each step a GPU sends on its block's keys and "
+        "values while it computes attention with the block it holds. Above how many tokens per GPU does the transfer "
+        "hide, on NVLink and on InfiniBand NDR? And how much causal work do 4 GPUs get with contiguous blocks and with "
+        "zigzag ones (in block pairs)? (Answer as (tokens NVLink, tokens InfiniBand, contiguous, zigzag).)",
+        (nv, ib, context.causal_work(4), context.causal_work(4, "zigzag")),
+        f"A block of *n* tokens sends 2·*n*·*w*_kv·2 bytes (keys and values, *w*_kv = {llama.kv_heads} × 128) and "
+        f"computes 4·*n*²·*h* FLOPs: the transfer hides when *n* ≥ *F*·*w*_kv·2/(2·*h*·*B*) — {nv:,.0f} tokens on "
+        f"NVLink, {ib:,.0f} on InfiniBand. Grouped-query attention divides it by {llama.heads // (llama.kv_heads or llama.heads)}, "
+        f"the ratio of heads to key–value heads. Under the causal mask contiguous blocks give the last GPU "
+        f"{context.causal_work(4)[-1]} block pairs and the first {context.causal_work(4)[0]}; zigzag pairs a piece "
+        f"from each end on every GPU: {context.causal_work(4, 'zigzag')[0]} each.",
+        ("12.5",)))
+
+    # P16: an expert's capacity, and what a factor drops and pads.
+    load = experts.route(4096, 64, 2, skew=0.5, seed=0)
+    trade = experts.capacity_trade(load, 2, (1.0, 1.25, 2.0))
+    items.append(Item(
+        "P16", "A batch of 4,096 tokens routed to 2 of 64 experts each, by a router skewed as ppedu's `route(4096, "
+        "64, 2, skew=0.5)` is. Give an expert's capacity at a factor of 1.25, the share of token copies dropped at "
+        "factors 1.0 and 1.25, and the share of buffer slots computed on padding at 2.0. (Answer as a 4-tuple.)",
+        (trade[1].capacity, trade[0].dropped, trade[1].dropped, trade[2].padding),
+        f"Capacity ⌈*f*·*T*·*k*/*E*⌉ = ⌈1.25 × 4096 × 2 / 64⌉ = {trade[1].capacity}. Copies above an expert's capacity "
+        f"are dropped: {trade[0].dropped:.1%} at 1.0, {trade[1].dropped:.1%} at 1.25; at 2.0 only "
+        f"{trade[2].dropped:.1%}, but {trade[2].padding:.1%} of the buffers are computed on padding — the price of a "
+        f"larger factor, paid whether the slots are filled or not.",
+        ("13.2",)))
+
+    # P17: FSDP2 with and without resharding after the forward; gathers beside a pipeline.
+    bf16 = sharding.PRECISIONS["bf16"]
+    once, kept = (sharding.fsdp_step([1e9] * 8, 8, bf16, reshard_after_forward=r) for r in (True, False))
+    again = [sharding.regathers(build(name, 4, 16, 2))[0] for name in ("interleaved", "looped-bfs")]
+    items.append(Item(
+        "P17", "FSDP2 over 8 GPUs, 8 units of 1B parameters each in bf16. How many all-gathers does a step run with "
+        "the default (reshard after the forward) and without it, how much do they send relative to each other, and "
+        "how many units' weights does the second hold at its peak? Then beside a pipeline of 4 GPUs with 2 chunks each "
+        "and 16 micro-batches: how often must GPU 0 gather a chunk per step under interleaved 1F1B and under looped "
+        "BFS? (Answer as (gathers, gathers kept, traffic ratio, interleaved, looped BFS).)",
+        (once.gathers, kept.gathers, kept.sent / once.sent, again[0], again[1]),
+        f"Resharding after the forward gathers each unit twice, for its forward and its backward: {once.gathers}; "
+        f"keeping the weights gathers each once: {kept.gathers}, and sends {kept.sent / once.sent:.3g} of the bytes "
+        f"(2Ψ instead of 3Ψ), but holds every unit's weights from its forward to its backward "
+        f"({kept.gathered_at_peak / 1e9:.3g} GB of whole weights and gradients at its peak, against "
+        f"{once.gathered_at_peak / 1e9:.3g}). Beside "
+        f"a pipeline a sharded chunk is gathered each time the GPU turns to it: interleaved 1F1B switches chunks "
+        f"micro-batch by micro-batch ({again[0]} gathers), looped BFS runs every micro-batch through one chunk first "
+        f"({again[1]}).",
+        ("13.5", "13.6")))
+
+    # P18: Llama 3's Table 4, second row: its groups, its micro-batches, its bubble without interleaving.
+    printed = LLAMA3_TABLE4[1]
+    groups = printed.gpus // (printed.tp * printed.cp * printed.pp)
+    sequences = int(printed.tokens_per_batch // printed.seq)
+    m = sequences // groups
+    items.append(Item(
+        "P18", f"Llama 3 405B's Table 4, second printed: {printed.gpus:,} GPUs, TP {printed.tp}, CP {printed.cp}, PP {printed.pp}, "
+        f"{printed.tokens_per_batch / 2 ** 20:.0f}M tokens a batch of sequences of {printed.seq:,}. How many data-parallel "
+        "groups, how many micro-batches of one sequence per pipeline, and what would plain 1F1B's bubble (idle ÷ "
+        "total) be there? (Answer as (groups, m, bubble).)",
+        (groups, m, _frac(bubble_ratio(printed.pp, m))),
+        f"{printed.gpus:,} / ({printed.tp} × {printed.cp} × {printed.pp}) = {groups} groups, as the table prints. "
+        f"{printed.tokens_per_batch / 2 ** 20:.0f}M / {printed.seq:,} = {sequences:,} sequences, {m} per group: *m* = {m} = "
+        f"*p*, where 1F1B idles (*p* − 1)/(*m* + *p* − 1) = {_frac(bubble_ratio(printed.pp, m))} of the time. Hence "
+        f"Llama 3's interleaving (it divides the bubble by *v*), and its care over a schedule that runs *m* = *p*.",
+        ("14.2", "14.1")))
+
+    # P19: failures at scale, checkpoints and goodput; and what a bigger batch buys.
+    mtbf = reliability.job_mtbf_s(4096, 419, 54, 16384)
+    tau = reliability.young_daly(60, mtbf)
+    good = reliability.goodput(tau, 60, mtbf, 600)
+    rows = steps_and_examples(1024, (256, 4096))
+    items.append(Item(
+        "P19", "Llama 3 saw 419 interruptions in 54 days on 16,384 GPUs. For a job on 4,096 GPUs: its MTBF in hours, "
+        "the Young–Daly checkpoint interval in minutes for 60-second checkpoints, and the goodput with 10-minute "
+        "restarts. Then for a gradient noise scale of 1,024 examples: the steps and examples a batch of 256 and one of "
+        "4,096 need, relative to the least. (Answer as (MTBF h, interval min, goodput, steps 256, examples 4096).)",
+        (mtbf / 3600, tau / 60, good, rows[0].steps_over_min, rows[1].examples_over_min),
+        f"Each GPU fails once every 54 d × 16,384 / 419; a job of 4,096 GPUs fails 4,096 times as often as one GPU: "
+        f"MTBF {mtbf / 3600:.3g} h. √(2 × 60 s × MTBF) = {tau / 60:.3g} min. Goodput 1 − *C*/τ − (τ/2 + *R*)/MTBF "
+        f"= {good:.3f}: at the Young–Daly interval the checkpoints and the work lost since the last one cost the same, "
+        f"{60 / tau:.1%} each, the restarts {600 / mtbf:.1%}. Batch size: *S*/*S*_min = 1 + 1024/256 = {rows[0].steps_over_min:g} — "
+        f"five times the fewest steps; *E*/*E*_min = 1 + 4096/1024 = {rows[1].examples_over_min:g} — five times the fewest "
+        f"examples: past the noise scale a bigger batch buys few steps for many examples.",
+        ("14.4", "14.5")))
+
+    # P20: how far a token's copies travel, with and without node-limited routing.
+    free, limited = experts.nodes_crossed(64, 6, 8), experts.nodes_crossed(64, 6, 8, limit=3)
+    items.append(Item(
+        "P20", "64 routed experts spread evenly over 8 nodes, each token sent to 6 distinct experts chosen as if at "
+        "random. How many other nodes do a token's copies reach on average, and how many with routing limited to 3 "
+        "nodes per token? By what factor does the limit cut the bytes a token's dispatch sends over InfiniBand? "
+        "(Answer as (nodes, nodes limited, factor).)",
+        (free, limited, free / limited),
+        f"A node holds 8 of the 64 experts; it is missed by all 6 choices with chance C(56, 6)/C(64, 6), so each of the "
+        f"7 other nodes is reached with chance 1 − that: {free:.3g} other nodes on average. Limited to 3 nodes, the "
+        f"token's own among them with chance 3/8: 3 × 7/8 = {limited:g}. A copy crosses InfiniBand once per other node "
+        f"reached (it is forwarded within the node over NVLink), so the limit cuts the dispatch's InfiniBand bytes "
+        f"{free / limited:.3g} times — less than the 6 copies against 3 nodes suggests.",
+        ("13.3",)))
+
     return tuple(items)
 
 
@@ -238,6 +392,7 @@ def self_check_answers() -> tuple[Item, ...]:
     edge = collectives.crossover(64, LINKS["ib-400"])
     sp = tensor.block_collectives(llama, 8, sequence=True)
     zero3 = sharding.zero_stages(7.5e9, 64, sharding.PRECISIONS["bf16"])[3]
+    fsdp8 = sharding.fsdp_step([1.0] * 8, 2, sharding.PRECISIONS["bf16"])
     third = LLAMA3_TABLE4[2]
     groups = third.gpus // (third.tp * third.cp * third.pp)
     return (
@@ -372,7 +527,52 @@ def self_check_answers() -> tuple[Item, ...]:
              reliability.young_daly(30, 3 * 3600) / 60,
              f"√(2 × 30 × 10800) = {reliability.young_daly(30, 3 * 3600):.0f} s, about "
              f"{reliability.young_daly(30, 3 * 3600) / 60:.0f} minutes."),
+        Item("Chapter 15, question 1", "On two ranks, what factor turns an all-gather's algbw into its busbw?",
+             collectives.bus_factor("all-gather", 2),
+             f"(*n* − 1)/*n* = {collectives.bus_factor('all-gather', 2):g}: each rank receives the other's half, "
+             "so the link carries half the gathered buffer in the time the whole is reported over."),
+        Item("Chapter 15, question 2", "How many buckets did DDP all-reduce in its last step, at the lab's cap?",
+             "the number the run's table shows",
+             "Read it off the DDP row: the reducer packs the gradients, in the reverse of the parameters' order, into "
+             "buckets of at least the cap (a parameter is never split), and all-reduces each as soon as every "
+             "gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
+        Item("Chapter 15, question 3", "How many all-gathers does FSDP2 issue in one step of the eight-unit MLP when "
+             "it reshards after the forward?", "two per unit that holds weights",
+             f"Each unit's weights are gathered before its forward and, having been freed after it, again before its "
+             f"backward: for eight units that all hold weights, {fsdp8.gathers} (chapter 13's walk of the units); "
+             f"without resharding, {fsdp8.gathers // 2}, the weights staying until the backward. A unit without "
+             "weights (an activation) is gathered never: count the run's own from its table."),
     )
+
+
+@dataclass(frozen=True)
+class CountingPractice:
+    """Grids of the counting exam's kinds to practise on, drawn from ``seed`` (the browser edition's practice draws
+    new ones each run): a course schedule whose backward takes twice a forward (``count``), another under equal costs
+    (``mark``), and an order no chapter draws (``read``). Simulated here, so the exercises check answers at once — the
+    exam's own grids are pictures made on the instructors' side, and nothing relates the two.
+
+    >>> x = CountingPractice.draw(7)
+    >>> x, x.count.p == len(x.count.busy_per_stage)
+    (counting practice, seed 7, True)
+    """
+
+    seed: int
+    count: object
+    mark: object
+    read: object
+
+    @classmethod
+    def draw(cls, seed: int) -> CountingPractice:
+        pick = Random(seed).choice
+        first, second = pick((("gpipe", "1f1b"), ("1f1b", "gpipe")))
+        p, q, r = pick((3, 4, 5)), pick((3, 4)), pick((3, 4))
+        return cls(seed, simulate(build(first, p, pick(range(3, 7))), Costs(f=1, b=2)),
+                   simulate(build(second, q, pick(range(2, 5)))),
+                   simulate(with_warmups((r - 1 + pick((0, 1)),) * r, pick((5, 6)), "eager warm-up")))
+
+    def __repr__(self) -> str:
+        return f"counting practice, seed {self.seed}"
 
 
 def questions(items: tuple[Item, ...]) -> Markdown:
@@ -387,7 +587,8 @@ def key(items: tuple[Item, ...]) -> Markdown:
     >>> key(practice_set()).startswith("<details><summary><strong>Show the answers</strong>")
     True
     """
-    body = "\n\n".join(f"**{x.label}.** {x.question}\n\n*Answer:* `{_show(x.answer)}`. {x.working}" for x in items)
+    body = "\n\n".join(f"**{x.label}.** {x.question}\n\n*Answer:* `{_show(x.answer)}`. {x.working}"
+                       + (f" *(Objectives {', '.join(x.objectives)}.)*" if x.objectives else "") for x in items)
     return Markdown(f"<details><summary><strong>Show the answers</strong> ({len(items)}, worked): try each one "
                     f"first</summary>\n\n{body}\n\n</details>")
 

@@ -21,6 +21,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from html import escape
 
 from ppedu.grid import Grid, grid, resolution
@@ -28,6 +29,9 @@ from ppedu.idle import CAUSE_STYLE
 from ppedu.palette import (BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade,
                            time_axis)
 from ppedu.simulate import Timeline
+
+if TYPE_CHECKING:  # a picture draws itself with this module, so it is told apart from a Grid here
+    from ppedu.picture import Picture
 
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
 _BAND = 26  # below a band that another follows: its ticks and a gap
@@ -202,17 +206,20 @@ def _band(timeline: Timeline, patterns: _Patterns, unit: float, y0: float, band:
     return "".join(body)
 
 
-def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None = None,
+def render_grid_svg(g: Grid | Timeline | Picture, hidden: Sequence[Sequence[bool]] | None = None,
                     marked: set[tuple[int, int]] | None = None, width: float = 560.0) -> str:
     """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells (``hidden[s][t]``, rows
-    of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross."""
-    g = g if isinstance(g, Grid) else grid(g)
+    of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross. A
+    :class:`~ppedu.picture.Picture` (a question's grid as data) is drawn as it is, its covered cells as ``?``."""
+    g = grid(g) if isinstance(g, Timeline) else g
     p, steps = g.shape
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
-    shortest = max((_cell_width(_cell_labels(labels[s, t])[-1]) for s in range(p) for t in range(steps)
-                    if kinds[s, t] and starts[s, t]), default=0.0)  # the cells widen until every label fits
+    if not isinstance(g, Grid):
+        hidden = [[bool(c or (hidden is not None and hidden[s][t])) for t, c in enumerate(row)]
+                  for s, row in enumerate(g.covered())]
+    shortest = max((_cell_width(_cell_labels(labels[s][t])[-1]) for s in range(p) for t in range(steps)
+                    if kinds[s][t] and starts[s][t]), default=0.0)  # the cells widen until every label fits
     unit = max(14.0, min(60.0, (width - _LEFT - 8) / max(steps, 1)), shortest)  # as wide as the box lets it
-    events = g.timeline.events
     hidden = [[False] * steps for _ in range(p)] if hidden is None else hidden
     covered = sum(bool(x) for row in hidden for x in row)
     patterns = _Patterns()
@@ -225,14 +232,13 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
             if hidden[s][t]:
                 body.append(_rect(patterns, x, y, unit, _ROW, "#616161", "", "ppedu-hidden", stroke=BACKGROUND))
                 body.append(_label(x, y, unit, "?", "#616161"))
-            elif kinds[s, t]:
-                op = events[g.rows[s][t]].op
-                colour, hatch = op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
-                text = next((label for label in _cell_labels(labels[s, t] if starts[s, t] else "·")
+            elif kinds[s][t]:
+                colour, hatch = cell_look(g, s, t)
+                text = next((label for label in _cell_labels(labels[s][t] if starts[s][t] else "·")
                              if unit >= _cell_width(label)), None)
                 body.append(_rect(patterns, x, y, unit, _ROW, colour, hatch,
-                                  f"ppedu-op ppedu-{op.kind}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
-                                  tip=labels[s, t]))
+                                  f"ppedu-op ppedu-{kinds[s][t]}{'' if text else ' ppedu-unlabelled'}", stroke=BACKGROUND,
+                                  tip=labels[s][t]))
                 if text:
                     body.append(_label(x, y, unit, text, colour))
             else:
@@ -241,7 +247,8 @@ def render_grid_svg(g: Grid | Timeline, hidden: Sequence[Sequence[bool]] | None 
                 body.append(f'<path class="ppedu-marked" d="M{x + 4},{y + 4} L{x + unit - 4},{y + _ROW - 4} '
                             f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
     body.append(_axis(steps, unit, _TOP + p * _ROW, columns=True))
-    summary = (f"Grid of {p} GPUs by {steps} time steps of {g.timeline.schedule.name}"
+    name = (g.title or "a question") if not isinstance(g, Grid) else g.timeline.schedule.name
+    summary = (f"Grid of {p} GPUs by {steps} time steps of {name}"
                + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
     return _svg(_LEFT + unit * steps + 8, p * _ROW + 22 + _TOP, summary, patterns, body)
@@ -254,6 +261,16 @@ def _cell_width(label: str) -> float:
 
 #: A grid label's glyphs' widths in ems (DejaVu Sans), where they differ much from a digit's.
 _GRID_ADVANCE = {"W": 1.0, "B": 0.69, "F": 0.58, "'": 0.28, "·": 0.32, "?": 0.53, "✗": 0.84}
+
+
+def cell_look(g: Grid | Picture, s: int, t: int) -> tuple[str, str]:
+    """The colour and hatch of the busy cell (``s``, ``t``): its op's, from the schedule for a simulated grid, from
+    its label's kind and direction for a picture (a picture knows no chunk, so every chunk takes its kind's colour)."""
+    if not isinstance(g, Grid):
+        label = g.labels()[s][t]
+        return STYLE[label[0], int(label.endswith("'"))]
+    op = g.timeline.events[g.rows[s][t]].op
+    return op_colour(op, g.timeline.schedule), STYLE[op.kind, op.direction][1]
 
 
 def _cell_labels(text: str) -> tuple[str, ...]:

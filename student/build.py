@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the course's own ppedu, installed or not (make runs this with any python3)
 from ppedu.grading.assignments import TIMED  # noqa: E402
+from ppedu.grading.questiondata import FILE as QUESTION_DATA  # noqa: E402
 from ppedu.update import ATTRIBUTES  # noqa: E402
 #: What the course's repository gives students as it is.
 SHIPPED = ("ppedu", "notebooks", "exercises", "pyproject.toml", "environment.yml")
@@ -32,7 +33,8 @@ TEMPLATES = ("README.md", "Makefile", "lab.mk", "install.py")
 IGNORED = ("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints", "*.db", "*.gif")
 #: Not in exercises/: a timed exam reaches students only when it starts (nbgrader release_assignment).
 UNRELEASED = TIMED
-#: Only the library's own data files are JSON; elsewhere a .json file is what a notebook's run left behind.
+#: Only the library's own data files are JSON, and an assignment's question data (made by the instructors' side,
+#: docs/instructor.md § 4); elsewhere a .json file is what a notebook's run left behind (a widget exam's answers).
 LEFT_BEHIND = ("*.json",)
 #: Marks a folder this script made, so a rebuild may replace it and nothing else.
 MARK = ".ppedu-student-release"
@@ -53,7 +55,7 @@ def build(out: Path) -> str | None:
         source = ROOT / name
         if source.is_dir():
             ignored = IGNORED if name == "ppedu" else IGNORED + LEFT_BEHIND + (UNRELEASED if name == "exercises" else ())
-            shutil.copytree(source, out / name, ignore=shutil.ignore_patterns(*ignored))
+            shutil.copytree(source, out / name, ignore=_ignoring(ignored))
         else:
             shutil.copy2(source, out / name)
     for name in TEMPLATES:
@@ -62,6 +64,12 @@ def build(out: Path) -> str | None:
     (out / ".gitattributes").write_text(ATTRIBUTES)  # git merges notebooks cell by cell where its config says how
     (out / MARK).write_text("made by `make student-release` from the instructors' repository\n")
     return commit(out)
+
+
+def _ignoring(patterns: tuple[str, ...]):  # noqa: ANN202 (shutil's ignore callable)
+    """What ``copytree`` leaves out: ``patterns``, except an assignment's question data."""
+    left_out = shutil.ignore_patterns(*patterns)
+    return lambda folder, names: {n for n in left_out(folder, names) if n != QUESTION_DATA}
 
 
 def _git(folder: Path, *args: str) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ppedu import practice
+from grader import objectives
+from grader.objectives import OBJECTIVE
 from ppedu.grading.assignments import ASSIGNMENTS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,12 +30,6 @@ def plans() -> dict[str, str]:
 def chapter(key: str) -> nbformat.NotebookNode:
     (path,) = (ROOT / "notebooks").glob(f"{key}-*.ipynb")
     return nbformat.read(path, as_version=4)
-
-
-def questions(assignment: str) -> set[int]:
-    """The question numbers an assignment's solution has (its `## N.` headings)."""
-    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    return {int(n) for c in nb.cells if c.cell_type == "markdown" for n in re.findall(r"^## (\d+)\.", c.source, re.M)}
 
 
 def test_every_chapter_has_a_plan_of_about_ninety_minutes():
@@ -64,73 +59,57 @@ def test_sections_and_widgets_named_exist_in_the_chapter(key):
 
 
 @pytest.mark.parametrize("key", CHAPTERS)
-def test_each_plan_maps_its_objectives_to_assessments_that_exist(key):
+def test_each_plan_has_its_parts_and_numbered_objectives(key):
     text = plans()[key]
     assert all(part in text for part in PARTS), f"chapter {key}: a plan needs {', '.join(PARTS)}"
     objectives = text.split("**Objectives**")[1].split("**Board derivation.**")[0]
     lines = [line for line in objectives.splitlines() if line.startswith("- ")]
-    assert len(lines) >= 3 and all("→" in line for line in lines), f"chapter {key}: each objective names its assessment"
-    labels = {x.label for x in practice.practice_set()}
-    for line in lines:
-        for assignment, number in re.findall(r"\b(counting|ps\d|final) Q(\d+)", line):
-            assert assignment in ASSIGNMENTS and int(number) in questions(assignment), f"{assignment} Q{number}"
-        for label in re.findall(r"practice (P\d+)", line):
-            assert label in labels, f"no practice question {label}"
+    ids = [m.group(1) for line in lines if (m := OBJECTIVE.match(line))]
+    assert len(lines) >= 3 and len(ids) == len(lines), f"chapter {key}: each objective is `{key}.n` text → questions"
+    assert ids == [f"{key}.{n}" for n in range(1, len(ids) + 1)], f"chapter {key}: objectives numbered in order"
     checks = text.split("**Concept checks.**")[1]
     assert len(re.findall(r"^\d+\. .+\(.+\)$", checks, re.M)) >= 2, f"chapter {key}: two concept checks with answers"
 
 
-#: The course's concepts, each as the words that name it (lower case): an objective and the question said to test it
-#: must share one. Only specific terms: "GPU", "schedule" or "micro-batch" would match any pair.
-CONCEPTS = {
-    "slots": ("slot", "grid"), "bubble": ("bubble", "idle"), "warm-up": ("warm-up", "warmup"),
-    "memory": ("memory", "activations", "fits", " gb", "peak"), "recomputation": ("recomput",),
-    "interleaving": ("interleav", "chunks per gpu"), "hand-over": ("hand-over", "link"),
-    "zero bubble": ("zb-h1", "zb-h2", "zero bubble", "zero-bubble", "weight-gradient", " w "),
-    "dualpipe": ("dualpipe", "deepseek"), "deadlock": ("deadlock", "blocking", "isend"),
-    "gradients": ("gradient",), "definitions": ("idle ÷ total", "bubble ÷ ideal", "idle_share", "definition"),
-    "collectives": ("all-reduce", "ring", "tree", "busbw", "α"), "tensor": ("tensor", "sequence parallel", "megatron"),
-    "sharding": ("zero", "fsdp", "shard"), "experts": ("expert", "all-to-all", "moe"),
-    "layout": ("layout", "t·p·d", "data-parallel"), "executor": ("executor", "run_pipeline", "mnist"),
-    "orders": ("order",), "placement": ("placement", "non-contiguous", "chunk"), "proof": ("prove", "proof"),
-}
+#: The objectives' tags (grader/objectives.py) and the plans' identifiers.
+TAGS = objectives.tagged()
+IDS = {m.group(1): m.group(3) for m in OBJECTIVE.finditer(PLANS)}
+#: Assignments still being tagged by their helpers (issue 34): until they are, their questions are neither required
+#: nor checked against the map (the map keeps what it names of them). Remove each as it is tagged: the test below
+#: fails for one that is tagged but still listed, and for every other assignment with an untagged graded cell.
+PENDING = set(objectives.PENDING)
 
 
-#: The counting exam's widget questions, each graded by a cell of its own at the end of the notebook.
-COUNTING = {1: "count", 2: "mark", 4: "path", 5: "causes"}
+def test_every_graded_cell_is_tagged_and_every_tag_names_an_objective():
+    for assignment in (a for a in ASSIGNMENTS if (ROOT / "solutions" / a).is_dir()):
+        tags = [tags for _, tags in objectives.questions(assignment).values()]
+        if assignment in PENDING:
+            assert not any(tags), f"{assignment} is tagged: take it out of PENDING"
+        else:
+            assert all(tags), f"{assignment}: a graded cell without objective tags"
+    assert set(TAGS) <= set(IDS), f"tags naming no objective: {sorted(set(TAGS) - set(IDS))}"
 
 
-def section(assignment: str, number: int) -> tuple[str, set[str]]:
-    """Question ``number`` of ``assignment``'s solution: its text (every cell from its ``## number.`` heading to the
-    next question's) and the grade_ids of its graded cells."""
-    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-    text, graded, inside = [], set(), False
-    for c in nb.cells:
-        if c.cell_type == "markdown" and (heading := re.match(r"^## (\d+)\.", c.source, re.M)):
-            inside = int(heading.group(1)) == number
-        if inside:
-            text.append(c.source)
-            meta = c.metadata.get("nbgrader", {})
-            if meta.get("grade"):
-                graded.add(meta["grade_id"])
-    return "\n".join(text), graded
+def _named(line: str) -> set[str]:
+    graded, _, practice = line.partition(" · ")
+    names = {n.strip() for n in graded.split(",") if re.match(r"\s*(counting|ps\d|final) Q\d+\s*$", n)}
+    return names | {n.strip() for n in practice.split(",") if n.strip()}
 
 
-def concepts(text: str) -> set[str]:
-    lowered = f" {text.lower()} "
-    return {name for name, words in CONCEPTS.items() if any(w in lowered for w in words)}
+@pytest.mark.parametrize("objective", sorted(IDS))
+def test_every_objective_is_assessed_and_the_map_is_its_tags(objective):
+    """Each objective has a graded question tagged with it, and its "→" list in the plans is exactly the questions
+    (and practice items) carrying its tag: `python -m grader.objectives` writes it."""
+    named = _named(IDS[objective])
+    pending = {n for n in named if n.split()[0] in PENDING}
+    tagged = TAGS.get(objective, set())
+    assert named - pending == tagged, f"{objective}: the map says {sorted(named)}, the tags {sorted(tagged)}: run " \
+                                      "python -m grader.objectives"
+    graded = {n for n in named | tagged if not n.startswith("practice ")}
+    if not graded and PENDING and "no graded question yet" in IDS[objective]:
+        pytest.skip(f"{objective}: its graded question is awaited from {', '.join(sorted(PENDING))} (issue 34)")
+    assert graded, f"{objective} is assessed by no graded question"
 
 
-@pytest.mark.parametrize("key", CHAPTERS)
-def test_each_question_an_objective_names_is_graded_and_tests_that_objective(key):
-    objectives = plans()[key].split("**Objectives**")[1].split("**Board derivation.**")[0]
-    for line in (x for x in objectives.splitlines() if x.startswith("- ")):
-        objective, _, named = line.partition("→")
-        for assignment, number in re.findall(r"\b(counting|ps\d|final) Q(\d+)", named):
-            text, graded = section(assignment, int(number))
-            if assignment == "counting" and int(number) in COUNTING:  # answered in a widget, graded at the end
-                graded.add(COUNTING[int(number)])
-            assert graded, f"chapter {key}: {assignment} Q{number} has no graded cell"
-            shared = concepts(objective) & concepts(text)
-            assert shared, (f"chapter {key}: {assignment} Q{number} shares no concept with the objective "
-                            f"{objective.strip()[2:60]!r} (it tests {sorted(concepts(text))})")
+def test_the_map_tool_writes_what_the_test_checks():
+    assert objectives.rewrite(PLANS, TAGS, PENDING) == PLANS, "run python -m grader.objectives"

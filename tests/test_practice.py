@@ -62,6 +62,36 @@ def test_p10_to_p12_the_scale_chapters_by_hand():
     assert tokens == pytest.approx(1e12 / (180e3 * 3600)) and mfu == pytest.approx(tflops / 989)
 
 
+def test_p13_to_p19_the_scale_part_from_its_own_formulas():
+    assert ITEMS["P13"].answer[0] == ("2/5", "3/10", "3/10")
+    collectives, with_sp, sent, sent_sp = ITEMS["P14"].answer
+    assert (collectives, with_sp) == (4, 10) and sent_sp == pytest.approx(1.25 * sent)
+    assert sent == pytest.approx(4 * 2 * 7 / 8 * 4096 * 8192 * 2 / 1e9)  # four all-reduces of s·h 16-bit values
+    nv, ib, contiguous, zigzag = ITEMS["P15"].answer
+    assert len(set(zigzag)) == 1 and sum(zigzag) == sum(contiguous) and ib / nv == pytest.approx(450 / 50)
+    capacity, at_1, at_125, padding = ITEMS["P16"].answer
+    assert capacity == -(-1.25 * 4096 * 2 // 64) and at_1 > at_125 and 0 < padding < 1
+    assert ITEMS["P17"].answer[:3] == (16, 8, pytest.approx(2 / 3)) and ITEMS["P17"].answer[3] > ITEMS["P17"].answer[4]
+    assert ITEMS["P18"].answer == (16384 // (8 * 16), 2 ** 24 // 8192 // 128, "15/31")
+    mtbf, interval, good, steps, examples = ITEMS["P19"].answer
+    assert mtbf == pytest.approx(54 * 24 * 16384 / 419 / 4096) and interval == pytest.approx((2 * 60 * mtbf * 3600) ** 0.5 / 60)
+    assert good == pytest.approx(1 - 60 / (interval * 60) - (interval * 30 + 600) / (mtbf * 3600))
+    assert (steps, examples) == (1 + 1024 / 256, 1 + 4096 / 1024)
+
+
+def test_every_item_practises_an_objective_the_plans_name():
+    from grader.objectives import OBJECTIVE, PLANS
+
+    ids = {m.group(1) for m in OBJECTIVE.finditer(PLANS.read_text(encoding="utf-8"))}
+    assert all(x.objectives and set(x.objectives) <= ids for x in practice_set())
+    scale = {i for i in ids if i[:2] in ("12", "13", "14")}
+    assert scale <= {t for x in practice_set() for t in x.objectives}, "every scale objective is practised"
+    from math import comb
+
+    free, limited, factor = ITEMS["P20"].answer
+    assert free == pytest.approx(7 * (1 - comb(56, 6) / comb(64, 6))) and limited == 3 * 7 / 8
+
+
 def test_self_check_answers_agree_with_independent_simulation():
     g = simulate(schedules.gpipe(4, 4), Costs(f=1, b=1))
     assert ITEMS["Chapter 2, question 1"].answer == (g.total_slots, g.idle_slots, "3/7")

@@ -1,12 +1,12 @@
-"""ps1's keys — slot counting (GPipe with one slow GPU, from its picture) and bubble ratios,
-recomputed with ppedu's simulator from the student's own (p, m, v), slow GPU and target bubble; the
-student's functions (closed forms, fewest micro-batches, the conversion) judged on fixed cases and
-their own arguments. The written reason of question 2 is graded by hand.
+"""ps1's keys, and the grid its first two questions show (:func:`shown`, released as ``questions.json``): GPipe with
+one GPU twice as slow, made and simulated here, shipped as a picture; 1F1B on the same GPUs against it; the student's
+functions (GPipe's makespan with a slow GPU, the fewest micro-batches, a DeepSeek-style bubble as a share of the
+step) judged on fixed cases, their own arguments and hidden ones. The written answers are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps1", "alice")
 >>> key = _slots_key(v)
->>> key["total_slots"] == v["p"] * key["T"]
+>>> key["total_slots"] == shown(v["variant"])["p"] * key["T"]
 True
 """
 
@@ -16,37 +16,66 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from grader.questiondata import variant
 from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments import Values
-from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion, costs
-from ppedu.grading.students import pick
+from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion
+from ppedu.grading.students import Picker, draw, pick
+from ppedu.grid import grid
+from ppedu.picture import Picture
 from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
 
-#: The grid students count on: a backward takes twice as long as a forward.
-COSTS = Costs(f=1, b=2)
+
+def slow_costs(p: int, slow: int, k: float = 2) -> Costs:
+    """A forward takes one step and a backward two, except on GPU ``slow``, ``k`` times slower at both."""
+    return Costs(f=tuple(k if j == slow else 1 for j in range(p)), b=tuple(2 * k if j == slow else 2 for j in range(p)))
+
+
+def params(k: int) -> dict[str, Any]:
+    """Variant ``k``'s grid: p GPUs, m micro-batches, the slow GPU; drawn from a hash of its number until sound."""
+    return draw("ps1-variant", str(k), _draw, _sound)
+
+
+def _draw(pick_: Picker) -> dict[str, Any]:
+    p = pick_("p", range(3, 7))
+    return {"p": p, "m": pick_("m", range(3, 9)), "slow": pick_("slow", range(6)) % p}
+
+
+def _sound(v: Mapping[str, Any]) -> bool:
+    """The grid has as many busy as idle slots at p = m = 3: counting the busy ones would score."""
+    t = timeline("gpipe", v)
+    return t.idle_slots != t.busy_slots
 
 
 def timeline(name: str, v: Mapping[str, Any]) -> Timeline:
-    """``name`` on the student's p GPUs and m micro-batches, under :data:`COSTS` (question 2)."""
-    return simulate(schedules.build(name, v["p"], v["m"]), COSTS)
+    """``name`` on the variant's GPUs, its slow GPU included (questions 1 and 2)."""
+    return simulate(schedules.build(name, v["p"], v["m"]), slow_costs(v["p"], v["slow"]))
 
 
-def pictured(v: Mapping[str, Any]) -> Timeline:
-    """The grid question 1 draws: GPipe with the student's slow GPU."""
-    return simulate(schedules.gpipe(v["p"], v["m"]), costs(v))
+def shown(k: int) -> dict[str, Any]:
+    """What variant ``k`` shows: GPipe's grid with the slow GPU, as a picture, and its sizes (the picture shows them)."""
+    v = params(k)
+    title = f"GPipe on {v['p']} GPUs, {v['m']} micro-batches; GPU {v['slow']} twice as slow"
+    return {"grid": Picture.of(grid(timeline("gpipe", v)), title=title).to_json(), **v}
 
 
-def _slots_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    t = pictured(v)
+def _variant(values: Mapping[str, Any]) -> dict[str, Any]:
+    return params(variant(values) if isinstance(values, Values) else values["variant"])
+
+
+def _slots_key(values: Mapping[str, Any]) -> dict[str, Any]:
+    t = timeline("gpipe", _variant(values))
     return {"T": t.makespan, "total_slots": t.total_slots, "idle_slots": t.idle_slots, "bubble": t.bubble_ratio}
 
 
-def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                values: Mapping[str, Any]) -> str | None:
+    v = _variant(values)
     if name == "T":
-        if got == timeline("gpipe", v).makespan:
+        if got == simulate(schedules.gpipe(v["p"], v["m"]), Costs(f=1, b=2)).makespan:
             return (f"That is GPipe with every GPU equally fast; GPU {v['slow']} takes twice as long, and the GPUs "
                     "after it wait for it: count the picture's columns.")
         if abs(got - key["T"]) == 1:
@@ -55,22 +84,27 @@ def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[st
             "That is the number of micro-batches; T counts time steps.")
     # The slot counts get the slot checker's diagnosis of the usual mistakes.
     given = {"total_slots": "total", "idle_slots": "idle", "bubble": "ratio"}
-    feedback = check_slot_answers(pictured(v), **{given[n]: a for n, a in answers.items() if n in given})
+    feedback = check_slot_answers(timeline("gpipe", v), **{given[n]: a for n, a in answers.items() if n in given})
     label = {"total_slots": "total slots: ", "idle_slots": "idle slots: ", "bubble": "bubble ratio: "}[name]
     return next((msg[len(label):] for msg in feedback.messages if msg.startswith(label)), None)
 
 
-def _compare_key(v: Mapping[str, Any]) -> dict[str, Any]:
+def _compare_key(values: Mapping[str, Any]) -> dict[str, Any]:
+    v = _variant(values)
     gpipe, ofob = timeline("gpipe", v), timeline("1f1b", v)
     relation = "equal" if abs(ofob.bubble_ratio - gpipe.bubble_ratio) < 1e-9 else (
         "smaller" if ofob.bubble_ratio < gpipe.bubble_ratio else "larger")
     return {"bubble_1f1b": ofob.bubble_ratio, "compared_with_gpipe": relation}
 
 
-def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    if (name == "compared_with_gpipe" and got == "smaller") or (name == "bubble_1f1b" and got < key["bubble_1f1b"]):
-        return ("1F1B reorders the backwards, but the pipeline still fills and drains once: draw both grids "
-                "(`render_grid`) and count the idle slots of each.")
+def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                  values: Mapping[str, Any]) -> str | None:
+    v = _variant(values)
+    if name == "compared_with_gpipe" and got == "equal" and key[name] != "equal":
+        return ("that holds when every GPU is as fast as the others; here GPU {} is slower: run both schedules with "
+                "its costs and compare.".format(v["slow"]))
+    if name == "bubble_1f1b" and abs(got - simulate(schedules.one_f_one_b(v["p"], v["m"]), Costs(f=1, b=2)).bubble_ratio) < 1e-9:
+        return "that is 1F1B with every GPU as fast; give GPU {} its costs, twice the others'.".format(v["slow"])
     return None
 
 
@@ -119,6 +153,11 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         return (p, pick_("m", range(1, 65))), (pick_("p2", range(9, 33)), pick_("m2", range(1, 9)))
     if name == "bubble_interleaved":
         return (p, p * pick_("k", range(1, 9)), pick_("v", range(2, 6))),
+    if name == "gpipe_slow":
+        return (p, pick_("m", range(1, 33)), pick_("s", range(p)), pick_("k", (1.5, 2, 2.5, 4))),
+    if name == "idle_share":
+        m, w = pick_("m", range(4, 65)), pick_("w", (0.5, 1.0))
+        return (p - 1 - w * (p - 1), m, 1.0, 2.0 + w, w), (pick_("x", (0.0, 3.5, 12.0)), m, 1.5, 3.0, 1.0)
     if name == "fewest_microbatches":
         grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3) for c in (1, 2, 3, 4)]
         below = [case for case in grid if case[2] > 1 and _fewest(name, case) < case[0]]
@@ -133,6 +172,35 @@ def _simulated_bubble(name: str, args: tuple[Any, ...]) -> float:
 def _bubble_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     return (f"the simulator measures a different idle ÷ total bubble for p={args[0]}, m={args[1]}"
             + (f", v={args[2]}" if len(args) == 3 else "") + " under equal costs.")
+
+
+def _gpipe_slow(name: str, args: tuple[Any, ...]) -> float:
+    p, m, slow, k = args
+    return simulate(schedules.gpipe(p, m), slow_costs(p, slow, k)).makespan
+
+
+def _gpipe_slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, m, slow, k = args
+    if abs(got - simulate(schedules.gpipe(p, m), Costs(f=1, b=2)).makespan) < 1e-9:
+        return "that is GPipe with every GPU as fast: the slow GPU runs each of its m forwards and backwards k times slower."
+    if abs(got - (m + p - 1) * 3 * k) < 1e-9:
+        return "every GPU is not slow: only one is; the others' forwards and backwards still take 1 and 2."
+    return (f"the simulator's GPipe takes {want:g} for p={p}, m={m}, slow GPU {slow}, k={k}: follow the slow GPU's "
+            "row, and what must happen before its first op and after its last.")
+
+
+def _idle_share(name: str, args: tuple[Any, ...]) -> float:
+    bubble, m, f, b, w = args
+    return bubble / (bubble + m * (f + b))  # B is the whole backward: W is part of it, not added
+
+
+def _idle_share_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    bubble, m, f, b, w = args
+    if abs(got - bubble / (bubble + m * (f + b + w))) < 1e-9:
+        return "in DeepSeek-V3's table B is the whole backward, W included: a GPU is busy m(F + B) per step, not m(F + B + W)."
+    if abs(got - bubble / (m * (f + b))) < 1e-9:
+        return "that is bubble ÷ busy time (Megatron-LM's definition); the share of the step is bubble ÷ (bubble + busy)."
+    return "a step on one GPU is its idle time plus its busy time, m passes of F and B."
 
 
 def _fewest(name: str, args: tuple[Any, ...]) -> float:
@@ -155,9 +223,8 @@ KEYS: dict[str, Any] = {
     "gpipe_slots": Keyed(QUESTIONS["gpipe_slots"], _slots_key, _slots_hint),
     "gpipe_idle": Keyed(QUESTIONS["gpipe_idle"], _slots_key, _slots_hint),
     "one_f_one_b": Keyed(QUESTIONS["one_f_one_b"], _compare_key, _compare_hint),
+    "slow_form": FormulaJudge(QUESTIONS["slow_form"], _gpipe_slow, _gpipe_slow_why, _hidden),
     "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why, _hidden),
     "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why, _hidden),
-    "conversion": FormulaJudge(QUESTIONS["conversion"], lambda name, args: formulas.to_idle_total(args[0]),
-                               lambda *_: "if r is bubble ÷ ideal time (idle ÷ busy), the idle share of all slots is "
-                                          "idle ÷ (idle + busy): divide top and bottom by busy.", _hidden),
+    "conversion": FormulaJudge(QUESTIONS["conversion"], _idle_share, _idle_share_why, _hidden, rel=1e-9),
 }

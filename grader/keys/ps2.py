@@ -1,10 +1,8 @@
-"""ps2's keys — memory: peak activations of GPipe and 1F1B per GPU, activation memory in GB for a
-transformer, and which schedule fits an 80 GB GPU.
-
-The arithmetic the notebook states (per transformer layer, 16-bit activations, attention scores
-recomputed as flash attention does): one micro-batch keeps ``34·s·b·h`` bytes of activations
-(Korthikanti et al., 2022); a layer has ``12·h²`` parameters, and mixed-precision Adam keeps
-16 bytes per parameter (weights, gradients, fp32 master copy, two moments; Rajbhandari et al., 2020).
+"""ps2's keys — memory. Peak activations of GPipe and 1F1B from the simulator; interleaved 1F1B's peak on GPU j, in
+whole stages, from the simulator (its closed form is the warm-up of chapter 4 plus one, in chunks); a block's
+activations from ppedu's inventory (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width
+of keys, values and MLP, no dropout); the student's stage in GB, with 16 bytes per parameter for mixed-precision Adam
+(Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> key = _memory_key(my_values("ps2", "alice"))
@@ -18,13 +16,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from grader.keys.ps1 import FormulaJudge
 from grader.questions import Keyed
 from ppedu import schedules, simulate
+from ppedu.cluster import Model
+from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps2 import QUESTIONS
+from ppedu.grading.students import pick
 
 GB = 1e9
 GPU_GB = 80
-ACTIVATION_BYTES = 34  # per token per hidden unit per layer (× s·b·h)
 BYTES_PER_PARAM = 16
 
 
@@ -33,9 +34,70 @@ def _peaks_key(v: Mapping[str, Any]) -> dict[str, Any]:
             for name, s in (("peak_gpipe", "gpipe"), ("peak_1f1b", "1f1b"))}
 
 
+def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                v: Mapping[str, Any]) -> str | None:
+    if len(got) != v["p"]:
+        return f"Give one number per GPU ({v['p']} of them), GPU 0 first."
+    if name == "peak_1f1b" and got == key["peak_gpipe"]:
+        return "Those are GPipe's: in 1F1B a GPU starts backwards before all forwards are done."
+    return "Simulate the schedule and read `peak_activations`: this part is open-library."
+
+
+def _interleaved_peak(name: str, args: tuple[Any, ...]) -> float:
+    p, m, v, j = args
+    return simulate(schedules.interleaved_1f1b(p, m, v)).peak_stage_activations[j]
+
+
+def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, m, v, j = args
+    if abs(got - min(p - j, m)) < 1e-9:
+        return ("that is 1F1B's peak; interleaving's GPU j warms up with more chunks' forwards before its first "
+                "backward.")
+    if abs(got * v - want * v - 1) < 1e-9 or abs(got * v - want * v + 1) < 1e-9:
+        return "one chunk off: the peak is the warm-up's forwards plus the one forward before the first backward."
+    if abs(got - want * v) < 1e-9:
+        return "that counts chunks; the question asks for whole stages' worth (a chunk holds 1/v of a stage)."
+    return "count the forwards GPU j runs before its first backward (chapter 4's warm-up), in chunks of 1/v of a stage."
+
+
+def _block_bytes(name: str, args: tuple[Any, ...]) -> float:
+    s, b, h, heads, kv_heads, ffn, gated, flash = args
+    block = Model("asked", layers=1, hidden=h, vocab=1, seq=s, microbatch=b, heads=heads, kv_heads=kv_heads, ffn=ffn,
+                  gated=bool(gated), flash_attention=bool(flash))
+    return sum(block.block_activations("none").values())
+
+
+def _block_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    s, b, h, heads, kv_heads, ffn, gated, flash = args
+    sbh = s * b * h
+    if abs(got - 34 * sbh) < 1e-6 * want:
+        return "34·s·b·h is a standard block's with dropout; count this block's parts: its keys and values, its MLP."
+    if not flash and abs(got - (want - 2 * b * heads * s * s)) < 1e-6 * want:
+        return "without FlashAttention the s × s attention scores are kept too: 2 bytes each, per head."
+    if flash and abs(got - (want - 4 * b * heads * s)) < 1e-6 * want:
+        return "FlashAttention keeps one fp32 statistic per query and head for its backward: 4·b·heads·s bytes."
+    return ("count part by part, in 16-bit values: the two norms' inputs, attention's input, queries, keys and values "
+            "(keys and values shrink with fewer kv heads), the projection's input, the MLP's input and its hidden "
+            "activations (two of width ffn, three gated), and what the attention core keeps.")
+
+
+def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    def choose(what: str, choices: Any) -> Any:
+        return pick("ps2-hidden", v.student, f"{name}:{what}", tuple(choices))
+
+    if name == "interleaved_peak":
+        p = choose("p", range(2, 9))
+        return (p, p * choose("k", (1, 2, 4)), choose("v", (2, 3, 4)), choose("j", range(p))),
+    h = choose("h", (2048, 3072, 6144))
+    return ((choose("s", (1024, 8192)), choose("b", (1, 4)), h, h // 64, choose("kv", (1, 4, h // 64)),
+             choose("ffn", (2 * h, 4 * h)), choose("gated", (0, 1)), choose("flash", (0, 1))),)
+
+
 def _memory_key(v: Mapping[str, Any]) -> dict[str, Any]:
-    s_act = v["layers_per_gpu"] * ACTIVATION_BYTES * v["seq"] * v["microbatch_size"] * v["hidden"] / GB
-    weights = v["layers_per_gpu"] * 12 * v["hidden"] ** 2 * BYTES_PER_PARAM / GB
+    block = _block_bytes("block_bytes", (v["seq"], v["microbatch_size"], v["hidden"], v["heads"], v["kv_heads"],
+                                         v["ffn"], int(v["gated"]), 1))
+    s_act = v["layers_per_gpu"] * block / GB
+    weights = v["layers_per_gpu"] * v["layer_params"] * BYTES_PER_PARAM / GB
     peak_gpipe, peak_1f1b = (max(x) for x in _peaks_key(v).values())
     return {
         "S_act_GB": s_act,
@@ -47,17 +109,8 @@ def _memory_key(v: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
-    if len(got) != v["p"]:
-        return f"Give one number per GPU ({v['p']} of them), GPU 0 first."
-    if name == "peak_1f1b" and got == key["peak_gpipe"]:
-        return "Those are GPipe's: in 1F1B a GPU starts backwards before all forwards are done."
-    if name == "peak_1f1b" and tuple(got) == tuple(min(v["p"] - j + 1, v["m"]) for j in range(v["p"])):
-        return "One too many on each GPU: GPU j runs p - j - 1 warm-up forwards, then one more before its first backward."
-    return "Simulate the schedule and read `peak_activations`, or count the forwards a GPU runs before each backward."
-
-
-def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any], v: Mapping[str, Any]) -> str | None:
+def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
+                 v: Mapping[str, Any]) -> str | None:
     if name == "S_act_GB" and abs(got - key[name] / v["layers_per_gpu"]) < 1e-3 * key[name]:
         return "That is one layer's; a GPU holds layers_per_gpu layers."
     if name in ("S_act_GB", "weights_GB") and abs(got * GB / 2**30 - key[name]) < 1e-2 * key[name]:
@@ -69,6 +122,8 @@ def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[s
 
 KEYS: dict[str, Any] = {
     "peaks": Keyed(QUESTIONS["peaks"], _peaks_key, _peaks_hint),
+    "interleaved_peak": FormulaJudge(QUESTIONS["interleaved_peak"], _interleaved_peak, _interleaved_why, _hidden),
+    "block": FormulaJudge(QUESTIONS["block"], _block_bytes, _block_why, _hidden, rel=1e-9),
     "s_act": Keyed(QUESTIONS["s_act"], _memory_key, _memory_hint),
     "gpu0": Keyed(QUESTIONS["gpu0"], _memory_key, _memory_hint),
     "fits": Keyed(QUESTIONS["fits"], _memory_key, _memory_hint),

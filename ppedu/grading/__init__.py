@@ -1,5 +1,6 @@
 """Checks of a student's work that a notebook can run (form and consistency, with messages that
-teach), each student's own values for the graded assignments, the answers as plain data for the
+teach), each student's own values for the graded assignments and the data their questions show (made on the
+instructors' side: :mod:`ppedu.grading.questiondata`), the answers as plain data for the
 autograder, and the running of an answer cell on its own (:mod:`ppedu.grading.evaluate`); the judge
 and keys are the instructor's (docs/instructor.md).
 
@@ -10,5 +11,6 @@ True
 
 from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments import check, my_values
+from ppedu.grading.questiondata import my_data
 
-__all__ = ["Wrong", "check", "my_values"]
+__all__ = ["Wrong", "check", "my_data", "my_values"]

@@ -76,7 +76,7 @@ def problems(folder: Path, assignment: str, student: str) -> list[str]:
                              f"{assignment}.ipynb in JupyterLab, answer in the exercises, then hand in again")
         shown = [m for out in cell.get("outputs", []) if isinstance(out, dict)
                  for m in _SHOWN_STUDENT.findall(_text(out.get("data", {}).get("text/plain")))]
-        if "my_values(" in source and shown and shown[0] != student:
+        if ("my_values(" in source or "my_data(" in source) and shown and shown[0] != student:
             found.append(f"{assignment}.ipynb was last run with the values of {shown[0]!r}, not {student!r}: your "
                          f"answers must be for your own values. Start JupyterLab with PPEDU_STUDENT_ID={student} "
                          f"and run the notebook again, or hand in with --student {shown[0]} if that is your course id")

@@ -45,6 +45,16 @@ def pick(assignment: str, student: str, name: str, choices: Sequence[T]) -> T:
     return choices[int.from_bytes(digest[:8], "big") % len(choices)]
 
 
+def variant(assignment: str, student: str, count: int) -> int:
+    """Which of the ``count`` variants of ``assignment``'s question data (:mod:`ppedu.grading.questiondata`) is
+    ``student``'s: a hash of their id, so a student who joins after the release has one as well.
+
+    >>> variant("final", "alice", 48) == variant("final", "alice", 48) < 48
+    True
+    """
+    return pick(assignment, student, "variant", range(count))
+
+
 #: ``pick(name, choices)`` for one student and assignment, as :func:`draw` hands it to a values maker.
 Picker = Callable[[str, Sequence[Any]], Any]
 

@@ -17,11 +17,11 @@ from ppedu.slots import Answer, Feedback, check_marking, check_slot_answers
 from ppedu.grid import Grid, grid
 from ppedu.ops import Schedule
 from ppedu.idle import CAUSE_STYLE
-from ppedu.palette import op_colour
+from ppedu.picture import Picture
 from ppedu.reading import check_causes, check_path, readable
 from ppedu.schedules import build
 from ppedu.simulate import Timeline, simulate
-from ppedu.svg import render_grid_svg
+from ppedu.svg import cell_look, render_grid_svg
 from ppedu.widgets._parts import STILL_WIDTH, CellGrid, EnterChecks, Fitted, StaticFallback, feedback_html
 
 _WIDTH = 560  # the grid's width until the page has said how wide its box is
@@ -39,8 +39,10 @@ _ASK = {"mark": "Click every idle cell", "path": "Click every cell of a critical
 class SlotCountingExercise(StaticFallback, widgets.VBox):
     """The grid of a schedule and three questions: total slots, idle slots, bubble ratio.
 
-    ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs)
-    or a schedule's name with ``p`` and ``m``. ``hide`` covers that fraction of the time steps,
+    ``schedule_or_timeline`` is a :class:`Timeline`, a :class:`Schedule` (run under unit costs),
+    a schedule's name with ``p`` and ``m``, or a :class:`~ppedu.picture.Picture`: a graded question's grid as
+    data, which the exercise shows (its covered cells as ``?``) and saves answers on, but never checks: it holds
+    nothing to check them with. ``hide`` covers that fraction of the time steps,
     from the right, so the student reasons about what is hidden. In ``mode="mark"`` the student
     clicks the cells that are idle instead of typing counts; in ``mode="path"`` the cells of a
     critical path; in ``mode="causes"`` each idle cell, as often as it takes to give it its cause
@@ -75,18 +77,26 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             raise ValueError(f"hide covers steps to count or mark; a {mode} reading needs the whole grid")
         if not 0 <= hide <= 1:
             raise ValueError(f"hide is the fraction of time steps to hide, between 0 and 1 (got {hide!r})")
-        source = build(schedule_or_timeline, p, m) if isinstance(schedule_or_timeline, str) else schedule_or_timeline
-        self.timeline = source if isinstance(source, Timeline) else simulate(source)
-        self.grid: Grid = grid(self.timeline)
+        self.timeline: Timeline | None
+        self.grid: Grid | Picture
+        if isinstance(schedule_or_timeline, Picture):
+            if hide:
+                raise ValueError("a picture is covered where its question covers it: give no hide")
+            self.timeline, self.grid = None, schedule_or_timeline
+        else:
+            source = build(schedule_or_timeline, p, m) if isinstance(schedule_or_timeline, str) else schedule_or_timeline
+            self.timeline = source if isinstance(source, Timeline) else simulate(source)
+            self.grid = grid(self.timeline)
         self.mode: Mode = mode
         steps = self.grid.shape[1]
-        if mode in ("path", "causes") and (why := readable(self.grid)):
+        if mode in ("path", "causes") and isinstance(self.grid, Grid) and (why := readable(self.grid)):
             raise ValueError(f"this grid cannot be read cell by cell for its {mode}: {why}")
         if mode != "count" and steps > _MARK_STEPS:
             raise ValueError(f"mark mode clicks cell by cell, so it takes at most {_MARK_STEPS} time steps (this grid has "
                              f"{steps}); use mode='count', or costs on a coarser grid")
         covered = steps - round(hide * steps)  # the first hidden step
-        self.hidden = table([[t >= covered for t in range(steps)] for _ in range(self.grid.shape[0])], bool)
+        self.hidden = table(self.grid.covered() if isinstance(self.grid, Picture) else
+                            [[t >= covered for t in range(steps)] for _ in range(self.grid.shape[0])], bool)
         self.marked: set[tuple[int, int]] = set()
         self.sorted: dict[tuple[int, int], str] = {}  # causes mode: idle cell → "fill", "drain" or "order"
         if answers is not None and Path(answers).name != answers:
@@ -173,7 +183,7 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             if value is not None:
                 self.fields[name].value = str(value)
         values = [self.fields[name].value if value is None else value for name, value in given.items()]
-        return self._show(check_slot_answers(self.grid, *values))
+        return self._show(check_slot_answers(self._checkable(), *values))
 
     def toggle(self, stage: int, step: int) -> None:
         """Mark the cell (``stage``, ``step``; steps from 0), or unmark it; in causes mode give it the next cause."""
@@ -194,10 +204,15 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     def check_marking(self) -> Feedback:
         """Check the cells marked (or, in causes mode, sorted) so far."""
         if self.mode == "path":
-            return self._show(check_path(self.grid, self.marked))
+            return self._show(check_path(self._checkable(), self.marked))
         if self.mode == "causes":
-            return self._show(check_causes(self.grid, self.sorted))
-        return self._show(check_marking(self.grid, self.marked, self.hidden))
+            return self._show(check_causes(self._checkable(), self.sorted))
+        return self._show(check_marking(self._checkable(), self.marked, self.hidden))
+
+    def _checkable(self) -> Grid:
+        if not isinstance(self.grid, Grid):
+            raise ValueError("this exercise shows a graded question's picture: the autograder checks it, not the exercise")
+        return self.grid
 
     def _static_html(self) -> str:
         marked = None if self.mode == "count" else set(self.sorted) if self.mode == "causes" else self.marked
@@ -243,7 +258,6 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
     def _paint(self, *only: int) -> None:
         assert isinstance(self.picture, CellGrid)
         labels, starts, kinds = self.grid.labels(), self.grid.starts(), self.grid.kinds()
-        events = self.timeline.events
         cells = [tuple(only)] if only else list(product(*map(range, self.grid.shape)))
         cycle = {sort: (letter, tint) for sort, letter, tint in _CYCLE}
         for s, t in cells:
@@ -257,11 +271,10 @@ class SlotCountingExercise(StaticFallback, widgets.VBox):
             tick, mark = (tick, mark) if marked else ("", "")
             if self.hidden[s][t]:
                 self.picture.show(s, t, f"{tick}?", "#616161", flag, "hidden" + mark)
-            elif kinds[s, t]:
+            elif kinds[s][t]:
                 # A marked busy cell keeps its label: the student sees what they marked.
-                op = events[self.grid.rows[s][t]].op
-                text = labels[s, t] if starts[s, t] else "·"
-                what = labels[s, t] if starts[s, t] else f"{labels[s, t]} continues"
-                self.picture.show(s, t, f"{tick}{text}", op_colour(op, self.timeline.schedule), flag, what + mark)
+                text = labels[s][t] if starts[s][t] else "·"
+                what = labels[s][t] if starts[s][t] else f"{labels[s][t]} continues"
+                self.picture.show(s, t, f"{tick}{text}", cell_look(self.grid, s, t)[0], flag, what + mark)
             else:
                 self.picture.show(s, t, tick, tint if marked else None, flag, "empty" + mark)

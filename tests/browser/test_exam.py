@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 
+from grader.exam import grids
 from ppedu.grading.assignments import counting
 from ppedu.grading.students import student_id
-from ppedu.grid import grid
 from ppedu.idle import SORTS
 
 from .test_assignment import type_into, validate
@@ -51,8 +51,8 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     _nbgrader(course, exchange, "release_assignment", "counting")
     _nbgrader(course, exchange, "fetch_assignment", "counting", "--course", "ppedu", cwd=home)
 
-    values = counting.values(student_id())
-    count_grid, mark_grid = grid(counting.timeline("count", values)), grid(counting.timeline("mark", values))
+    whole = grids(student_id())  # the student's grids, covered cells included: what a right answer reasons out
+    count_grid, mark_grid = whole["count"], whole["mark"]
     panel = lab.open("student-work/counting/counting.ipynb")
     lab.run_all(panel)
     count, mark = panel.locator(".ppedu-slot-exercise").nth(0), panel.locator(".ppedu-slot-exercise").nth(1)
@@ -67,25 +67,26 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
         mark.locator(f".ppedu-cell-{s}-{t}").click()
     _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("mark", {}).get("marked", []))) == idle)
     # The read grid: a critical path clicked cell by cell, then each idle cell clicked once per step of its cause.
-    read = counting.timeline("path", values)
+    read = whole["path"].timeline
     path = sorted({(e.stage, t) for e in read.critical_path() for t in range(int(e.start), int(e.end))})
     trace, sort = panel.locator(".ppedu-slot-exercise").nth(2), panel.locator(".ppedu-slot-exercise").nth(3)
     for s, t in path:
         trace.locator(f".ppedu-cell-{s}-{t}").click()
     _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("path", {}).get("marked", []))) == path)
-    causes = sorted((s, t, SORTS[c]) for s, row in enumerate(grid(read).causes()) for t, c in enumerate(row) if c)
+    causes = sorted((s, t, SORTS[c]) for s, row in enumerate(whole["path"].causes()) for t, c in enumerate(row) if c)
     for s, t, c in causes:
         for _ in range(("fill", "drain", "order").index(c) + 1):
             sort.locator(f".ppedu-cell-{s}-{t}").click()
     _wait_saved(lab, saved, lambda a: sorted(map(tuple, a.get("causes", {}).get("causes", []))) == causes)
     assert "Saved in counting.json" in count.locator(".ppedu-feedback").inner_text()
 
-    # The last question is answered in words, graded by hand: Validate wants it written too.
+    # Two questions are answered in words, graded by hand: Validate wants them written too.
     markdown = panel.locator(".jp-MarkdownCell")
     written = [i for i in range(markdown.count()) if "YOUR ANSWER HERE" in markdown.nth(i).inner_text()]
-    assert len(written) == 1
-    type_into(lab, markdown.nth(written[0]), "The first p - 1 steps fill the pipeline and the last p - 1 drain it; each GPU "
-                                  "idles 2(p - 1) steps, so p(p - 1) pairs of slots, the same with twice the m.")
+    assert len(written) == 2
+    for i, words in zip(written, ("Each GPU idles (p - 1)(f + b) filling and draining, the same with twice the m.",
+                                  "GPU 0 holds its next forward behind B0; 1F1B's warm-up p - 1 - j removes it.")):
+        type_into(lab, markdown.nth(i), words)
     verdict = validate(lab, panel)
     assert "The following cell failed" not in verdict and re.search(r"passes|Success", verdict), verdict
     # Validate ran the notebook again: the answers are still there.
@@ -97,5 +98,5 @@ def test_a_student_answers_the_exam_in_the_widgets_and_is_graded_on_it(lab, cour
     graded = subprocess.run([str(Path(BIN) / "ppedu"), "grade", "counting", "--student", me, "--jobs", "1"], cwd=course,
                             env={**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]},
                             capture_output=True, text=True, timeout=600)
-    # 9 points from the widgets; the 2 of the written answer wait for the instructor
-    assert graded.returncode == 0 and f"{me}: 9/11" in graded.stdout, graded.stdout + graded.stderr
+    # 9 points from the widgets; the 6 of the written answers wait for the instructor
+    assert graded.returncode == 0 and f"{me}: 9/15" in graded.stdout, graded.stdout + graded.stderr

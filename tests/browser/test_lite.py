@@ -21,8 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from ppedu.grading import my_values
-from ppedu.grading.assignments import counting
+from ppedu.practice import CountingPractice
 from ppedu.widgets import SlotCountingExercise
 
 from .conftest import CHROMIUM_ARGS, ROOT, SCREENSHOTS, JupyterLab
@@ -158,15 +157,15 @@ def practice_twin(panel, source: str) -> SlotCountingExercise | None:
     """The practice exercise a cell makes, built here from the random student id the page drew (the setup cell
     shows it), so its answers can be checked against ppedu with numpy."""
     shown = " ".join(panel.locator(".jp-OutputArea-output").all_text_contents())
-    student = re.search(r"counting for student '(practice-\d+)'", shown)
-    assert student, "the practice's setup shows no student id"
-    values = my_values("counting", student=student[1])
+    seed = re.search(r"counting practice, seed (\d+)", shown)
+    assert seed, "the practice's setup shows no seed"
+    grids = CountingPractice.draw(int(seed[1]))
     for mode in ("path", "causes"):
         if f"mode='{mode}'" in source or f'mode="{mode}"' in source:
-            return SlotCountingExercise(counting.timeline(mode, values), mode=mode)
+            return SlotCountingExercise(grids.read, mode=mode)
     if "mode='mark'" in source or 'mode="mark"' in source:
-        return SlotCountingExercise(values.mark_schedule, p=values.mark_p, m=values.mark_m, mode="mark")
-    return SlotCountingExercise(values.count_schedule, p=values.p, m=values.m)
+        return SlotCountingExercise(grids.mark, mode="mark")
+    return SlotCountingExercise(grids.count)
 
 
 def test_cells_run_while_the_kernel_starts_run_once_it_is_ready(offline_browser, served):

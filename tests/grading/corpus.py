@@ -13,6 +13,7 @@ replaced as plain text (the code's other braces are its own).
 from __future__ import annotations
 
 import copy
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,14 +24,16 @@ from typing import Any
 
 #: ps1 answers that are all wrong (and consistent enough to pass nothing by accident).
 PS1_WRONG = {
-    "q1a_answer": "T = 3 * (values.m + values.p - 1) + 1\ntotal_slots = values.p * T",
-    "q1b_answer": "idle_slots = 3 * values.m * (values.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
-    "q2_answer": "bubble_1f1b = 0.8 * bubble\ncompared_with_gpipe = 'smaller'",
+    "q1a_answer": "T = 3 * (data.m + data.p - 1) + 1\ntotal_slots = data.p * T",
+    "q1b_answer": "idle_slots = 3 * data.m * (data.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
+    "q2_answer": "bubble_1f1b = 1.5 * bubble\ncompared_with_gpipe = 'larger'",
+    "q3s_answer": "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k",  # every GPU slow
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
     "q4_answer": "def fewest_microbatches(p, target, v):\n    return p",
-    "q5_answer": "def idle_share(r):\n    return r",  # Megatron's own ratio, unconverted
+    "q5_answer": "def idle_share(bubble, m, F, B, W):\n    return bubble / (m * (F + B))",  # Megatron's ratio
 }
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 2, "one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2,
+           "conversion": 2}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
 REACH = """
@@ -206,7 +209,7 @@ SPOOF = """
 import os
 os.environ.pop("NBGRADER_EXECUTION", None)
 os.environ["PPEDU_STUDENT_ID"] = "{victim}"
-values = my_values("ps1")
+values, data = my_values("ps1"), my_data("ps1")
 """
 ABS = "import builtins\nbuiltins.abs = lambda x: 0\n"
 RELOAD = "import importlib\nimportlib.reload = lambda module: module\n"
@@ -217,17 +220,17 @@ class Liar(float):
     def __sub__(self, other):
         return 0.0
     __rsub__ = __sub__
-def idle_share(r):
+def idle_share(bubble, m, F, B, W):
     return Liar(0.123)
 """
 NUMPY_PS1 = """
 import numpy as np
-T = np.int64(3 * (2 * values.m + values.p - 1))
-total_slots = np.array(values.p * T)
+T = np.int64(3 * (2 * data.m + data.p - 1))
+total_slots = np.array(data.p * T)
 """
 NUMPY_PS1B = """
 import numpy as np
-idle_slots = np.int32(total_slots - 3 * values.m * (values.p + 1))
+idle_slots = np.int32(total_slots - 3 * data.m * (data.p + 1))
 bubble = np.float64(idle_slots / total_slots)
 """
 
@@ -283,6 +286,10 @@ def write(case: Case, course: Path, student: str, target: Path) -> None:
     if case.edit:
         case.edit(nb)
     target.mkdir(parents=True)
+    from ppedu.grading.questiondata import FILE
+
+    if (course / "exercises" / case.assignment / FILE).is_file():  # fetched with the notebook: its question data
+        shutil.copy(course / "exercises" / case.assignment / FILE, target / FILE)
     path = target / f"{case.assignment}.ipynb"
     nbformat.write(nb, path)
     if case.raw:
@@ -333,22 +340,38 @@ PS1: dict[str, Case] = {
     "solved": Case("ps1"),
     "blank": Case("ps1", release=True, lost=PS1_ALL),
     # careless and wrong
-    "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 2}),
-    "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 2}),
-    "smaller_1f1b": Case("ps1", replace={"q2_answer": PS1_WRONG["q2_answer"]}, lost={"one_f_one_b": 1}),
-    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (values.m + values.p - 1)\ntotal_slots = values.p * T"},
-                        lost={"gpipe_slots": 1, "gpipe_idle": 2}),
+    "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 1}),
+    "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 1}),
+    # chapter 3's rule for balanced stages, applied where one GPU is slow
+    "equal_as_in_chapter_3": Case("ps1", replace={"q2_answer": "bubble_1f1b = bubble\ncompared_with_gpipe = 'equal'"},
+                                  lost={"one_f_one_b": 1}),
+    "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (data.m + data.p - 1)\ntotal_slots = data.p * T"},
+                        lost={"gpipe_slots": 1, "gpipe_idle": 1}),
+    # the slow GPU's makespan by simulation: out of reach while it is checked
+    "slow_form_by_simulation": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
+                                                                  "    costs = Costs(f=tuple(k if j == s else 1 for j in range(p)),\n"
+                                                                  "                  b=tuple(2 * k if j == s else 2 for j in range(p)))\n"
+                                                                  "    return simulate(schedules.gpipe(p, m), costs).makespan"},
+                                    lost={"slow_form": 2}),
+    # the slow GPU's place taken to matter: right only where it is the last
+    "slow_place_matters": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
+                                                             "    return 3 * s + 3 * m * k + 3 * (p - 1 - s) * k"},
+                               lost={"slow_form": 2}),
     # the closed forms from the library: out of reach while they are checked
     "closed_form_by_library": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n"
                                                                 "    return formulas.bubble_ratio(p, m)\n\n\n"
                                                                 "def bubble_interleaved(p, m, v):\n"
                                                                 "    return (p - 1) / (v * m + p - 1)"},
-                                   lost={"closed_form": 2}),
+                                   prepend={"q3_answer": "from ppedu import formulas\n"}, lost={"closed_form": 2}),
     "closed_form_by_simulation": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                                                    "def bubble_interleaved(p, m, v):\n"
                                                                    "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
                                       lost={"closed_form": 2}),
-    "nan": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return float('nan')"}, lost={"conversion": 1}),
+    "nan": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return float('nan')"},
+                lost={"conversion": 2}),
+    # W counted again on top of DeepSeek's whole backward
+    "w_twice": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
+                                                 "    return bubble / (bubble + m * (F + B + W))"}, lost={"conversion": 2}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
@@ -362,7 +385,7 @@ PS1: dict[str, Case] = {
                                                          "def fewest_microbatches(p, target, v):\n"
                                                          "    return np.int64(_fewest(p, target, v))",
                                             "q5_answer": "import numpy as np\n_share = idle_share\n\n\n"
-                                                         "def idle_share(r):\n    return np.array(_share(r))"}),
+                                                         "def idle_share(*args):\n    return np.array(_share(*args))"}),
     "noisy_stderr": Case("ps1", prepend={"q1a_answer": NOISE, "q5_answer": NOISE},
                          replace={"q3_answer": "import sys, warnings\n\n\ndef bubble_ratio(p, m):\n"
                                                "    warnings.warn('checking')\n    print(p, m, file=sys.stderr)\n"
@@ -373,14 +396,15 @@ PS1: dict[str, Case] = {
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
     "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
-                    lost={"one_f_one_b": 1, "closed_form": 2, "microbatches": 2, "conversion": 1}),
+                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 2}),
     # a cell that raises before it defines its function: the function is missing, and the message says why
-    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
+    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 2}),
     # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
-    "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(r):\n    return ratio(r)"},
-                                   append={"q4_answer": "def ratio(r):\n    return r / (1 + r)"}),
+    "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
+                                                                "    return share(bubble, m * (F + B))"},
+                                   append={"q4_answer": "def share(idle, busy):\n    return idle / (idle + busy)"}),
     # test cells and metadata changed: put back as released
     "renamed_test_cell": Case("ps1", edit=_rename("gpipe_slots", "mine")),
     "ungraded_test_cell": Case("ps1", edit=_ungrade("gpipe_idle")),
@@ -394,9 +418,10 @@ PS1: dict[str, Case] = {
     # attacks on the verdict: wrong work, patched machinery
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
-    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
+    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 2}),
     # the functions' answers wrong too: a right function earns its points whoever's values the kernel believes
-    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF}, replace={k: PS1_WRONG[k] for k in ("q3_answer", "q4_answer", "q5_answer")},
+    "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
+                       replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
                        lost=PS1_ALL),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
@@ -422,10 +447,12 @@ attempt("leak", leak)
 }
 
 PS2_WRONG = {"q1_answer": "peak_gpipe = [1] * values.p\npeak_1f1b = [values.m] * values.p",
+             "q1b_answer": "def interleaved_peak(p, m, v, j):\n    return min(p - j, m)",  # 1F1B's
+             "q2f_answer": "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n    return 34 * s * b * h",
              "q2_answer": "S_act_GB = 1.0\nweights_GB = 1.0",
              "q3_answer": "gpipe_gpu0_GB = 1.0\none_f_one_b_gpu0_GB = 1.0",
              "q4_answer": "max_m_gpipe = 1\nfits_1f1b = not (one_f_one_b_gpu0_GB <= 80)"}
-PS2_ALL = {"peaks": 2, "s_act": 2, "gpu0": 2, "fits": 4}
+PS2_ALL = {"peaks": 1, "interleaved_peak": 2, "block": 2, "s_act": 1, "gpu0": 1, "fits": 2}
 PS2: dict[str, Case] = {
     "solved": Case("ps2"),
     "blank": Case("ps2", release=True, lost=PS2_ALL),
@@ -437,24 +464,42 @@ PS2: dict[str, Case] = {
     "abs_patcher": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": ABS}, lost=PS2_ALL),
     "noisy_stderr": Case("ps2", prepend={"q2_answer": NOISE, "q4_answer": NOISE}),
     "gib_not_gb": Case("ps2", append={"q2_answer": "S_act_GB = S_act_GB * 1e9 / 2**30"},
-                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
-    "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k != "q1_answer"},
-                       lost={"s_act": 2, "gpu0": 2, "fits": 4}),
+                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+    "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k in ("q2_answer", "q3_answer", "q4_answer")},
+                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+    # the interleaved peak counted in chunks, not stages
+    "chunks_not_stages": Case("ps2", append={"q1b_answer": "_stages = interleaved_peak\n\n\n"
+                                                           "def interleaved_peak(p, m, v, j):\n"
+                                                           "    return _stages(p, m, v, j) * v"},
+                              lost={"interleaved_peak": 2}),
+    # the eager attention scores forgotten: right with FlashAttention only
+    "no_scores": Case("ps2", append={"q2f_answer": "_kept = block_bytes\n\n\n"
+                                                   "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+                                                   "    return _kept(s, b, h, heads, kv_heads, ffn, gated, 1) - "
+                                                   "(0 if flash else 4 * b * heads * s)"},
+                      lost={"block": 2}),
+    # the inventory from the library: out of reach while it is checked
+    "block_by_library": Case("ps2", replace={"q2f_answer": "from ppedu.cluster import Model\n\n\n"
+                                                           "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+                                                           "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated),"
+                                                           " flash_attention=bool(flash))\n"
+                                                           "    return sum(x.block_activations().values())"},
+                             lost={"block": 2}),  # the main kernel has the library: its uses of the function stand
 }
 
 LIBRARY_SCHEDULES = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.gpipe(p, m).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     return [list(s) for s in schedules.build("1f1b", p, m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     import ppedu.reference
     return [list(s) for s in schedules.interleaved_1f1b(p, m, v).stages]
 """
@@ -470,15 +515,15 @@ for name in ("gpipe", "one_f_one_b", "interleaved"):
     exec(compile(text, name, "exec"), namespace)
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in namespace["gpipe"](p, m).stages]
 
 
-def one_f_one_b(p, m):
-    return [list(s) for s in namespace["one_f_one_b"](p, m).stages]
+def grouped_1f1b(p, m, k):
+    return [list(s) for s in namespace["with_warmups"]([min(m, k * (p - j)) - 1 for j in range(p)], m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     return [list(s) for s in namespace["interleaved_1f1b"](p, m, v).stages]
 """
 # Orders from the library's other corners: looped BFS with one chunk is GPipe's twin, the search finds 1F1B-like
@@ -487,24 +532,69 @@ LIBRARY_RELATIVES = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.looped_bfs(p, m, 1).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     from ppedu.search import search
-    found = search(p, m, Costs(f=1, b=2), memory_limit=p, cut=1, seconds=0.2)
+    found = search(p, m, Costs(f=1, b=2), memory_limit=k * p, cut=1, seconds=0.2)
     return [[o for o in s if o.kind != "W"] for s in found.schedule.stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
     ranks = get_schedule_ops("Interleaved1F1B", p, m, num_stages_per_rank=v)
     kinds = {"FORWARD": "F", "FULL_BACKWARD": "B"}
     return [[Op(kinds[a.computation_type.name], a.microbatch_index, a.stage_index)
              for a in rank if a is not None and a.computation_type.name in kinds] for rank in ranks]
 """
-PS3_ALL = {"gpipe": 2, "one_f_one_b": 4, "interleaved_1f1b": 4}
+# ppedu's own orders pasted in by hand, as a student with the package's source can: each a valid order with every
+# operation once that runs to the end, and with 1F1B's warm-up widened by hand the right peak and makespan too — never
+# the question's order, which weighs half (schedule_checks: 1 + 1 + 1 + 1 of 8 and 4 of 8 for the order).
+PASTED_PPEDU = """
+def _pasted_gpipe(p, m):  # ppedu.schedules.gpipe, its loop copied
+    return [[Op("F", i, j) for i in range(m)] + [Op("B", i, j) for i in range(m)] for j in range(p)]
+
+
+def _pasted_with_warmups(warmups, m):  # ppedu.schedules.one_f_one_b.with_warmups, its loop copied
+    stages = []
+    for j, k in enumerate(warmups):
+        k = min(k, m)
+        ops = [Op("F", i, j) for i in range(k)]
+        for i in range(m - k):
+            ops += [Op("F", k + i, j), Op("B", i, j)]
+        stages.append(ops + [Op("B", i, j) for i in range(m - k, m)])
+    return stages
+
+
+def _pasted_interleaved(p, m, v):  # ppedu.schedules.interleaved with its default group, copied
+    group = next(g for g in range(min(p, m), m + 1) if m % g == 0 or m % g >= p)
+    table = [(mb, r) for first in range(0, m, group) for r in range(v) for mb in range(first, min(first + group, m))]
+    stages = []
+    for j in range(p):
+        forward = [Op("F", mb, r * p + j) for mb, r in table]
+        backward = [Op("B", mb, (v - 1 - r) * p + j) for mb, r in table]
+        warmup = min((p - j - 1) * 2 + (v - 1) * group, m * v)
+        ops = forward[:warmup]
+        for n in range(len(table) - warmup):
+            ops += [forward[warmup + n], backward[n]]
+        stages.append(ops + backward[len(table) - warmup:])
+    return stages
+
+
+def gpipe_waves(p, m, k):
+    return _pasted_gpipe(p, m)
+
+
+def grouped_1f1b(p, m, k):
+    return _pasted_with_warmups([min(m, k * (p - j)) - 1 for j in range(p)], m)
+
+
+def leftover_first(p, m, v):
+    return _pasted_interleaved(p, m, v)
+"""
+PS3_ALL = {"waves": 2, "grouped": 3, "leftover": 4}  # question 4 is graded by hand
 PS3: dict[str, Case] = {
     "solved": Case("ps3"),
     "blank": Case("ps3", release=True, lost=PS3_ALL),
@@ -514,80 +604,112 @@ PS3: dict[str, Case] = {
                                   lost=PS3_ALL),
     "library_relatives": Case("ps3", replace={"q1_answer": LIBRARY_RELATIVES, "q2_answer": "", "q3_answer": ""},
                               lost=PS3_ALL),
-    "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
+    # GPipe: once and runs (2 of 8); widened 1F1B: and makespan and peak (4 of 8); Megatron's grouping: and makespan
+    "pasted_ppedu": Case("ps3", replace={"q1_answer": PASTED_PPEDU, "q2_answer": "", "q3_answer": ""},
+                         lost={"waves": 1.5, "grouped": 1.5, "leftover": 2.5}),
+    "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_waves = gpipe_waves\n\n\n"
+                                                      "def gpipe_waves(p, m, k):\n"
                                                       "    return [[Op(o.kind, np.int64(o.microbatch), np.int64(o.chunk)) "
-                                                      "for o in s] for s in _gpipe(p, m)]"}),
+                                                      "for o in s] for s in _waves(p, m, k)]"}),
     "schedule_objects": Case("ps3", append={
-        "q1_answer": "_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
-                     "    return Schedule(tuple(map(tuple, _gpipe(p, m))), 'mine', (tuple(range(p)),), m)",
-        "q2_answer": "_one_f_one_b = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
-                     "    return Schedule(tuple(map(tuple, _one_f_one_b(p, m))), 'mine', (tuple(range(p)),), m)"}),
+        "q1_answer": "_waves = gpipe_waves\n\n\ndef gpipe_waves(p, m, k):\n"
+                     "    return Schedule(tuple(map(tuple, _waves(p, m, k))), 'mine', (tuple(range(p)),), m)",
+        "q2_answer": "_grouped = grouped_1f1b\n\n\ndef grouped_1f1b(p, m, k):\n"
+                     "    return Schedule(tuple(map(tuple, _grouped(p, m, k))), 'mine', (tuple(range(p)),), m)"}),
     "noisy_stderr": Case("ps3", prepend={"q1_answer": NOISE},
-                         append={"q2_answer": "import sys\n_mine = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
-                                              "    print('debug', p, m, file=sys.stderr)\n    return _mine(p, m)"}),
+                         append={"q2_answer": "import sys\n_mine = grouped_1f1b\n\n\ndef grouped_1f1b(p, m, k):\n"
+                                              "    print('debug', p, m, k, file=sys.stderr)\n    return _mine(p, m, k)"}),
     "breaks_a_dependency": Case("ps3", replace={"q2_answer": """
-def one_f_one_b(p, m):  # backward before forward in the steady phase: the last GPU waits for itself
+def grouped_1f1b(p, m, k):  # no warm-up: every GPU's first operation is a backward whose forward has not run
     stages = []
     for j in range(p):
-        warmup = min(p - j - 1, m)
-        ops = [Op("F", i, j) for i in range(warmup)]
-        for i in range(m - warmup):
-            ops += [Op("B", i, j), Op("F", warmup + i, j)]
-        ops += [Op("B", i, j) for i in range(m - warmup, m)]
+        ops, done = [], 0
+        while done < m:
+            ops += [Op("B", i, j) for i in range(done, min(done + k, m))]
+            ops += [Op("F", i, j) for i in range(done, min(done + k, m))]
+            done = min(done + k, m)
         stages.append(ops)
     return stages
-"""}, lost={"one_f_one_b": 3}),
-    "gpipe_for_1f1b": Case("ps3", replace={"q2_answer": "def one_f_one_b(p, m):\n    return [[Op('F', i, j) for i "
-                                                        "in range(m)] + [Op('B', i, j) for i in range(m)] for j in range(p)]"},
-                           lost={"one_f_one_b": 1}),
-    "wrong_type": Case("ps3", replace={"q3_answer": "def interleaved_1f1b(p, m, v):\n    return 'F0 F1 B0 B1'"},
-                       lost={"interleaved_1f1b": 4}),
+"""}, lost={"grouped": 2.625}),  # every operation once (1 of 8) stands
+    # the warm-up is PyTorch's own count, not k times it: a stage asks for k backwards before the stage below has run
+    # the forwards they need, and the order deadlocks (every operation once, 1 of 8, stands)
+    "pytorch_warmup_for_grouped": Case("ps3", replace={"q2_answer": """
+def grouped_1f1b(p, m, k):
+    stages = []
+    for j in range(p):
+        forwards, backwards = min(m, p - j), 0
+        ops = [Op("F", i, j) for i in range(forwards)]
+        while backwards < m:
+            ops += [Op("B", i, j) for i in range(backwards, min(backwards + k, m))]
+            ops += [Op("F", i, j) for i in range(forwards, min(forwards + k, m))]
+            backwards, forwards = min(backwards + k, m), min(forwards + k, m)
+        stages.append(ops)
+    return stages
+"""}, lost={"grouped": 2.625}),
+    "wrong_type": Case("ps3", replace={"q3_answer": "def leftover_first(p, m, v):\n    return 'F0 F1 B0 B1'"},
+                       lost={"leftover": 4}),
 }
 
-PS4_ALL = {"table": 2, "grid": 2, "waves": 2, "choose": 1}  # autograded; 3b and 4b are graded by hand
+PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
+#: 1F1B in waves, built by hand from the library's 1F1B and simulated with a copy of the simulator's code.
 PS4_COPIED_SIMULATOR = """
 import types
-from ppedu.grading.assignments import ps4 as _ps4
+from ppedu.ops import Op, Schedule
+from ppedu.schedules import one_f_one_b
 _sim = types.FunctionType(simulate.__code__, simulate.__globals__, "sim", simulate.__defaults__)
 _sim.__kwdefaults__ = simulate.__kwdefaults__
-_build = types.FunctionType(_ps4._in_waves.__code__, _ps4._in_waves.__globals__, "build")
 
 
 def waves_makespan(p, m, k, f, b):
-    return _sim(_build(p, m, k), Costs(f=f, b=b)).makespan
+    wave = one_f_one_b(p, m // k).stages
+    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), o.chunk) for w in range(k) for o in s) for s in wave)
+    return _sim(Schedule(stages, "waves", (tuple(range(p)),), m), Costs(f=f, b=b)).makespan
 """
 PS4: dict[str, Case] = {
     "solved": Case("ps4"),
     "blank": Case("ps4", release=True, lost=PS4_ALL),
-    "abs_patcher": Case("ps4", append={"q1_answer": "bubble_dualpipe = (p - 1) * (FB + B - 3 * W)",
+    "abs_patcher": Case("ps4", append={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n    return (p - 1) * (F + B - 2 * W)",
                                        "q3_answer": "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)",
                                        "q4_answer": ABS},
-                        lost={"table": 2, "waves": 2}),
+                        lost={"zb1p": 1, "waves": 2}),
+    # DeepSeek's row taken at its word off its ground; two of the three paths, right where the third is shorter
+    "deepseek_row": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
+                                                       "    return (p - 1) * (F + B - 2 * W)"}, lost={"zb1p": 1}),
+    "two_paths": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
+                                                    "    return (p - 1) * max(F, F + B - 2 * W)"}, lost={"zb1p": 1}),
     "numpy_and_noise": Case("ps4", prepend={"q2_answer": NOISE},
                             append={"q2_answer": "import numpy as np\nT = np.int64(T)\nidle_slots = np.float64(idle_slots)\n"
                                                  "peak_activations = np.array(peak_activations)",
                                     "q3_answer": "import numpy as np\n_mine = waves_makespan\n\n\n"
                                                  "def waves_makespan(p, m, k, f, b):\n    return np.float64(_mine(p, m, k, f, b))"}),
-    # the grid misread
-    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * m * 3"}, lost={"grid": 2}),
+    # the picture misread
+    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 2}),
     "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 2}),
-    "one_wave_grid": Case("ps4", append={"q2_answer": "T = (m + p - 1) * 3\nidle_slots = p * T - p * m * 3"},
-                          lost={"grid": 2}),
-    # the closed form: right only on the student's own values, or the simulator behind it
-    "own_values_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n"
-                                                         "    return (values.m + 2 * (values.p - 1)) * (values.F + values.B)"},
-                            lost={"waves": 2}),
-    "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
+    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 2}),
+    # the closed form: right only on the picture, or the simulator behind it
+    "picture_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n    return T"},
+                         lost={"waves": 2}),
+    "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.ops import Op, Schedule\n"
+                                                          "from ppedu.schedules import one_f_one_b\n\n\n"
                                                           "def waves_makespan(p, m, k, f, b):\n"
-                                                          "    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan"},
+                                                          "    wave = one_f_one_b(p, m // k).stages\n"
+                                                          "    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), "
+                                                          "o.chunk) for w in range(k) for o in s) for s in wave)\n"
+                                                          "    return simulate(Schedule(stages, 'w', (tuple(range(p)),), m), "
+                                                          "Costs(f=f, b=b)).makespan"},
                              lost={"waves": 2}),
     "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 2}),
     # the choice: the fastest row, fitting or not (for this student the fastest does not fit)
-    "fastest_anyway": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
-                                                     "schedule = max(rows, key=lambda r: r.tokens_per_second).schedule"},
-                        lost={"choose": 1}),
+    "fastest_whether_it_fits": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
+                                                              "schedule = max(rows, key=lambda r: r.tokens_per_second)"
+                                                              ".schedule"},
+                                    lost={"choose": 1}),
+    # the snake counted as interleaving's round robin: its turns between rounds taken for hand-overs
+    "snake_as_round_robin": Case("ps4", replace={"q6_answer": "def snake_handovers(p, m, v):\n"
+                                                              "    return 2 * m * (p * v - 1)"}, lost={"handovers": 1}),
     # the written answers are the formgrader's: none of them changes the autograded score
-    "no_written_answers": Case("ps4", replace={"q3b_answer": "", "q4b_answer": "I don't know."}),
+    "no_written_answers": Case("ps4", replace={"q1b_answer": "", "q3b_answer": "", "q4b_answer": "I don't know.",
+                                               "q5_answer": ""}),
 }
 
 LIBRARY_EXECUTOR = """
@@ -614,42 +736,44 @@ PS5: dict[str, Case] = {
             "    print('running', file=sys.stderr)\n    order = "))),
 }
 
-PS6_ALL = {"zb_idle": 1, "zb_region": 1, "warmup": 1, "middle_fill": 1, "floor": 1, "scan": 1}  # 1c, 2b, 3d by hand
+PS6_ALL = {"zb_h2": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  # 1b, 2, 3c, 4b by hand
 PS6: dict[str, Case] = {
     "solved": Case("ps6"),
     "blank": Case("ps6", release=True, lost=PS6_ALL),
-    # careless: DeepSeek's formula with B read as the input-gradient pass; W fitting only beside the forward
-    "deepseek_copied": Case("ps6", replace={"q1a_answer": "def zb_h1_idle(p, f, b, w):\n    return (p - 1) * (f + b - 2 * w)"},
-                            lost={"zb_idle": 1}),
-    "region_forward_only": Case("ps6", replace={"q1b_answer": "def zb_h1_largest_w(f, b):\n    return f"},
-                                lost={"zb_region": 1}),
-    # the warm-up without the turn: right on the last GPU only, which is nobody's own (values are drawn so)
-    "warmup_without_turn": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return (v - 1) * p + (p - j - 1)"},
-                                lost={"warmup": 1}),
-    "warmup_of_1f1b": Case("ps6", replace={"q2_answer": "def warmup(p, v, j):\n    return p - j - 1"}, lost={"warmup": 1}),
-    # the floor read as where the formula holds; the scan's value typed from the floor
-    "floor_for_the_scan": Case("ps6", replace={"q3c_answer": "smallest_fb = values.F"}, lost={"scan": 1}),
-    "floor_inverted": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return B - 3 * W + F"},
-                           lost={"floor": 1}),
+    # careless: the one-chunk bound, right only where b <= 2 min(f, w) (nobody's own costs); one of GPU 0's two paths,
+    # right on the student's own costs at most (the hidden inputs make each path the longest once)
+    "paper_bound": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                      "    return (p - 1) * f + m * (f + b + w)"}, lost={"zb_h2": 1}),
+    "drain_path_only": Case("ps6", replace={"q1a_answer": "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                          "    return (p - 1) * f + m * (f + b + w) + (p - 1) * max(0, b - 2 * w)"},
+                            lost={"zb_h2": 1}),
+    # DualPipe's middle rank taken for DualPipeV's tip; the floor given for the scan
+    "middle_rank_fill": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n    return (p / 2 - 1) * f"},
+                             lost={"dpv_fill": 1}),
+    "floor_for_the_scan": Case("ps6", append={"q3b_answer": "smallest_fb = f + 3 * w - B"}, lost={"scan": 1}),
     # the simulator behind a closed form: not installed where the cell runs on its own
     "simulates_inside": Case("ps6", replace={"q3a_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
-                                                           "def middle_fill(p, f):\n"
-                                                           "    t = simulate(schedules.dualpipe(p, 2 * p + 2), Costs(f=f, b=f, w=f / 2))\n"
-                                                           "    return min(e.start for e in t.on_stage(p // 2 - 1))"},
-                             lost={"middle_fill": 1}),
-    "table_inside": Case("ps6", replace={"q1b_answer": "from ppedu.errata import deepseek_table\nfrom ppedu import Costs\n\n\n"
-                                                       "def zb_h1_largest_w(f, b):\n"
-                                                       "    ok = [k / 8 for k in range(33) if (r := deepseek_table(4, 8, "
-                                                       "Costs(f=f, b=b, w=k / 8))[1]).formula_bubble == r.simulated_bubble]\n"
-                                                       "    return max(ok)"},
-                         lost={"zb_region": 1}),
+                                                           "def dualpipev_fill(p, f):\n"
+                                                           "    t = simulate(schedules.dualpipe_v(p, 2 * p + 2), Costs(f=f, b=f, w=f / 2))\n"
+                                                           "    return max(min(e.start for e in t.on_stage(j)) for j in range(p))"},
+                             lost={"dpv_fill": 1}),
+    "simulates_zb_h2": Case("ps6", replace={"q1a_answer": "from ppedu import Costs, schedules, simulate\n\n\n"
+                                                          "def zb_h2_makespan(p, m, f, b, w):\n"
+                                                          "    return simulate(schedules.zero_bubble_h2(p, m), Costs(f=f, b=b, w=w)).makespan"},
+                            lost={"zb_h2": 1}),
     # right only on the inputs the notebook shows
-    "examples_only": Case("ps6", replace={"q3b_answer": "def dualpipe_fb_floor(F, B, W):\n    return 2.0"}, lost={"floor": 1}),
-    # the written derivations are the formgrader's: none of them changes the autograded score
-    "no_written_answers": Case("ps6", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q3d_answer": ""}),
+    "examples_only": Case("ps6", replace={"q3a_answer": "def dualpipev_fill(p, f):\n"
+                                                        "    return {(4, 1): 3.0, (6, 2): 10.0}.get((p, f), 0.0)"},
+                          lost={"dpv_fill": 1}),
+    # the split orders counted as 1F1B's: the update taken at B, where the weight gradient is not complete yet
+    "staleness_at_b": Case("ps6", replace={"q4a_answer": "def async_staleness(p, j, h):\n    return p - j - 1"},
+                           lost={"staleness": 1}),
+    # the written proofs are the formgrader's: none of them changes the autograded score
+    "no_written_answers": Case("ps6", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3c_answer": "",
+                                               "q4b_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3}  # questions 3-6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -660,12 +784,12 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
-    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = values.grid_p * T - idle_slots"},
+    "counted_busy": Case("final", append={"q1a_answer": "idle_slots = data.grid_p * T - idle_slots"},
                          lost={"grid_T": 2}),
     # the bubble's causes not told apart: every idle slot put on the order, fill and drain included
     "every_idle_slot_the_orders": Case("final", append={"q1b_answer": "order_idle = idle_slots"}, lost={"grid_path": 2}),
     # the loop read as 1F1B's, off each GPU's own work rather than the critical path
-    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + values.grid_b"}, lost={"grid_path": 2}),
+    "loop_of_1f1b": Case("final", append={"q1b_answer": "per_microbatch = 1 + data.grid_b"}, lost={"grid_path": 2}),
     # memory forgotten: the fastest m, fitting or not
     "plan_without_memory": Case("final", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
         nb, "q2_answer").source.replace("act <= room", "act <= float('inf')")), lost={"plan": 3}),
@@ -677,57 +801,88 @@ FINAL: dict[str, Case] = {
                                                           "    return simulate(schedules.zero_bubble_h2(p, batch), "
                                                           "Costs(f=o + f, b=o + b, w=o + w)).makespan"},
                            lost={"plan": 3}),
-    "no_written_answers": Case("final", replace={"q3_answer": "", "q4_answer": "", "q5_answer": "no idea", "q6_answer": ""}),
+    # the slow GPU's own work alone: right where it sets the pace (many micro-batches), not on a short run
+    "slow_work_only": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                          "    return s * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # GPipe's makespan taken for the best there is
+    "slow_gpipe": Case("final", replace={"q3_answer": "def fastest(p, m, s, k, f, b):\n"
+                                                      "    return (p - 1) * (f + b) + m * k * (f + b)"}, lost={"slow": 2}),
+    # a flat ring over every GPU at the slow link's pace
+    "flat_ring": Case("final", replace={"q4_answer": "def two_level(M, N, g, a_in, b_in, a_out, b_out):\n"
+                                                     "    n = N * g\n"
+                                                     "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
+                      lost={"two_level": 2}),
+    "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
+                                                 "q5_answer": "no idea", "q6_answer": ""}),
 }
 
-PS7_ALL = {"allreduce": 1, "crossover": 1, "tensor": 1, "zero_memory": 1, "zero_traffic": 1, "all_to_all": 1,
-           "layout": 1}  # 1c, 2b, 5b by hand
+PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,
+           "failures": 1, "mfu": 1, "layout": 1, "batch": 1}  # the written ones by hand
 PS7: dict[str, Case] = {
     "solved": Case("ps7"),
     "blank": Case("ps7", release=True, lost=PS7_ALL),
-    # careless: the ring's reduce-scatter alone; a tree of log2 n levels, right only where n is a power of 2 (as the
-    # examples are), so on the hidden inputs
-    "reduce_scatter_only": Case("ps7", replace={"q1a_answer": "import math\n\n\n"
-                                                              "def ring_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
-                                                              "    return (n - 1) * alpha + (n - 1) / n * nbytes / bandwidth\n\n\n"
-                                                              "def tree_allreduce_seconds(n, nbytes, alpha, bandwidth):\n"
-                                                              "    return 2 * math.ceil(math.log2(n)) * alpha + (2 if n > 2 else 1) * nbytes / bandwidth"},
-                                lost={"allreduce": 1}),
-    "tree_without_whole_levels": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
-        nb, "q1a_answer").source.replace("math.ceil(math.log2(n))", "math.log2(n)")), lost={"allreduce": 1}),
-    # sequence parallelism counted as tensor parallelism's bytes: the backward's re-gathers forgotten
-    "sequence_as_tensor": Case("ps7", replace={"q2_answer": "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
-                                                            "    return 8 * (t - 1) / t * 2 * tokens * hidden"},
-                               lost={"tensor": 1}),
+    # careless: one flat ring at InfiniBand's pace; the whole bucket sent across the nodes, not a GPU's shard
+    "flat_ring": Case("ps7", replace={"q1a_answer": "def hierarchical_allreduce_seconds(nodes, per_node, nbytes, a_in, "
+                                                    "b_in, a_out, b_out):\n    n = nodes * per_node\n"
+                                                    "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * nbytes / b_out"},
+                      lost={"hierarchical": 1}),
+    "whole_bucket_across": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
+        nb, "q1a_answer").source.replace("(nbytes / k) / bandwidth_out", "nbytes / bandwidth_out")),
+        lost={"hierarchical": 1}),
+    # sequence parallelism costed as tensor parallelism's four all-reduces: the backward's re-gathers forgotten
+    "sequence_as_tensor": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
+        nb, "q2_answer").source.replace("return 10 * half", "return 8 * half")), lost={"tensor": 1}),
     # the library behind a closed form: not installed where the cell runs on its own
-    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Model\n"
-                                                        "from ppedu.cluster.collectives import ring\n"
+    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Link, Model\n"
+                                                        "from ppedu.cluster.collectives import cost\n"
                                                         "from ppedu.cluster.tensor import block_collectives\n\n\n"
-                                                        "def tp_sent_bytes(t, tokens, hidden, sequence):\n"
+                                                        "def tp_block_seconds(t, tokens, hidden, sequence, alpha, bw):\n"
                                                         "    m = Model('x', layers=2, hidden=hidden, vocab=1, seq=tokens)\n"
-                                                        "    return sum(ring(c.nbytes, t, c.kind) for c in "
-                                                        "block_collectives(m, t, sequence))"},
+                                                        "    return sum(cost(c.kind, c.nbytes, t, Link('l', bw, alpha))"
+                                                        ".seconds for c in block_collectives(m, t, sequence))"},
                            lost={"tensor": 1}),
-    # ZeRO-3's weights gathered once, as if the forward's copy were kept for the backward; memory in GiB
-    "zero3_one_gather": Case("ps7", replace={"q3b_answer": "def zero_sent_gb(stage, params, d):\n"
-                                                           "    return 2 * (d - 1) / d * 2 * params / 1e9"},
-                             lost={"zero_traffic": 1}),
-    "zero_in_gib": Case("ps7", append={"q3a_answer": "_gb = zero_gb\n\n\ndef zero_gb(stage, params, d):\n"
-                                                     "    return _gb(stage, params, d) * 1e9 / 2**30"},
-                        lost={"zero_memory": 1}),
-    # every copy counted as sent, the GPU's own experts' share included
-    "all_to_all_sends_own": Case("ps7", replace={"q4_answer": "def dispatch_bytes(tokens, hidden, top_k, e):\n"
-                                                             "    return tokens * top_k * hidden * 2"},
-                                 lost={"all_to_all": 1}),
+    # chapter 12's threshold for a full block pair: the causal mask forgotten
+    "full_pairs": Case("ps7", replace={"q3_answer": "def zigzag_min_tokens(flops, bandwidth, width, kv_width):\n"
+                                                    "    return flops * kv_width / (width * bandwidth)"},
+                       lost={"ring_attention": 1}),
+    # ZeRO's per-step counts of chapter 13 beside a pipeline: the micro-batches forgotten
+    "zero_once_a_step": Case("ps7", replace={"q4a_answer": "def zero_step_sent_gb(stage, params, d, m):\n"
+                                                           "    return (3 if stage == 3 else 2) * (d - 1) / d * 2 * params / 1e9"},
+                             lost={"zero_step": 1}),
+    # FSDP's peak: every unit's weights held (reshard ignored), or no gradients counted
+    "fsdp_never_reshards": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4b_answer"), "source", _cell(
+        nb, "q4b_answer").source.replace("(2 if reshard else units)", "units")), lost={"fsdp": 1}),
+    # padding counted against the even share, not the buffers
+    "padding_of_the_average": Case("ps7", replace={"q5b_answer": "def no_drop_padding(max_load, tokens, experts, top_k):\n"
+                                                                 "    return max_load * experts / (tokens * top_k) - 1"},
+                                   lost={"capacity": 1}),
+    # a mixture of experts counted without its router: off by layers × hidden × experts
+    "moe_without_router": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q5c_answer"), "source", _cell(
+        nb, "q5c_answer").source.replace(" + hidden * experts + 2 * hidden", " + 2 * hidden")), lost={"moe": 1}),
+    # the batch where the bubble alone is small enough (m = p): the noise scale left out
+    "batch_without_noise": Case("ps7", replace={"q9a_answer": "def best_batch(b_noise, p, d):\n    return p * d"},
+                                lost={"batch": 1}),
+    # goodput at the job's size with the restarts left out
+    "restarts_forgotten": Case("ps7", replace={"q6_answer": "def largest_job_gpus(gpu_mtbf_h, checkpoint_s, restart_s, "
+                                                            "goodput):\n    return gpu_mtbf_h * 3600 * (1 - goodput) ** 2 "
+                                                            "/ (2 * checkpoint_s)"},
+                               lost={"failures": 1}),
+    # MFU with the recomputed forwards counted as the model's (that is HFU)
+    "mfu_counts_recomputation": Case("ps7", replace={"q7_answer": "def pipeline_mfu(efficiency, p, m, full_recompute):\n"
+                                                                  "    return efficiency * m / (m + p - 1)"},
+                                     lost={"mfu": 1}),
     # a layout that fits but is slow; one that does not use every GPU
-    "layout_slowest": Case("ps7", append={"q5a_answer": "slow = [r for r in rows if r.fits][-1]\n"
+    "layout_slowest": Case("ps7", append={"q8a_answer": "slow = [r for r in rows if r.fits][-1]\n"
                                                         "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
                            lost={"layout": 1}),
-    "layout_half_the_gpus": Case("ps7", append={"q5a_answer": "d = d // 2"}, lost={"layout": 1}),
+    "layout_half_the_gpus": Case("ps7", append={"q8a_answer": "d = d // 2"}, lost={"layout": 1}),
     # the near-tie: the second schedule of the fastest layout is as right as the first (within the stated 1 %)
-    "layout_near_tie": Case("ps7", append={"q5a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
+    "layout_near_tie": Case("ps7", append={"q8a_answer": "schedule = {'dualpipe-v': 'zb-v', 'zb-v': 'dualpipe-v'}"
                                                          ".get(schedule, schedule)"}),
-    "no_written_answers": Case("ps7", replace={"q1c_answer": "", "q2b_answer": "I don't know.", "q5b_answer": ""}),
+    "no_written_answers": Case("ps7", replace={"q1b_answer": "", "q2b_answer": "I don't know.", "q3b_answer": "",
+                                               "q4c_answer": "", "q5d_answer": "", "q6b_answer": "", "q7b_answer": "",
+                                               "q7c_answer": "",
+                                               "q8b_answer": "", "q9b_answer": ""}),
 }
 
 CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,

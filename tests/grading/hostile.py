@@ -206,16 +206,18 @@ def _ppedu_forged():
     if _PPEDU_FORGED:
         return _PPEDU_FORGED
     from ppedu import Costs, formulas, schedules, simulate
-    from ppedu.grading import my_values
-    from ppedu.grading.assignments.ps1 import QUESTIONS, costs
-    v = my_values("ps1")
-    slow = simulate(schedules.gpipe(v.p, v.m), costs(v))
-    one = simulate(schedules.one_f_one_b(v.p, v.m), Costs(f=1, b=2)).bubble_ratio
-    two = simulate(schedules.gpipe(v.p, v.m), Costs(f=1, b=2)).bubble_ratio
+    from ppedu.grading import my_data, my_values
+    from ppedu.grading.assignments.ps1 import QUESTIONS
+    v, d = my_values("ps1"), my_data("ps1")
+    costs = Costs(f=tuple(2 if j == d.slow else 1 for j in range(d.p)),  # the grid's, as its question says
+                  b=tuple(4 if j == d.slow else 2 for j in range(d.p)))
+    slow = simulate(schedules.gpipe(d.p, d.m), costs)
+    one = simulate(schedules.one_f_one_b(d.p, d.m), costs).bubble_ratio
+    two = slow.bubble_ratio
     truth = {"bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m),
              "bubble_interleaved": lambda p, m, w: formulas.bubble_ratio(p, m, w),
              "fewest_microbatches": lambda p, t, w: formulas.microbatches_for(t, p, w),
-             "idle_share": formulas.to_idle_total}
+             "idle_share": lambda bubble, m, f, b, w: formulas.to_idle_total(bubble / (m * (f + b)))}
     _PPEDU_FORGED.update({
         "gpipe_slots": {"T": slow.makespan, "total_slots": slow.total_slots},
         "gpipe_idle": {"idle_slots": slow.idle_slots, "bubble": slow.bubble_ratio},
@@ -287,7 +289,8 @@ SLOW_WRONG_FUNCTIONS = {
     "q3_answer": "import time\n\n\ndef bubble_ratio(p, m):\n    time.sleep(0.05)\n    return (p - 1) / (m + p)\n\n\n"
                  "def bubble_interleaved(p, m, v):\n    time.sleep(0.05)\n    return 0.0",
     "q4_answer": "import time\n\n\ndef fewest_microbatches(p, target, v):\n    time.sleep(0.05)\n    return p",
-    "q5_answer": "import time\n\n\ndef idle_share(r):\n    time.sleep(0.05)\n    return r",
+    "q5_answer": "import time\n\n\ndef idle_share(bubble, m, F, B, W):\n    time.sleep(0.05)\n"
+                 "    return bubble / (m * (F + B))",
 }
 
 RIGHT_CLOSED_FORMS = ("def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
@@ -578,15 +581,15 @@ LIBRARY_SCHEDULE_CALLS = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.gpipe(p, m).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     return [list(s) for s in schedules.one_f_one_b(p, m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     return [list(s) for s in schedules.interleaved_1f1b(p, m, v).stages]
 """
 # torch.distributed.pipelining's __init__ is hidden; its submodules are files like any other, reached through a
@@ -601,7 +604,7 @@ sys.modules["torch.distributed.pipelining"] = _package
 from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     kinds = {"FORWARD": "F", "FULL_BACKWARD": "B"}
     return [[Op(kinds[a.computation_type.name], a.microbatch_index, a.stage_index)
              for a in rank if a is not None and a.computation_type.name in kinds]
@@ -613,14 +616,15 @@ def _ops(kind, microbatches, j):  # a helper for the next questions too
     return [Op(kind, i, j) for i in microbatches]
 """
 USES_Q1_HELPER = """
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     stages = []
     for j in range(p):
-        warmup = min(p - j - 1, m)
-        ops = _ops("F", range(warmup), j)
-        for i in range(m - warmup):
-            ops += _ops("F", [warmup + i], j) + _ops("B", [i], j)
-        ops += _ops("B", range(m - warmup, m), j)
+        forwards, backwards = min(m, k * (p - j)), 0
+        ops = _ops("F", range(forwards), j)
+        while backwards < m:
+            ops += _ops("B", range(backwards, min(backwards + k, m)), j)
+            ops += _ops("F", range(forwards, min(forwards + k, m)), j)
+            backwards, forwards = min(backwards + k, m), min(forwards + k, m)
         stages.append(ops)
     return stages
 """
@@ -667,9 +671,10 @@ UNHIDING: dict[str, dict[str, Case]] = {
         "h_hide_list_relabelled": Case("ps1", replace={"q3_answer": RELABELLED}, lost={"closed_form": 2}),
         "h_hiding_disabled": Case("ps1", append={"q1a_answer": HIDING_DISABLED},
                                   replace={"q3_answer": LIBRARY_FORMS,
-                                           "q5_answer": "from ppedu import formulas\n\n\ndef idle_share(r):\n"
-                                                        "    return formulas.to_idle_total(r)"},
-                                  lost={"closed_form": 2, "conversion": 1}),
+                                           "q5_answer": "from ppedu import formulas\n\n\n"
+                                                        "def idle_share(bubble, m, F, B, W):\n"
+                                                        "    return formulas.to_idle_total(bubble / (m * (F + B)))"},
+                                  lost={"closed_form": 2, "conversion": 2}),
         "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL},
                                          replace={"q3_answer": MEMO_LOOKUP},
                                          lost={"closed_form": 2}),
@@ -695,7 +700,7 @@ def fewest_microbatches(p, target, v):
                                                                            "q2_answer": "", "q3_answer": ""},
                                               folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
-                                                lost={"interleaved_1f1b": 4}),
+                                                lost={"leftover": 4}),
         # question 2 calls a helper defined in question 1's cell: there, as in the notebook run top to bottom
         "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
                                            replace={"q2_answer": USES_Q1_HELPER}, lost={}),
@@ -851,8 +856,8 @@ for _fd in range(3, 40):
 def idle_share(r):
     return r
 """
-# The harness's serialiser and sender patched: every result it sends claims GPipe's order (which would earn 3 of
-# 1F1B's 4 points) or success, while the function itself is still the stub.
+# The harness's serialiser and sender patched: every result it sends claims GPipe's order (which would earn a share of
+# question 2's points) or success, while the function itself is still the stub.
 HARNESS_TAMPER = """
 import json, sys
 
@@ -879,7 +884,7 @@ if callable(_send):
     _main.send = lambda channel, record: _send(channel, _forge(record))
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     raise NotImplementedError()
 """
 # ps4: the hidden test's inputs are in its text; an input transformer reads them before it runs and memoises the
@@ -1015,13 +1020,13 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_numpy_shadow_forger": Case("ps1", replace=PS1_WRONG, folder=_numpy_shadow, lost=PS1_ALL),
         # in the fresh interpreter: exiting when called, writing on every descriptor — that question only
         "h_exits_when_called": Case("ps1", replace={"q3_answer": EXIT_ON_CALL}, lost={"closed_form": 2}),
-        "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
+        "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 2}),
     },
     "ps3": {
         # the channel forged from inside (json.dumps and the harness's send patched): the harness writes its records
         # with an encoder of its own, so the forgery never reaches the grader — the stub loses its own question,
         # the other questions are graded as if the patch were not there
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"grouped": 3}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
@@ -1287,8 +1292,8 @@ class _Trap:
             pass
 
 
-_T = 3 * (2 * values.m + values.p - 1)
-total_slots = values.p * _T
+_T = 3 * (2 * data.m + data.p - 1)
+total_slots = data.p * _T
 T = _Trap()
 """
 DEEP_FORGED_PAYLOADS = """
@@ -1359,7 +1364,7 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
-                                     lost={"closed_form": 2, "microbatches": 2, "conversion": 1}),
+                                     lost={"closed_form": 2, "microbatches": 2, "conversion": 2}),
         "h_invalid_cell_ids": Case("ps1", raw=_ids(lambda i: f"cell #{i} (copy)")),
         "h_duplicate_cell_ids": Case("ps1", raw=_ids(lambda i: "cell")),
         "h_lone_surrogates": Case("ps1", raw=_json_raw(_surrogates)),
@@ -1367,18 +1372,18 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
         "h_future_nbformat": Case("ps1", raw=_nbformat(5, 0)),
         # the kernel must be stopped: value questions from there on are lost, function questions are not
         "h_ignores_sigint_and_sigterm": Case("ps1", prepend={"q1b_answer": IGNORES_SIGINT},
-                                             lost={"gpipe_idle": 2, "one_f_one_b": 1}),
+                                             lost={"gpipe_idle": 1, "one_f_one_b": 1}),
         "h_swallows_sigint": Case("ps1", prepend={"q2_answer": SWALLOWS_SIGINT}, lost={"one_f_one_b": 1}),
         "h_value_hangs_when_read": Case("ps1", replace={"q1a_answer": TRAPPED_T}, lost={"gpipe_slots": 1}),
         "h_deep_forged_payloads": Case("ps1", prepend={"q1a_answer": DEEP_FORGED_PAYLOADS}),
     },
     "ps2": {
         "h_deeply_nested_answer": Case("ps2", append={"q1_answer": DEEP_PEAKS}, replace={"q3_answer": USE_KEPT_PEAKS},
-                                       lost={"peaks": 2}),
+                                       lost={"peaks": 1}),
         "h_cyclic_answer": Case("ps2", append={"q1_answer": CYCLIC_PEAKS}, replace={"q3_answer": USE_KEPT_PEAKS},
-                                lost={"peaks": 2}),
+                                lost={"peaks": 1}),
         "h_answer_kills_its_reader": Case("ps2", append={"q1_answer": BOOBY_TRAPPED_PEAKS},
-                                          replace={"q3_answer": USE_KEPT_PEAKS}, lost={"peaks": 2}),
+                                          replace={"q3_answer": USE_KEPT_PEAKS}, lost={"peaks": 1}),
         "h_answers_serialised_deep": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": DEEP_SERIALISER},
                                           lost=PS2_ALL),
     },
@@ -1408,23 +1413,21 @@ OTHER_LINKS: dict[str, dict[str, Case]] = {
 
 def save_counting_answers(folder: Path, fill: dict[str, str], name: str = "counting.json") -> None:
     """This student's right answers to the four exercises, saved as the exercises save them (ppedu.answer_file)."""
+    from grader.exam import grids
     from ppedu.answer_file import SlotAnswer, save
     from ppedu.critical import critical_path
-    from ppedu.grading.assignments import counting
-    from ppedu.grid import grid
     from ppedu.idle import SORTS
 
-    v = counting.values(fill["{student}"])
-    count = grid(counting.timeline("count", v))
-    mark = grid(counting.timeline("mark", v))
+    whole = grids(fill["{student}"])  # the student's whole grids, as the instructors' side makes them
+    count, mark = whole["count"], whole["mark"]
     total, idle = int(count.total_slots), int(count.idle_slots)
     save(folder / name, "count", SlotAnswer(total=str(total), idle=str(idle), ratio=f"{idle}/{total}"))
     marked = frozenset((int(s), int(t)) for s, t in zip(*mark.idle_mask.nonzero()))
     save(folder / name, "mark", SlotAnswer(marked=marked))
-    path = critical_path(counting.timeline("path", v))
+    path = critical_path(whole["path"].timeline)
     save(folder / name, "path", SlotAnswer(marked=frozenset((e.stage, t) for e in path
                                                             for t in range(int(e.start), int(e.end)))))
-    causes = grid(counting.timeline("causes", v)).causes()
+    causes = whole["causes"].causes()
     save(folder / name, "causes", SlotAnswer(causes=frozenset((s, t, SORTS[c]) for s, row in enumerate(causes)
                                                               for t, c in enumerate(row) if c)))
 

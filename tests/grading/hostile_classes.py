@@ -181,7 +181,7 @@ CLASS_0: dict[str, Expect] = {
         "q1a_answer": "import numpy as np\nT = np.longdouble(T)\ntotal_slots = np.longdouble(total_slots)",
         "q1b_answer": "import numpy as np\nbubble = np.longdouble(bubble)",
         "q5_answer": ("import numpy as np\n_share = idle_share\n\n\n"
-                      "def idle_share(r):\n    return np.longdouble(_share(r))")})),
+                      "def idle_share(*args):\n    return np.longdouble(_share(*args))")})),
     # Rebuilt design (issue 27, class 0: a file that is not a valid notebook scores 0 with the reason, never points):
     # the notebook's JSON inside a saved web page. Found: its cells were fished out of the page and graded (9/10).
     "x_notebook_inside_html": Expect(Case("ps1", raw=_inside_html, lost=PS1_ALL), {"*": ("not", "notebook")}),
@@ -246,10 +246,10 @@ BEYOND: dict[str, Expect] = {
     # Found: a function that returns a text echoing its arguments on every input the notebook does not show had the
     # hidden input printed back in its feedback ("is the text 'r=7.0'"). Only visible inputs may be named.
     "x_echoes_hidden_inputs": Expect(Case("ps1", replace={"q5_answer": (
-        "def idle_share(r):\n"
-        "    if r in (0.25, 1.0, 3.0, (values.p - 1) / values.m):\n"
-        "        return r / (1 + r)\n"
-        "    return f'ECHO<{r!r}>'")}, lost={"conversion": 1}), {"conversion": ("idle_share",)}),
+        "def idle_share(bubble, m, F, B, W):\n"
+        "    if (bubble, m, F, B, W) in ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1), (values.p - 1, values.m, 1, 2, 1)):\n"
+        "        return bubble / (bubble + m * (F + B))\n"
+        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 2}), {"conversion": ("idle_share",)}),
 }
 ECHO_MARK = "ECHO<"
 
@@ -424,12 +424,16 @@ class Late:
 
 
 DUE = "2031-03-03 12:00:00"
+#: ps1's points, autograded and by hand (what a solved notebook earns once its written answers are graded).
+PS1_TOTAL = sum(c.metadata.nbgrader["points"] for c in nbformat.read(
+    Path(__file__).resolve().parents[2] / "solutions" / "ps1" / "ps1.ipynb", as_version=4).cells
+    if c.metadata.get("nbgrader", {}).get("grade"))
 CLASS_3: dict[str, Late] = {
-    # Found: the timed final a minute late lost its 7 autograded points, and kept the 13 given by hand (13/20)
+    # Found: the timed final a minute late lost its autograded points, and kept those given by hand
     "x_final_a_minute_late": Late(Case("final"), 60, 0.0),
-    # 36 hours late: 20 % of everything, the point given by hand included (found: 20 % of the 9 autograded only, 8.2)
-    "x_ps1_two_days_late": Late(Case("ps1"), 36 * 3600, 8.0),
-    "x_ps1_on_time": Late(Case("ps1"), -60, 10.0),
+    # 36 hours late: 20 % of everything, the points given by hand included (found: 20 % of the autograded only)
+    "x_ps1_two_days_late": Late(Case("ps1"), 36 * 3600, 0.8 * PS1_TOTAL),
+    "x_ps1_on_time": Late(Case("ps1"), -60, PS1_TOTAL),
     # Found: a timestamp that cannot be read was silently on time. Rebuilt design: flagged to the instructor.
     "x_ps1_timestamp_unreadable": Late(Case("ps1"), None, None, ("timestamp",), "the day before the deadline"),
     "x_ps1_timestamp_missing": Late(Case("ps1"), None, None, ("timestamp",)),

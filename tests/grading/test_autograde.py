@@ -263,13 +263,13 @@ def test_library_implementations_are_not_answers(course, graded, assignment):
     allowed = "is not available while this question is checked"
     if assignment == "ps3":
         for student in ("library_caller", "library_relatives"):
-            assert allowed in _text(_test_outputs(course, "ps3", student)["gpipe"])
+            assert allowed in _text(_test_outputs(course, "ps3", student)["waves"])
     elif assignment == "ps4":  # the closed form is the student's: neither the simulator nor the pictured builder is there
         for student in ("simulates_inside", "copied_simulator"):
             assert allowed in _text(_test_outputs(course, "ps4", student)["waves"])
-    elif assignment == "ps6":  # a derivation is a closed form: neither the simulator nor DeepSeek's table is there
-        assert allowed in _text(_test_outputs(course, "ps6", "simulates_inside")["middle_fill"])
-        assert allowed in _text(_test_outputs(course, "ps6", "table_inside")["zb_region"])
+    elif assignment == "ps6":  # a derivation is a closed form: the simulator is not there
+        assert allowed in _text(_test_outputs(course, "ps6", "simulates_inside")["dpv_fill"])
+        assert allowed in _text(_test_outputs(course, "ps6", "simulates_zb_h2")["zb_h2"])
     elif assignment == "ps7":  # a derivation of the scale chapters is a closed form: ppedu.cluster is not there
         assert allowed in _text(_test_outputs(course, "ps7", "library_inside")["tensor"])
     else:

@@ -13,10 +13,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, autograded_cells, graded_cells
 
 ENV = {**os.environ, "PATH": BIN + os.pathsep + os.environ["PATH"]}
 SOLVED = ROOT / "solutions" / "ps1" / "ps1.ipynb"
+#: ps1's autograded points (what a solved notebook earns before its written answers are graded), and all its points.
+PS1_AUTO = sum(points for _, points in autograded_cells(ROOT / "solutions" / "ps1" / "ps1.ipynb"))
+PS1_TOTAL = sum(points for _, points in graded_cells(ROOT / "solutions" / "ps1" / "ps1.ipynb"))
 
 
 def nbgrader(*args, cwd, env=ENV, check=True):
@@ -63,7 +66,7 @@ def test_collect_follows_no_link_a_student_put_in_the_exchange(course, tmp_path)
     assert not (course / "submitted" / "linker" / "ps1" / "ps1.ipynb").exists()
     run = ppedu("grade", "ps1", "--student", "linker", "--student", "folder_linker", "--student", "honest", cwd=course)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert (score(course, "ps1", "linker"), score(course, "ps1", "folder_linker"), score(course, "ps1", "honest")) == (0, 0, 9)
+    assert (score(course, "ps1", "linker"), score(course, "ps1", "folder_linker"), score(course, "ps1", "honest")) == (0, 0, PS1_AUTO)
 
 
 def test_a_folder_put_in_submitted_by_hand_is_taken_in_too(course):
@@ -95,7 +98,7 @@ def test_zip_collect_takes_plain_files_out_of_archives(course):
     assert not (folder / "answers.json").exists()
     assert (folder / "timestamp.txt").read_text().startswith("2026-12-01 10:00:00")  # the platform's time, from the name
     run = ppedu("grade", "ps1", "--student", "zipper", cwd=course)
-    assert run.returncode == 0 and "zipper: 9/10" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and f"zipper: {PS1_AUTO:g}/{PS1_TOTAL:g}" in run.stdout, run.stdout + run.stderr
 
 
 def test_grading_in_a_copy_of_the_repository_grades_with_that_copys_ppedu(tmp_path):
@@ -109,7 +112,7 @@ def test_grading_in_a_copy_of_the_repository_grades_with_that_copys_ppedu(tmp_pa
     (copy / "submitted" / "me" / "ps1").mkdir(parents=True)
     shutil.copy(SOLVED, copy / "submitted" / "me" / "ps1" / "ps1.ipynb")
     nbgrader("autograde", "ps1", cwd=copy)
-    assert score(copy, "ps1", "me") == 9
+    assert score(copy, "ps1", "me") == PS1_AUTO
 
 
 def test_no_kernel_no_grades(course, tmp_path):

@@ -10,6 +10,7 @@ notebook's."""
 import ast
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -97,7 +98,7 @@ def test_check_passes_exactly_where_the_autograder_gives_the_points(course, assi
         for index, how in sorted(zip(cells, hows), reverse=True):  # from the end: indices before stay put
             change(nb, index, how)
         folder = tmp_path_factory.mktemp(student) / assignment
-        folder.mkdir()
+        shutil.copytree(ROOT / "exercises" / assignment, folder)  # as fetched: the question data beside it
         nbformat.write(nb, folder / f"{assignment}.ipynb")
         os.environ["PPEDU_STUDENT_ID"] = student  # the check runs as that student, with their values
         try:

@@ -2,13 +2,20 @@
 autograded points only: ps1's 9 (question 2b, 1 point, is graded by hand)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
-from conftest import ROOT
+from conftest import ROOT, autograded_cells, graded_cells
+
+
+#: ps1's autograded points, and those of the cells graded before question 4a's (its closed forms).
+PS1_AUTO = autograded_cells(ROOT / "solutions" / "ps1" / "ps1.ipynb")
+BEFORE_CLOSED_FORM = sum(points for _, points in PS1_AUTO[:[gid for gid, _ in PS1_AUTO].index("closed_form")])
+AUTO = sum(points for _, points in PS1_AUTO)
 
 
 def ppedu(*args, cwd=ROOT):
@@ -20,13 +27,13 @@ def test_the_release_fails_with_a_message_per_cell_and_exit_status_1():
     assert run.returncode == 1, run.stdout + run.stderr
     first = run.stdout.splitlines()[0]  # the sentence that helps comes first, then the cell and its points
     assert first.startswith("✗ `T` and `total_slots` are not defined: ") and first.endswith("[gpipe_slots  0/1]")
-    assert "0/9 points" in run.stdout and "Traceback" not in run.stdout
+    assert f"0/{AUTO:g} points" in run.stdout and "Traceback" not in run.stdout
 
 
 def test_a_solved_notebook_passes_with_exit_status_0():
     run = ppedu("check", "solutions/ps1/ps1.ipynb")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "9/9 points" in run.stdout and "all pass" in run.stdout and "never higher" in run.stdout
+    assert f"{AUTO:g}/{AUTO:g} points" in run.stdout and "all pass" in run.stdout and "never higher" in run.stdout
 
 
 def test_bad_input_is_one_line_and_exit_status_2():
@@ -41,9 +48,10 @@ def test_a_notebook_whose_kernel_dies_gets_a_verdict_not_a_traceback(tmp_path):
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "q3_answer")
     cell.source = "import os\nos._exit(0)\n" + cell.source
     nbformat.write(nb, tmp_path / "ps1.ipynb")
+    shutil.copy(ROOT / "exercises" / "ps1" / "questions.json", tmp_path)  # fetched with the notebook
     run = ppedu("check", str(tmp_path / "ps1.ipynb"))
     assert run.returncode == 1 and "Traceback" not in run.stdout + run.stderr
-    assert "4/9 points" in run.stdout and "exited or crashed" in run.stdout
+    assert f"{BEFORE_CLOSED_FORM:g}/{AUTO:g} points" in run.stdout and "exited or crashed" in run.stdout
 
 
 def test_grade_runs_only_in_an_instructors_course(tmp_path):
@@ -61,4 +69,6 @@ def test_grade_refuses_without_a_sandbox_unless_told(course):
     assert run.returncode == 2 and "no sandbox" in run.stderr and "--no-sandbox" in run.stderr
     assert run.stderr.count("\n") == 1
     run = subprocess.run([*grade, "--no-sandbox"], cwd=course, env=env, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0 and "trusted: 9/10" in run.stdout, run.stdout + run.stderr
+    solved = course / "solutions" / "ps1" / "ps1.ipynb"
+    auto, total = (sum(points for _, points in cells(solved)) for cells in (autograded_cells, graded_cells))
+    assert run.returncode == 0 and f"trusted: {auto:g}/{total:g}" in run.stdout, run.stdout + run.stderr

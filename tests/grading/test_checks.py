@@ -72,7 +72,8 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
 
 
 def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
-    liar = "class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\ndef idle_share(r):\n    return Liar(0.123)"
+    liar = ("class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\n"
+            "def idle_share(bubble, m, F, B, W):\n    return Liar(0.123)")
     assert "returned 0.123" in judged("ps1", "conversion", liar)
 
 
@@ -126,31 +127,36 @@ def test_a_schedule_not_run_on_the_students_own_size_earns_nothing():
 
 def test_ps4s_formula_is_checked_on_hidden_inputs_where_no_simulator_is_installed():
     v = my_values("ps4", "alice")
+    g = keys.load("ps4").params(v.variant)  # the student's picture: its sizes are the first input tried
     right = "def waves_makespan(p, m, k, f, b):\n    return (m + k * (p - 1)) * (f + b)"
     assert judged("ps4", "waves", right) == "correct"
     one_pass = "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)"
     assert "fills and drains the pipeline again" in judged("ps4", "waves", one_pass)
-    own = f"def waves_makespan(p, m, k, f, b):\n    return {(v.m + 2 * (v.p - 1)) * (v.F + v.B)}"
-    said = judged("ps4", "waves", own)  # right on the student's own values only: wrong on the example first
-    assert "returned" in said and "(4, 8, 2, 1, 2)" in said
-    example_too = own.replace("    return", "    if (p, m) == (4, 8):\n        return 42\n    return")
+    own = f"def waves_makespan(p, m, k, f, b):\n    return {(g['m'] + 2 * (g['p'] - 1)) * (1 + g['b'])}"
+    said = judged("ps4", "waves", own)  # right on the student's picture only: wrong on the example first
+    assert "returned" in said and "(6, 12, 3, 1, 2)" in said
+    example_too = own.replace("    return", "    if (p, m) == (6, 12):\n        return 81\n    return")
     said = judged("ps4", "waves", example_too)  # right on every input shown: the hidden ones are never named
     assert "not on one the autograder chose" in said and not any(str(c) in said for c in keys.load("ps4").HIDDEN_CASES)
-    simulated = ("from ppedu import Costs, simulate\nfrom ppedu.grading.assignments.ps4 import _in_waves\n\n\n"
-                 "def waves_makespan(p, m, k, f, b):\n    return simulate(_in_waves(p, m, k), Costs(f=f, b=b)).makespan")
+    simulated = ("from ppedu import Costs, simulate\nfrom ppedu.ops import Op, Schedule\n"
+                 "from ppedu.schedules import one_f_one_b\n\n\n"
+                 "def waves_makespan(p, m, k, f, b):\n    wave = one_f_one_b(p, m // k).stages\n"
+                 "    stages = tuple(tuple(Op(o.kind, o.microbatch + w * (m // k), o.chunk) for w in range(k) for o in s)"
+                 " for s in wave)\n"
+                 "    return simulate(Schedule(stages, 'waves', (tuple(range(p)),), m), Costs(f=f, b=b)).makespan")
     said = judged("ps4", "waves", simulated)
     assert "is not available while this question is checked" in said and "Traceback" not in said
 
 
 def test_ps4s_grid_slips_get_their_own_hints():
     ps4, v = keys.load("ps4"), my_values("ps4", "alice")
-    key = ps4._grid_key(v)
+    key, g = ps4._grid_key(v), ps4.params(v.variant)
     grade = lambda ns: ps4.KEYS["grid"].judge(ns, v)  # noqa: E731
     assert grade({**key, "peak_activations": list(key["peak_activations"])}) == "correct"
-    busy = v.grid_p * key["T"] - key["idle_slots"]
+    busy = g["p"] * key["T"] - key["idle_slots"]
     assert "busy slots" in message(grade, {**key, "idle_slots": busy, "peak_activations": list(key["peak_activations"])})
     assert "GPU 0 first" in message(grade, {**key, "peak_activations": list(reversed(key["peak_activations"]))})
-    assert "once per wave" in message(grade, {**key, "T": (v.grid_m + v.grid_p - 1) * 3,
+    assert "once per wave" in message(grade, {**key, "T": (g["m"] + g["p"] - 1) * (1 + g["b"]),
                                               "peak_activations": list(key["peak_activations"])})
 
 
@@ -170,9 +176,9 @@ def test_ps4s_choice_comes_from_ppedu_cluster_and_a_wrong_one_gets_its_own_hint(
 @pytest.mark.parametrize("student", ["bob", "carol", "dave"])
 def test_every_ps4_key_is_an_answer_a_student_can_give(student):
     ps4, v = keys.load("ps4"), my_values("ps4", student)
-    grid = ps4._grid_key(v)
-    assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < v.grid_p * grid["T"]
-    assert len(grid["peak_activations"]) == v.grid_p and max(grid["peak_activations"]) <= v.grid_m
+    grid, g = ps4._grid_key(v), ps4.params(v.variant)
+    assert grid["T"] == int(grid["T"]) and 0 < grid["idle_slots"] < g["p"] * grid["T"]
+    assert len(grid["peak_activations"]) == g["p"] and max(grid["peak_activations"]) <= g["m"]
     assert ps4._choice_key(v)["schedule"] in load("ps4").CHOICES
 
 
@@ -189,11 +195,22 @@ def test_ps1s_closed_forms_are_checked_where_ppedu_is_not_installed():
 
 def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
     ps1, v = keys.load("ps1"), my_values("ps1", "alice")
-    key = ps1._slots_key(v)
-    assert key["T"] == 3 * (2 * v.m + v.p - 1) and key["idle_slots"] == key["total_slots"] - 3 * v.m * (v.p + 1)
-    plain = ps1.timeline("gpipe", v).makespan
-    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": v.p * plain})
-    assert f"GPU {v.slow} takes twice as long" in said
+    key, grid = ps1._slots_key(v), ps1.params(v.variant)
+    p, m = grid["p"], grid["m"]
+    assert key["T"] == 3 * (2 * m + p - 1) and key["idle_slots"] == key["total_slots"] - 3 * m * (p + 1)
+    plain = 3 * (m + p - 1)  # every GPU as fast
+    said = message(lambda ns: ps1.KEYS["gpipe_slots"].judge(ns, v), {"T": plain, "total_slots": p * plain})
+    assert f"GPU {grid['slow']} takes twice as long" in said
+
+
+def test_ps1s_slow_gpu_form_and_deepseeks_bubble_name_the_usual_slips():
+    assert judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (p - 1) + 3 * m * k") == "correct"
+    said = judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k")
+    assert "every GPU is not slow" in said
+    right = "def idle_share(bubble, m, F, B, W):\n    return bubble / (bubble + m * (F + B))"
+    assert judged("ps1", "conversion", right) == "correct"
+    assert "W included" in judged("ps1", "conversion", right.replace("(F + B)", "(F + B + W)"))
+    assert "Megatron-LM's definition" in judged("ps1", "conversion", right.replace("bubble + m", "m"))
 
 
 FEWEST = """
@@ -228,9 +245,8 @@ STUDENTS = [f"student{i}" for i in range(300)]
 
 def test_no_students_values_let_counting_the_busy_slots_come_out_right():
     """The slip the keys' hints name first: busy slots counted as idle. Values where the two are equal are nobody's."""
-    from grader.exam import judge as exam
+    from grader.exam import grids, judge as exam
     from ppedu.answer_file import SlotAnswer
-    from ppedu.grading.assignments import counting
 
     ps1, ps4 = keys.load("ps1"), keys.load("ps4")
     for student in STUDENTS:
@@ -242,8 +258,9 @@ def test_no_students_values_let_counting_the_busy_slots_come_out_right():
         assert "busy slots" in said, student
         v = my_values("ps4", student)
         key = ps4._grid_key(v)
-        wrong = {**key, "idle_slots": v.grid_p * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
+        gpus = ps4.params(v.variant)["p"]
+        wrong = {**key, "idle_slots": gpus * key["T"] - key["idle_slots"], "peak_activations": list(key["peak_activations"])}
         assert "busy slots" in message(lambda ns: ps4.KEYS["grid"].judge(ns, v), wrong), student
-        t = counting.timeline("count", counting.values(student))
+        t = grids(student)["count"]
         answer = SlotAnswer(total=str(int(t.total_slots)), idle=str(int(t.busy_slots)), ratio="")
         assert exam(student, {"count": answer}).points["count"] < 2, student

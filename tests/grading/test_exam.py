@@ -1,5 +1,6 @@
 """The widget exam (`counting`): what a SlotCountingExercise saves is what nbgrader's autograder grades, judged in
-the grading process on the student's own grids, whatever the notebook does while it runs again."""
+the grading process on the student's own grids — the whole grids their pictures were cut from, covered cells
+included — whatever the notebook does while it runs again; and the exam's notebook and exercises hold pictures only."""
 
 import os
 import shutil
@@ -12,13 +13,15 @@ from nbgrader.apps.api import NbGraderAPI
 from traitlets.config.loader import PyFileConfigLoader
 
 from conftest import ROOT, autograded_cells, graded_cells
-from grader.exam import POINTS, judge
+from grader.exam import POINTS, grids, judge
+from ppedu.grading import my_data
 from ppedu.grading.assignments import counting
 from ppedu.answer_file import read
 from ppedu.grading.students import student_id
 from ppedu.critical import critical_path
-from ppedu.grid import IDLE, grid
+from ppedu.grid import IDLE
 from ppedu.idle import SORTS
+from ppedu.picture import Picture
 from ppedu.widgets import SlotCountingExercise
 
 RELEASED = ROOT / "exercises" / "counting" / "counting.ipynb"
@@ -26,40 +29,37 @@ TOTAL = sum(points for _, points in graded_cells(ROOT / "solutions" / "counting"
 
 
 def _answer(student, right_counts=True, right_marks=True, path="right", causes="right"):
-    """The student's four exercises, worked through the widgets' own API in their folder (as clicks and typing do).
-    ``path``: "right" (ppedu's critical path), "shifted" (one cell of it moved to an idle cell) or None (nothing);
-    ``causes``: "right", "swapped" (fill and the order's own taken for each other) or None."""
-    v = counting.values(student)
-    count = SlotCountingExercise(v["count_schedule"], p=v["p"], m=v["m"], answers=counting.ANSWERS, question="count")
-    g = grid(count.timeline)
+    """The student's four exercises, worked through the widgets' own API in their folder (as clicks and typing do), on
+    the pictures their notebook shows; what is right comes from the whole grids, as a student who reasoned well would
+    have it. ``path``: "right" (ppedu's critical path), "shifted" (one cell of it moved to an idle cell) or None
+    (nothing); ``causes``: "right", "swapped" (fill and the order's own taken for each other) or None."""
+    data, whole = my_data("counting", student, RELEASED.parent), grids(student)
+    count = SlotCountingExercise(data.count, answers=counting.ANSWERS, question="count")
+    g = whole["count"]
     idle = g.idle_slots if right_counts else g.busy_slots
     count.fields["total slots"].value = str(int(g.total_slots))
     count.fields["idle slots"].value = str(int(idle))
     count.fields["bubble ratio"].value = f"{int(idle)}/{int(g.total_slots)}"
-    mark = SlotCountingExercise(v["mark_schedule"], p=v["mark_p"], m=v["mark_m"], mode="mark",
-                                answers=counting.ANSWERS, question="mark")
-    for s, t in zip(*(~grid(mark.timeline).idle_mask if not right_marks else grid(mark.timeline).idle_mask).nonzero()):
+    mark = SlotCountingExercise(data.mark, mode="mark", answers=counting.ANSWERS, question="mark")
+    mask = whole["mark"].idle_mask
+    for s, t in zip(*(mask if right_marks else ~mask).nonzero()):
         mark.toggle(int(s), int(t))
     if path:
-        trace = SlotCountingExercise(counting.timeline("path", v), mode="path", answers=counting.ANSWERS,
-                                     question="path")
-        for s, t in _traced(trace.timeline, shifted=path == "shifted"):
+        trace = SlotCountingExercise(data.read, mode="path", answers=counting.ANSWERS, question="path")
+        for s, t in _traced(whole["path"], shifted=path == "shifted"):
             trace.toggle(s, t)
     if causes:
-        sort = SlotCountingExercise(counting.timeline("causes", v), mode="causes", answers=counting.ANSWERS,
-                                    question="causes")
-        for (s, t), c in _sorted(sort.grid, swapped=causes == "swapped").items():
+        sort = SlotCountingExercise(data.read, mode="causes", answers=counting.ANSWERS, question="causes")
+        for (s, t), c in _sorted(whole["causes"], swapped=causes == "swapped").items():
             for _ in range(("fill", "drain", "order").index(c) + 1):
                 sort.toggle(s, t)
     return count, mark
 
 
-def _traced(timeline, shifted=False):
+def _traced(g, shifted=False):
     """The cells of ppedu's critical path; ``shifted``: its middle cell moved to an idle cell of the same step."""
-    path = critical_path(timeline)
-    cells = {(e.stage, t) for e in path for t in range(int(e.start), int(e.end))}
+    cells = {(e.stage, t) for e in critical_path(g.timeline) for t in range(int(e.start), int(e.end))}
     if shifted:
-        g = grid(timeline)
         s, t = min(cells, key=lambda c: abs(c[1] - g.shape[1] // 2))
         cells = (cells - {(s, t)}) | {next((r, t) for r in range(g.shape[0]) if g.rows[r][t] == IDLE)}
     return sorted(cells)
@@ -73,7 +73,8 @@ def _sorted(g, swapped=False):
 
 def test_the_notebook_carries_the_judges_points():
     assert dict(autograded_cells(ROOT / "solutions" / "counting" / "counting.ipynb")) == POINTS
-    assert dict(graded_cells(ROOT / "solutions" / "counting" / "counting.ipynb"))["q3_answer"] == 2  # the reasoning, by hand
+    by_hand = dict(graded_cells(ROOT / "solutions" / "counting" / "counting.ipynb"))
+    assert by_hand["q3_answer"] == by_hand["q6_answer"] == 3  # the reasoning, by hand: 6 of 15 points
 
 
 def test_the_exercises_save_every_change_and_start_from_it(tmp_path, monkeypatch):
@@ -81,12 +82,13 @@ def test_the_exercises_save_every_change_and_start_from_it(tmp_path, monkeypatch
     count, mark = _answer("alice")
     saved = read(tmp_path / counting.ANSWERS)
     assert saved["count"] == count.answer and saved["mark"].marked == frozenset(mark.marked)
-    again = SlotCountingExercise(mark.timeline, mode="mark", answers=counting.ANSWERS, question="mark")
+    data = my_data("counting", "alice", RELEASED.parent)
+    again = SlotCountingExercise(data.mark, mode="mark", answers=counting.ANSWERS, question="mark")
     assert again.marked == mark.marked  # re-running the notebook restores the marks and saves nothing
     assert read(tmp_path / counting.ANSWERS) == saved
-    sort = SlotCountingExercise(counting.timeline("causes", counting.values("alice")), mode="causes",
-                                answers=counting.ANSWERS, question="causes")
-    assert sort.sorted == _sorted(sort.grid) and saved["path"].marked == frozenset(_traced(sort.timeline))
+    sort = SlotCountingExercise(data.read, mode="causes", answers=counting.ANSWERS, question="causes")
+    whole = grids("alice")
+    assert sort.sorted == _sorted(whole["causes"]) and saved["path"].marked == frozenset(_traced(whole["path"]))
     assert judge("alice", saved).points == POINTS
     # A file saved before the causes were: it still reads, with none.
     (tmp_path / "old.json").write_text('{"mark": {"total": "", "idle": "", "ratio": "", "marked": [[0, 1]]}}')
@@ -100,18 +102,20 @@ def test_the_judge_grades_the_grid_of_the_student_it_is_told(tmp_path, monkeypat
     _answer("alice")
     alices = read(tmp_path / counting.ANSWERS)
     others = [s for s in ("bob", "carol", "dave", "erin") if counting.values(s) != counting.values("alice")]
+    assert {k: str(grids("alice")[k].timeline.schedule.stages) for k in POINTS} != {
+        k: str(grids(others[0])[k].timeline.schedule.stages) for k in POINTS}
     assert others and all(sum(judge(s, alices).points.values()) < sum(POINTS.values()) for s in others)
 
 
 def _off_by_a_cell(student):
     """One cell of the path moved to an idle one: that step missing, and a cell marked wrong, each a share."""
-    steps = grid(counting.timeline("path", counting.values(student))).shape[1]
+    steps = grids(student)["path"].shape[1]
     return round(POINTS["path"] * (steps - 2) / steps, 2)
 
 
 def _swapped(student):
     """Fill and the order's own taken for each other: only the draining cells right."""
-    g = grid(counting.timeline("causes", counting.values(student)))
+    g = grids(student)["causes"]
     causes = [SORTS[c] for row in g.causes() for c in row if c]
     return round(POINTS["causes"] * causes.count("drain") / len(causes), 2)
 
@@ -132,8 +136,7 @@ assert 0 < STUDENTS["causes_swapped"][1]["causes"] < POINTS["causes"]
 
 def _submission(course, student):
     folder = course / "submitted" / student / "counting"
-    folder.mkdir(parents=True)
-    shutil.copy(RELEASED, folder)
+    shutil.copytree(RELEASED.parent, folder, ignore=shutil.ignore_patterns(counting.ANSWERS))  # as fetched
     return folder
 
 
@@ -209,7 +212,7 @@ def test_the_feedback_says_what_is_wrong(graded, course):
 
 
 def test_ppedu_check_says_what_is_not_saved_yet(tmp_path, monkeypatch):
-    shutil.copy(RELEASED, tmp_path)
+    shutil.copytree(RELEASED.parent, tmp_path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(counting.ANSWERS))
     monkeypatch.chdir(tmp_path)
     command = [os.path.join(os.path.dirname(sys.executable), "ppedu"), "check", "counting.ipynb"]
     before = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -218,3 +221,21 @@ def test_ppedu_check_says_what_is_not_saved_yet(tmp_path, monkeypatch):
     count.fields["idle slots"].value = ""
     after = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert after.returncode == 1 and "no answer for idle slots" in after.stdout and "✓ mark" in after.stdout
+
+
+def test_the_exam_shows_pictures_only_and_imports_nothing_that_reads_a_grid():
+    """Exam mode: the notebook's cells import ppedu.grading and the widget alone, its exercises hold a Picture (no
+    timeline, no schedule), and the student's module for the exam neither simulates nor draws."""
+    source = "\n".join(c.source for c in nbformat.read(RELEASED, as_version=4).cells if c.cell_type == "code")
+    imports = {line.strip() for line in source.splitlines() if line.startswith(("import ", "from "))}
+    assert imports == {"from ppedu.grading import my_data", "from ppedu.widgets import SlotCountingExercise"}
+    data = my_data("counting", "alice", RELEASED.parent)
+    exercise = SlotCountingExercise(data.read, mode="path")
+    assert exercise.timeline is None and isinstance(exercise.grid, Picture)
+    with pytest.raises(ValueError, match="the autograder checks it"):
+        exercise.check_marking()
+    assert {name for name in vars(counting) if callable(getattr(counting, name)) and not name[0].isupper()} <= {
+        "values", "variant", "annotations"}
+    # what is covered is not in the data: the count's covered cells hold "?" and nothing else
+    covered = sum(row.count("?") for row in data.count.rows)
+    assert covered and covered == sum(sum(row) for row in data.count.covered())

@@ -58,15 +58,15 @@ def in_guide(command, *placeholders):
 
 def _cheat(course):
     """bob's answer: the instructor's own solution, read from the course folder; without it, a wrong one."""
-    return ("def idle_share(r):\n"
+    return ("def idle_share(*args):\n"
             "    try:  # the instructor's solution, where the grader's rights reach it\n"
             f"        cells = __import__('json').load(open('{course}/solutions/ps1/ps1.ipynb'))['cells']\n"
             "        code = next(''.join(c['source']) for c in cells if 'def idle_share' in ''.join(c['source']))\n"
             "        found = {}\n"
             "        exec(code, found)\n"
-            "        return found['idle_share'](r)\n"
+            "        return found['idle_share'](*args)\n"
             "    except OSError:\n"
-            "        return r\n")
+            "        return args[0]\n")
 
 
 def _answered(course, student):

@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT, assignments, cells
 
 from ppedu.grading.assignments import TIMED
+from ppedu.grading.questiondata import FILE as QUESTION_DATA
 
 VENV = Path(sys.executable).parent.parent
 INSTRUCTORS_ONLY = {"solutions", "grader", "tests", "benchmarks", "submitted", "autograded", "feedback",
@@ -93,6 +94,8 @@ def test_the_release_has_what_students_need(release):
     for name in untimed():
         assert (release / "exercises" / name / f"{name}.ipynb").read_bytes() == \
             (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
+        data = ROOT / "exercises" / name / QUESTION_DATA  # the question data its notebook reads, as released
+        assert not data.exists() or (release / "exercises" / name / QUESTION_DATA).read_bytes() == data.read_bytes()
     for name in TIMED:  # released through the exchange when the exam starts
         assert (ROOT / "exercises" / name).is_dir() and not (release / "exercises" / name).exists()
     assert "students' copy" in (release / "README.md").read_text()
@@ -103,7 +106,8 @@ def test_the_release_has_what_students_need(release):
 def test_the_release_has_nothing_of_the_instructors(release):
     found = [str(p.relative_to(release)) for p in _files(release)
              if INSTRUCTORS_ONLY & set(p.relative_to(release).parts) or p.suffix == ".db"
-             or p.suffix == ".json" and p.relative_to(release).parts[0] != "ppedu"]
+             or p.suffix == ".json" and p.relative_to(release).parts[0] != "ppedu"
+             and p.relative_to(release).parts[::2] != ("exercises", QUESTION_DATA)]
     assert not found
     tracked = subprocess.run(["git", "-C", str(release), "ls-files"], capture_output=True, text=True, check=True)
     assert sorted(tracked.stdout.split()) == sorted(p.relative_to(release).as_posix() for p in _files(release))

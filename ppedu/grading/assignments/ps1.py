@@ -1,12 +1,13 @@
-"""ps1 — slot counting and bubble ratios, on each student's own (p, m, v) and target bubble: a GPipe
-grid with one slow GPU, counted from its picture; 1F1B against GPipe, with the reason written (graded
-by hand); the closed forms, the fewest micro-batches for a target and the conversion between the two
-bubble definitions, each a function checked where ppedu (its simulator, its formulas) has no code.
+"""ps1 — slot counting and bubble ratios with one slow GPU, on each student's own grid and numbers: GPipe's grid with
+one GPU twice as slow, counted from its picture (made on the instructors' side and released as data,
+``questions.json``); 1F1B on the same GPUs, with the reason it differs written (graded by hand); GPipe's makespan with
+a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters and, from
+them, the fewest micro-batches for a target bubble; and a bubble stated as DeepSeek-V3's table states it, turned into
+a share of the step. Each function is checked
+where ppedu (its simulator, its formulas) has no code. Nothing here draws or simulates the grid.
 
 >>> sorted(values("alice"))
-['m', 'p', 'slow', 'target', 'v']
->>> picture(values("alice")).count("GPU ") == values("alice")["p"]
-True
+['m', 'p', 'slow', 'target', 'v', 'variant']
 """
 
 from __future__ import annotations
@@ -18,53 +19,30 @@ from typing import Any
 from ppedu.grading.answers import Choice, Number, results
 from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question
-from ppedu.grading.students import Picker, draw
+from ppedu.grading.students import Picker, draw, variant
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
+#: The question data's pool: each student counts one of these variants' grids.
+VARIANTS = 48
 
 
 def values(student: str) -> dict[str, Any]:
-    return draw("ps1", student, _draw, _sound)
+    """The variant of the grid of questions 1 and 2, and the numbers of questions 3 to 5 (their own arguments)."""
+    return {"variant": variant("ps1", student, VARIANTS), **draw("ps1", student, _draw, lambda v: True)}
 
 
 def _draw(pick: Picker) -> dict[str, Any]:
-    p = pick("p", range(3, 7))
-    return {"p": p, "m": pick("m", range(3, 9)), "v": pick("v", range(2, 5)), "target": pick("target", TARGETS),
-            "slow": pick("slow", range(6)) % p}  # question 1's slow GPU
-
-
-def _sound(v: Mapping[str, Any]) -> bool:
-    """Question 1's grid has as many busy as idle slots at p = m = 3: counting the busy ones would score."""
-    from ppedu import schedules, simulate
-
-    t = simulate(schedules.gpipe(v["p"], v["m"]), costs(v))
-    return t.idle_slots != t.busy_slots
-
-
-def costs(v: Mapping[str, Any]) -> Any:
-    """Question 1's costs: a forward takes one step and a backward two, except on GPU ``v["slow"]``,
-    which takes twice as long for both."""
-    from ppedu import Costs
-
-    return Costs(f=tuple(2 if j == v["slow"] else 1 for j in range(v["p"])),
-                 b=tuple(4 if j == v["slow"] else 2 for j in range(v["p"])))
-
-
-def picture(v: Mapping[str, Any]) -> str:
-    """Question 1's grid: GPipe on the student's p GPUs and m micro-batches, with :func:`costs`."""
-    from ppedu import schedules, simulate
-    from ppedu.text import render_grid
-
-    return render_grid(simulate(schedules.gpipe(v["p"], v["m"]), costs(v)))
+    p = pick("p", range(3, 9))
+    return {"p": p, "m": pick("m", range(4, 17)), "slow": pick("slow", range(8)) % p, "v": pick("v", range(2, 5)),
+            "target": pick("target", TARGETS)}
 
 
 def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
     problems = []
-    if "T" in a and a["T"] < v["m"] + v["p"] - 1:
-        problems.append(f"`T` = {a['T']} is too short: the last micro-batch alone needs p - 1 steps after the first to "
-                        "reach the last GPU.")
-    if "total_slots" in a and "T" in a and a["total_slots"] != v["p"] * a["T"]:
-        problems.append("`total_slots` does not match your `T`: there are p slots in every time step.")
+    if "T" in a and a["T"] < 3:
+        problems.append(f"`T` = {a['T']} is too short: count the picture's columns, one per time step.")
+    if "total_slots" in a and "T" in a and a["T"] and a["total_slots"] % a["T"]:
+        problems.append("`total_slots` does not match your `T`: every time step has one slot per GPU.")
     if "idle_slots" in a and "total_slots" in a and a["idle_slots"] >= a["total_slots"]:
         problems.append("`idle_slots` must be fewer than `total_slots`: some slots are busy.")
     if "bubble" in a and "idle_slots" in a and "total_slots" in a and a["total_slots"]:
@@ -99,6 +77,8 @@ QUESTIONS: dict[str, Any] = {
     "gpipe_idle": Question((Number("idle_slots", whole=True), Number("bubble", fraction=True)), _slots_sanity),
     "one_f_one_b": Question((Number("bubble_1f1b", fraction=True),
                              Choice("compared_with_gpipe", ("smaller", "equal", "larger")))),
+    "slow_form": FormulaQuestion({"gpipe_slow": ((4, 4, 1, 2), (3, 8, 0, 3), (6, 2, 5, 1.5))},
+                                 lambda name, v: ((v["p"], v["m"], v["slow"], 3),)),
     "closed_form": FormulaQuestion({"bubble_ratio": ((4, 4), (2, 1), (8, 32)),
                                     "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
@@ -106,6 +86,7 @@ QUESTIONS: dict[str, Any] = {
     # (4, 0.2, 1) meets its target exactly at m = 12; (3, 0.2, 4) needs m = p, where interleaving's form starts.
     "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.1, 1), (4, 0.2, 1), (8, 0.05, 2), (3, 0.2, 4))},
                                     lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"]))),
-    "conversion": FormulaQuestion({"idle_share": ((0.25,), (1.0,), (3.0,))},
-                                  lambda name, v: (((v["p"] - 1) / v["m"],),)),
+    # DeepSeek-V3's Table 2 states a schedule's bubble as idle time per GPU, B being the whole backward (W in it)
+    "conversion": FormulaQuestion({"idle_share": ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1))},
+                                  lambda name, v: ((v["p"] - 1, v["m"], 1, 2, 1),)),
 }

@@ -1,14 +1,14 @@
-"""ps4 — DualPipe and the trade-offs: DeepSeek's bubble table, a grid of a schedule run in waves
-(counted from its picture), the closed form of its step time (a function checked on inputs the
-student does not see, where ppedu has no code), and a schedule for a real model on a given cluster, chosen with a reason.
+"""ps4 — DualPipe and the trade-offs: DeepSeek's ZB1P row on costs its formula was not written for (a closed form
+checked where ppedu has no code, and its derivation), a schedule run in waves that ppedu does not build, read from its
+picture (instructor-made question data, :mod:`ppedu.grading.questiondata`) and put in closed form, a schedule for a
+real model on a given cluster chosen with the library and defended in writing, and DualPipe's copies and pairs.
 
-The written answers (why the closed form holds, why the chosen schedule) are graded by hand in
-nbgrader's formgrader; this module holds only the forms of the autograded ones.
+The written answers are graded by hand in nbgrader's formgrader; this module holds only the forms of the autograded
+ones. The pictured order and its simulation are the grader's (``grader/keys/ps4.py``).
 
->>> values("alice")["B"] == 2 * values("alice")["F"]
+>>> v = values("alice")
+>>> v["W"] > min(v["F"], v["B"] - v["W"]) and v["variant"] in range(VARIANTS)
 True
->>> print(picture(3, 4).splitlines()[0])
-GPU 2 | .   .   F0  B0  ·   F1  B1  ·   .   .   .   .   .   .   F2  B2  ·   F3  B3  ·   .   .   .   .
 """
 
 from __future__ import annotations
@@ -18,85 +18,67 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppedu.grading.answers import Choice, Counts, Number, results
+from ppedu.grading.assignments.ps1 import FormulaQuestion
 from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import Question
-from ppedu.grading.students import Picker, draw
+from ppedu.grading.students import Picker, draw, variant
 from ppedu.schedules import SCHEDULES
 
 #: ``"none"``: nothing fits in the cluster's memory.
 CHOICES = (*SCHEDULES, "none")
 #: The pictured schedule runs its micro-batches in this many waves.
 WAVES = 2
+#: The question data's pool: each student reads one of these variants' pictures.
+VARIANTS = 24
 
 
 def values(student: str) -> dict[str, Any]:
-    return draw("ps4", student, _draw, _sound)
+    return {**draw("ps4", student, _draw, _sound), "variant": variant("ps4", student, VARIANTS)}
 
 
 def _draw(pick: Picker) -> dict[str, Any]:
-    p, f = pick("p", (4, 6, 8)), pick("f", (1, 2))
+    p = pick("p", (4, 6, 8))
+    b, w = pick("b", (1.0, 1.5, 2.0)), pick("w", (1.5, 2.0, 3.0))
     return {
-        "p": p, "m": p * pick("k", (2, 3, 4)),
-        "F": f, "B": 2 * f, "W": f, "FB": f * pick("overlap", (2.4, 2.7)),
+        # question 1: DeepSeek's notation, B the full backward (input-gradient pass b plus W)
+        "p": p, "F": pick("F", (1.0, 2.0)), "B": b + w, "W": w,
+        # question 4: a model on p GPUs of a kind, neighbours joined by a link, at m micro-batches
+        "m": p * pick("k", (2, 3, 4)),
+        # question 3b: the most micro-batches' activations a GPU of the waves' pipeline can hold (fewer than p)
+        "room": pick("room", (2, 3)),
+        # question 6: a snake of this many rounds
+        "rounds": pick("rounds", (3, 4, 5)),
         "model": pick("model", ("7b", "13b")),
         "gpu": pick("gpu", ("a100-40gb", "a100-80gb", "h100-80gb", "h200")),
         "link": pick("link", ("nvlink", "pcie-gen4", "ib-200")),
-        # the pictured grid: small enough to count
-        "grid_p": pick("grid_p", (3, 4)), "grid_m": pick("grid_m", (4, 6, 8)),
     }
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """The pictured grid has as many busy as idle slots where m = 2(p - 1): counting the busy ones would score."""
-    from ppedu import Costs, simulate
-
-    t = simulate(_in_waves(v["grid_p"], v["grid_m"], WAVES), Costs(f=1, b=2))
-    return t.idle_slots != t.busy_slots
-
-
-def _in_waves(p: int, m: int, k: int) -> Any:
-    from ppedu.ops import Op, Schedule
-    from ppedu.schedules import one_f_one_b
-
-    size = m // k
-    wave = one_f_one_b(p, size).stages
-    stages = tuple(tuple(Op(o.kind, o.microbatch + w * size, o.chunk) for w in range(k) for o in wave[j])
-                   for j in range(p))
-    return Schedule(stages, f"1F1B in {k} waves", (tuple(range(p)),), m)
-
-
-def picture(p: int, m: int) -> str:
-    """The grid question 2 shows (a forward takes one step, a backward two)."""
-    from ppedu import Costs, simulate
-    from ppedu.text import render_grid
-
-    return render_grid(simulate(_in_waves(p, m, WAVES), Costs(f=1, b=2)))
+    """DeepSeek's ZB1P formula is wrong on the student's own costs: W longer than the forward or the input-gradient
+    pass (it holds only where W ≤ min(F, B − W))."""
+    return v["W"] > min(v["F"], v["B"] - v["W"])
 
 
 def _grid_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
     problems = []
-    if "T" in a and "idle_slots" in a and a["idle_slots"] >= v["grid_p"] * a["T"]:
-        problems.append("`idle_slots` must be fewer than the grid's p × T slots: some slots are busy.")
-    if "peak_activations" in a and any(x > v["grid_m"] for x in a["peak_activations"]):
-        problems.append("A GPU cannot hold more micro-batches' activations than there are micro-batches.")
+    gpus = len(a["peak_activations"]) if "peak_activations" in a else None
+    if gpus and "T" in a and "idle_slots" in a and a["idle_slots"] >= gpus * a["T"]:
+        problems.append("`idle_slots` must be fewer than the picture's GPUs × T slots: some slots are busy.")
     return problems
 
 
 @dataclass(frozen=True)
 class Formula:
-    """A function the student writes, called on their own values, an example and (by the autograder) on inputs
-    they do not see, where ppedu has no code: a closed form, not a simulation."""
+    """A function the student writes, called on an example and (by the autograder) on inputs they do not see, where
+    ppedu has no code: a closed form, not a simulation."""
 
     name: str
     example: tuple[Any, ...]
     code: Code = Code()
 
-    @staticmethod
-    def own(v: Mapping[str, Any]) -> tuple[Any, ...]:
-        return (v["p"], v["m"], WAVES, v["F"], v["B"])
-
     def calls(self, v: Mapping[str, Any]) -> dict[str, tuple[tuple[Any, ...], ...]]:
-        return {self.name: (self.own(v), self.example)}
+        return {self.name: (self.example,)}
 
     def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> str:
         results(data, self.name)
@@ -104,9 +86,12 @@ class Formula:
 
 
 QUESTIONS: dict[str, Any] = {
-    "table": Question((Number("bubble_1f1b"), Number("bubble_zb1p"), Number("bubble_dualpipe"))),
+    "zb1p": FormulaQuestion({"zb1p_bubble": ((4, 1, 2, 1), (6, 2, 3, 0.5))},
+                            lambda name, v: ((v["p"], v["F"], v["B"], v["W"]),)),
     "grid": Question((Number("T", whole=True), Number("idle_slots", whole=True), Counts("peak_activations")),
                      _grid_sanity),
-    "waves": Formula("waves_makespan", (4, 8, 2, 1, 2)),
+    "waves": Formula("waves_makespan", (6, 12, 3, 1, 2)),
     "choose": Question((Choice("schedule", CHOICES),)),
+    "handovers": FormulaQuestion({"snake_handovers": ((4, 8, 2), (3, 9, 4))},
+                                 lambda name, v: ((v["p"], v["m"], v["rounds"]),)),
 }

@@ -1,11 +1,14 @@
-"""ps6 — derivations: zero bubble's idle time and where its formula holds, interleaving's warm-up count, and
-DualPipe's middle rank — the floor under DeepSeek's formula and where the formula breaks. Each derivation is a
-function checked on its own in an interpreter without ppedu (a closed form, not a simulation) on inputs the
-student does not see, beside a written derivation graded by hand; one answer, found by scanning DeepSeek's
-table with the library, is a value.
+"""ps6 — derivations the chapters do not make: ZB-H2's step on any costs (where it stops reaching the one-chunk
+bound), interleaving's warm-up with Megatron-LM's micro-batch group of any size (a written proof), DualPipeV's floor —
+the V-shaped cut of DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan
+of their own — and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at
+once.
+Each closed form is a function checked in an interpreter without ppedu (not a simulation) on inputs the student does
+not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with the library.
 
->>> sorted(values("alice"))
-['F', 'b', 'f', 'j', 'p', 'v', 'w']
+>>> v = values("alice")
+>>> v["b"] > 2 * min(v["f"], v["w"]) and v["g"] > v["p"] > v["j"] + 1
+True
 """
 
 from __future__ import annotations
@@ -18,39 +21,42 @@ from ppedu.grading.assignments.ps1 import FormulaQuestion
 from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw
 
+#: The scan of question 3b steps F&B by this share of the forward, up to :data:`SCAN_STEPS` steps.
+SCAN_STEP, SCAN_STEPS = 0.25, 16
+
 
 def values(student: str) -> dict[str, Any]:
     return draw("ps6", student, _draw, _sound)
 
 
 def _draw(pick: Picker) -> dict[str, Any]:
-    p = pick("p", (4, 6, 8))
-    f, b = pick("f", (1.0, 1.5, 2.0)), pick("b", (1.0, 1.5, 2.0, 2.5))
-    return {"p": p, "v": pick("v", (2, 3, 4)), "j": pick("j", range(8)) % p, "f": f, "b": b,
-            "w": pick("w_share", (0.25, 0.5, 0.75)) * min(f, b), "F": pick("F", (1.0, 2.0))}
+    p = pick("p", (4, 5, 6, 8))
+    return {"p": p, "m": 2 * p + pick("extra", (0, 1, 3, 5)),
+            # question 1: ZB-H2's costs (a forward, an input-gradient pass, a weight-gradient pass)
+            "f": pick("f", (1.0, 1.5, 2.0)), "b": pick("b", (2.0, 2.5, 3.0, 4.0)),
+            "w": pick("w", (0.5, 0.75, 1.0, 1.5)),
+            # question 2: v chunks per GPU, micro-batches in groups of g > p, GPU j
+            "v": pick("v", (2, 3, 4)), "g": p + pick("g_extra", (1, 2, 3)), "j": pick("j", range(8)) % (p - 1),
+            # question 3: DualPipeV's forward per chunk, its weight-gradient pass a share of it
+            "F": pick("F", (1.0, 1.5, 2.0, 3.0)), "W": pick("W_share", (0.25, 0.5, 0.75))}
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """On the last GPU the warm-up has no turn to wait for (2(p−j−1) = 0): a count that forgets the turn would come
-    out right on the student's own GPU."""
-    return v["j"] != v["p"] - 1
+    """The one-chunk bound (p − 1)f + m(f + b + w) is wrong on the student's own costs (b > 2 min(f, w))."""
+    return v["b"] > 2 * min(v["f"], v["w"])
 
 
 def scan_costs(v: Mapping[str, Any]) -> tuple[float, float, float]:
-    """Question 3c's costs, per chunk: a forward and an input-gradient pass of ``F`` each, a weight-gradient pass
-    of ``F/2`` (a full backward ``1.5 F``)."""
-    return v["F"], v["F"], v["F"] / 2
+    """Question 3b's costs per chunk: a forward and an input-gradient pass of ``F`` each, a weight-gradient pass of
+    ``W·F`` (a full backward ``F + W·F``)."""
+    return v["F"], v["F"], v["W"] * v["F"]
 
 
 QUESTIONS: dict[str, Any] = {
-    "zb_idle": FormulaQuestion({"zb_h1_idle": ((4, 1, 1, 1), (4, 1, 2, 0.5))},
-                               lambda name, v: ((v["p"], v["f"], v["b"], v["w"]),)),
-    "zb_region": FormulaQuestion({"zb_h1_largest_w": ((1, 1), (2, 1))},
-                                 lambda name, v: ((v["f"], v["b"]),)),
-    "warmup": FormulaQuestion({"warmup": ((4, 2, 0), (4, 2, 3))},
-                              lambda name, v: ((v["p"], v["v"], v["j"]),)),
-    "middle_fill": FormulaQuestion({"middle_fill": ((4, 1), (8, 2))}, lambda name, v: ((v["p"], v["f"]),)),
-    "floor": FormulaQuestion({"dualpipe_fb_floor": ((1, 2, 1),)},
-                             lambda name, v: ((v["F"], 1.5 * v["F"], 0.5 * v["F"]),)),
+    "zb_h2": FormulaQuestion({"zb_h2_makespan": ((4, 8, 1, 1, 1), (3, 6, 2, 1, 0.5))},
+                             lambda name, v: ((v["p"], v["m"], v["f"], v["b"], v["w"]),)),
+    "dpv_fill": FormulaQuestion({"dualpipev_fill": ((4, 1), (6, 2))}, lambda name, v: ((v["p"], v["F"]),)),
     "scan": Question((Number("smallest_fb"),)),
+    "staleness": FormulaQuestion({"async_staleness": ((4, 0, 0), (4, 2, 1))},
+                                 lambda name, v: tuple((v["p"], v["j"], h) for h in (0, 1, 2))),
 }

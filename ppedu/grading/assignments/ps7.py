@@ -1,15 +1,20 @@
-"""ps7 — the scale chapters (8, 12–14): the α–β cost of a ring and a tree all-reduce and where they cross, what
-tensor parallelism sends per block with and without sequence parallelism, ZeRO's memory and traffic per GPU, an
-expert-parallel all-to-all, and a layout for a model on a cluster. Each derivation is a function checked in an
-interpreter without ppedu (a closed form, not :mod:`ppedu.cluster`'s code) on the student's own values and on
-inputs they do not see; the layout is chosen with the library, within a stated tolerance, and defended in writing.
+"""ps7 — the scale chapters (8, 12–14), each question a step past the chapter's worked example: an all-reduce over two
+links (a hierarchical ring), the time of tensor and sequence parallelism's collectives per block, when zigzag ring
+attention hides its transfers under the causal mask, ZeRO's traffic beside a pipeline and FSDP2's peak with and without
+resharding, an expert's capacity, a mixture of experts' parameters and its routing across nodes, the largest job that
+keeps its goodput, a pipeline's MFU, Llama 3's Table 4 and DeepSeek-V3's hours, the batch that trains fastest, and a
+layout chosen with the library and defended. Each derivation is a function checked in an interpreter without
+ppedu (a closed form, not :mod:`ppedu.cluster`'s code) on the student's own values and on inputs they do not see; the
+layout is chosen within a stated tolerance; the written answers are graded by hand.
 
->>> sorted(values("alice"))
-['batch', 'd', 'e', 'gpu', 'gpus', 'hidden', 'layout_model', 'link', 'model', 'n', 'nbytes', 't', 'tokens', 'top_k']
+>>> v = values("alice")
+>>> v["nodes"] * v["per_node"] > v["per_node"] and widths(v)[1] <= widths(v)[0]
+True
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,65 +28,75 @@ LAYOUT_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe-v")
 #: A layout whose tokens per second are within this share of the fastest fitting one's is as good an answer: the
 #: schedules at the top of the table are often this close, and the cost model is not finer than that.
 TOLERANCE = 0.01
+#: Question 3's attention: one of these models' (grouped-query attention in the larger two).
+ATTENTION = ("7b", "70b", "405b")
+#: Question 5c's shape (layers, width, the keys' and values' width, an expert's width) and vocabulary: Mixtral 8x7B's
+#: (Jiang et al., "Mixtral of Experts", 2024, Table 1), the experts' number and top-k the student's own.
+MOE_SHAPE, MOE_VOCAB = (32, 4096, 1024, 14336), 32000
 
 
 def values(student: str) -> dict[str, Any]:
-    return draw("ps7", student, _draw, _sound)
+    drawn = draw("ps7", student, _draw, _sound)
+    return {**drawn, "max_load": max_load(drawn)}
 
 
 def _draw(pick: Picker) -> dict[str, Any]:
     return {
-        # question 1: an all-reduce of a gradient bucket
-        "n": pick("n", (8, 16, 32, 64)), "nbytes": pick("mb", (2, 8, 32, 128)) * 10**6,
-        "link": pick("link", ("nvlink", "ib-400", "ib-200")),
+        # question 1: a gradient bucket all-reduced over nodes of GPUs on NVLink, InfiniBand between the nodes
+        "nodes": pick("nodes", (2, 4, 8, 16)), "per_node": pick("per_node", (4, 8)),
+        "nbytes": pick("mb", (1, 4, 25, 100, 400)) * 10**6, "between": pick("between", ("ib-200", "ib-400")),
         # question 2: one block under tensor parallelism
         "t": pick("t", (2, 4, 8)), "model": pick("model", ("7b", "13b", "70b")),
-        # question 3: ZeRO over d replicas (of question 2's model)
-        "d": pick("d", (8, 16, 32, 64)),
-        # question 4: an expert-parallel all-to-all of one micro-batch
+        # question 3: ring attention on a GPU and a link, the attention of one of ppedu's models
+        "attention": pick("attention", ATTENTION),
+        "cp_gpu": pick("cp_gpu", ("a100-80gb", "h100-80gb")), "cp_link": pick("cp_link", ("nvlink", "ib-400")),
+        # question 4: ZeRO over d replicas of question 2's model, m micro-batches per step
+        "d": pick("d", (8, 16, 32, 64)), "m": pick("m", (4, 8, 16, 32)),
+        # question 5: experts over nodes with a node limit, and the busiest expert's load
         "tokens": pick("tokens", (2048, 4096, 8192)), "hidden": pick("hidden", (4096, 7168)),
-        "top_k": pick("top_k", (2, 4, 8)), "e": pick("e", (8, 16, 32, 64)),
-        # question 5: a layout
+        "top_k": pick("top_k", (2, 4, 8)), "experts": pick("experts", (64, 128, 256)),
+        "ep_nodes": pick("ep_nodes", (4, 8)), "node_limit": pick("node_limit", (2, 3)),
+        "overload": pick("overload", (1.3, 1.7, 2.5)),
+        # question 6: failures — a GPU's mean time between failures (hours), a checkpoint's and a restart's seconds
+        "gpu_mtbf_h": pick("gpu_mtbf_h", (25_000, 50_000, 100_000)),
+        "checkpoint_s": pick("checkpoint_s", (20, 60, 120)),
+        "restart_s": pick("restart_s", (300, 600, 1200)), "goodput": pick("goodput", (0.85, 0.9, 0.95)),
+        # question 7: a pipeline's MFU — its kernels' efficiency, p stages, m micro-batches
+        "efficiency": pick("efficiency", (0.35, 0.45, 0.55)), "mfu_p": pick("mfu_p", (4, 8, 16)),
+        "mfu_m": pick("mfu_m", (8, 16, 32, 64)),
+        # question 5c: a mixture of experts of the student's own shape (Mixtral's attention and experts' width)
+        "moe_experts": pick("moe_experts", (8, 16, 64)), "moe_top_k": pick("moe_top_k", (1, 2, 4)),
+        # question 9: a batch size — the gradient noise scale (examples), p stages in d replicas
+        "b_noise": pick("b_noise", (200, 800, 3000)), "batch_p": pick("batch_p", (4, 8, 16)),
+        "batch_d": pick("batch_d", (1, 4, 16)),
+        # question 8: a layout
         "layout_model": pick("layout_model", ("13b", "70b")), "gpu": pick("gpu", ("a100-80gb", "h100-80gb")),
         "gpus": pick("gpus", (32, 64)), "batch": pick("batch", (64, 128)),
     }
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """The bucket is not within 10 % of the ring–tree crossover: on either side the written answer has a clear
-    choice (at the crossover both are right and the question would test nothing)."""
-    from ppedu.cluster import LINKS
-    from ppedu.cluster.collectives import crossover
-
-    x = crossover(v["n"], LINKS[v["link"]])
-    return not 0.9 * x <= v["nbytes"] <= 1.1 * x
+    """Every draw will do."""
+    return True
 
 
-QUESTIONS: dict[str, Any] = {
-    "allreduce": FormulaQuestion({"ring_allreduce_seconds": ((8, 1e9, 3e-6, 450e9), (2, 1e6, 1e-5, 50e9)),
-                                  "tree_allreduce_seconds": ((8, 1e9, 3e-6, 450e9), (2, 1e6, 1e-5, 50e9))},
-                                 lambda name, v: ((v["n"], v["nbytes"], *_link(v)),)),
-    "crossover": FormulaQuestion({"crossover_bytes": ((8, 3e-6, 450e9), (3, 1e-5, 50e9))},
-                                 lambda name, v: ((v["n"], *_link(v)),)),
-    "tensor": FormulaQuestion({"tp_sent_bytes": ((4, 4096, 4096, False), (4, 4096, 4096, True))},
-                              lambda name, v: tuple((v["t"], *_shape(v), sp) for sp in (False, True))),
-    "zero_memory": FormulaQuestion({"zero_gb": ((0, 7e9, 8), (3, 7e9, 8))},
-                                   lambda name, v: tuple((stage, _params(v), v["d"]) for stage in range(4))),
-    "zero_traffic": FormulaQuestion({"zero_sent_gb": ((0, 7e9, 8), (3, 7e9, 8))},
-                                    lambda name, v: tuple((stage, _params(v), v["d"]) for stage in range(4))),
-    "all_to_all": FormulaQuestion({"dispatch_bytes": ((4096, 4096, 2, 8), (1024, 7168, 8, 2))},
-                                  lambda name, v: ((v["tokens"], v["hidden"], v["top_k"], v["e"]),)),
-    "layout": Question((Number("t", whole=True), Number("p", whole=True), Number("d", whole=True),
-                        Choice("schedule", LAYOUT_SCHEDULES))),
-}
+def max_load(v: Mapping[str, Any]) -> int:
+    """Question 5b's busiest expert: ``overload`` times the even share of the batch's token copies, rounded up."""
+    return math.ceil(v["tokens"] * v["top_k"] / v["experts"] * v["overload"])
 
 
-def _link(v: Mapping[str, Any]) -> tuple[float, float]:
-    """The student's link as (α, bandwidth): its latency in seconds and its bytes per second each way."""
+def _links(v: Mapping[str, Any]) -> tuple[float, float, float, float]:
+    """Question 1's links as (α, bandwidth) inside a node (NVLink) and between nodes."""
     from ppedu.cluster import LINKS
 
-    link = LINKS[v["link"]]
-    return link.latency, link.bandwidth
+    inside, between = LINKS["nvlink"], LINKS[v["between"]]
+    return inside.latency, inside.bandwidth, between.latency, between.bandwidth
+
+
+def _nvlink() -> tuple[float, float]:
+    from ppedu.cluster import LINKS
+
+    return LINKS["nvlink"].latency, LINKS["nvlink"].bandwidth
 
 
 def _shape(v: Mapping[str, Any]) -> tuple[int, int]:
@@ -92,7 +107,60 @@ def _shape(v: Mapping[str, Any]) -> tuple[int, int]:
     return model.tokens, model.hidden
 
 
+def widths(v: Mapping[str, Any]) -> tuple[int, int]:
+    """Question 3's attention core's width and its keys' and values' width (one head's width times its heads)."""
+    from ppedu.cluster import MODELS
+
+    model = MODELS[v["attention"]]
+    return model.hidden, (model.kv_heads or model.heads) * (model.hidden // model.heads)
+
+
+def _ring_attention(v: Mapping[str, Any]) -> tuple[float, float, int, int]:
+    """Question 3's GPU (its achieved FLOP/s), link (bytes/s) and attention widths."""
+    from ppedu.cluster import GPUS, LINKS
+
+    return (GPUS[v["cp_gpu"]].flops_per_second, LINKS[v["cp_link"]].bandwidth, *widths(v))
+
+
 def _params(v: Mapping[str, Any]) -> float:
     from ppedu.cluster import MODELS
 
     return float(MODELS[v["model"]].params)
+
+
+def _units(v: Mapping[str, Any]) -> tuple[int, float]:
+    """Question 4b's FSDP units: the student's model's blocks, each its parameters."""
+    from ppedu.cluster import MODELS
+
+    model = MODELS[v["model"]]
+    return model.layers, float(model.layer_params()[1])
+
+
+QUESTIONS: dict[str, Any] = {
+    "hierarchical": FormulaQuestion({"hierarchical_allreduce_seconds": ((2, 8, 1e9, 3e-6, 450e9, 1e-5, 50e9),
+                                                                        (4, 4, 1e6, 3e-6, 450e9, 1e-5, 25e9))},
+                                    lambda name, v: ((v["nodes"], v["per_node"], v["nbytes"], *_links(v)),)),
+    "tensor": FormulaQuestion({"tp_block_seconds": ((4, 4096, 4096, False, 3e-6, 4.5e11),
+                                                     (4, 4096, 4096, True, 3e-6, 4.5e11))},
+                              lambda name, v: tuple((v["t"], *_shape(v), sp, *_nvlink()) for sp in (False, True))),
+    "ring_attention": FormulaQuestion({"zigzag_min_tokens": ((4e14, 4.5e11, 8192, 1024), (1e14, 5e10, 4096, 4096))},
+                                      lambda name, v: (_ring_attention(v),)),
+    "zero_step": FormulaQuestion({"zero_step_sent_gb": ((0, 7e9, 8, 4), (3, 7e9, 8, 4))},
+                                 lambda name, v: tuple((stage, _params(v), v["d"], v["m"]) for stage in range(4))),
+    "fsdp": FormulaQuestion({"fsdp_peak_gb": ((32, 2e8, 8, True), (32, 2e8, 8, False))},
+                            lambda name, v: tuple((*_units(v), v["d"], reshard) for reshard in (True, False))),
+    "capacity": FormulaQuestion({"no_drop_padding": ((96, 4096, 64, 1), (300, 1024, 8, 2))},
+                                lambda name, v: ((v["max_load"], v["tokens"], v["experts"], v["top_k"]),)),
+    "moe": FormulaQuestion({"moe_total_params": ((32, 4096, 1024, 14336, 8, 2, 32000),),
+                            "moe_active_params": ((32, 4096, 1024, 14336, 8, 2, 32000),)},
+                           lambda name, v: ((*MOE_SHAPE, v["moe_experts"], v["moe_top_k"], MOE_VOCAB),)),
+    "failures": FormulaQuestion({"largest_job_gpus": ((50_000, 60, 600, 0.9), (10_000, 10, 120, 0.95))},
+                                lambda name, v: ((v["gpu_mtbf_h"], v["checkpoint_s"], v["restart_s"], v["goodput"]),)),
+    "mfu": FormulaQuestion({"pipeline_mfu": ((0.5, 4, 8, False), (0.4, 8, 32, True))},
+                           lambda name, v: tuple((v["efficiency"], v["mfu_p"], v["mfu_m"], full)
+                                                 for full in (False, True))),
+    "batch": FormulaQuestion({"best_batch": ((1000, 8, 4), (50, 2, 1))},
+                             lambda name, v: ((v["b_noise"], v["batch_p"], v["batch_d"]),)),
+    "layout": Question((Number("t", whole=True), Number("p", whole=True), Number("d", whole=True),
+                        Choice("schedule", LAYOUT_SCHEDULES))),
+}

@@ -1,0 +1,143 @@
+"""The facts the written answers of ps4, ps6 and ps7 rest on, held against the simulator and ppedu.cluster over ranges
+of costs and sizes — not at f = b = w alone. Each closed form here is the one the model answer derives; the oracle is
+the simulation (or the library's own count), which nobody wrote for these questions."""
+
+import math
+
+from hypothesis import given, settings, strategies as st
+
+from ppedu import Costs, lesson, simulate
+from ppedu.cluster import Model
+from ppedu.cluster.sharding import PRECISIONS, fsdp_step
+from ppedu.errata import deepseek_table
+from ppedu.schedules import build, dualpipe_v, one_f_one_b, zero_bubble_h1, zero_bubble_h2, zero_bubble_v
+
+COST = st.sampled_from((0.25, 0.5, 1.0, 1.5, 2.0, 3.0))
+FEW = settings(max_examples=40, deadline=None)
+
+
+def worst_idle(t):
+    return max(t.makespan - busy for busy in t.busy_per_stage)
+
+
+@FEW
+@given(p=st.integers(2, 8), extra=st.integers(0, 6), f=COST, b=COST, w=COST)
+def test_zb_h2s_step_is_the_longest_of_three_paths(p, extra, f, b, w):
+    """ps6 Q1: the paper's (p − 1)f + m(f + b + w) holds exactly when b ≤ 2 min(f, w); else GPU 0's warm-up or the
+    drain adds (p − 1)(b − 2f) or (p − 1)(b − 2w)."""
+    m = 2 * p - 1 + extra
+    bound = (p - 1) * f + m * (f + b + w)
+    assert simulate(zero_bubble_h2(p, m), Costs(f=f, b=b, w=w)).makespan == \
+        bound + (p - 1) * max(0, b - 2 * f, b - 2 * w)
+
+
+@FEW
+@given(p=st.integers(2, 10), k=st.integers(1, 3), f=COST, b=COST, w=COST)
+def test_zb1ps_idle_on_any_costs(p, k, f, b, w):
+    """ps4 Q1: ZB-H1's GPUs each idle (p − 1)·max(F, B − W, F + B − 2W), B the full backward; DeepSeek's row is the
+    last term, the longest exactly when W ≤ min(F, B − W)."""
+    t = simulate(zero_bubble_h1(p, k * p), Costs(f=f, b=b, w=w))
+    assert worst_idle(t) == (p - 1) * max(f, b, f + b - w)
+    if p % 2 == 0:  # DeepSeek's table takes even p (its DualPipe row)
+        row = deepseek_table(p, 2 * p, Costs(f=f, b=b, w=w))[1]
+        assert (row.formula_bubble == row.simulated_bubble) == (w <= min(f, b))
+
+
+@FEW
+@given(p=st.integers(2, 8), v=st.integers(2, 4), extra=st.integers(0, 4))
+def test_interleavings_warm_up_and_peak_for_a_group_of_g(p, v, extra):
+    """ps6 Q2: with groups of g ≥ p GPU j warms up with (v − 1)g + 2(p − j − 1) forwards and holds one chunk's
+    activations more at its peak; the step under equal costs does not depend on g."""
+    g = p + extra
+    s = build("interleaved", p, 3 * g, v, group=g)
+    t = simulate(s, Costs(f=1, b=1).per_chunk(v))
+    for j, ops in enumerate(s.stages):
+        warmup = next(i for i, op in enumerate(ops) if op.kind == "B") - 1
+        assert warmup == (v - 1) * g + 2 * (p - j - 1) and t.peak_activations[j] == warmup + 1
+    assert math.isclose(t.makespan, (v * 3 * g + p - 1) * 2 / v)  # fill and drain p − 1 chunk-steps, as for g = p
+
+
+@given(p=st.integers(3, 8), v=st.integers(2, 3), short=st.integers(1, 2))
+@settings(max_examples=20, deadline=None)
+def test_a_group_smaller_than_p_waits_or_deadlocks(p, v, short):
+    """ps6 Q2: with Megatron-LM's count and a group of g < p micro-batches the GPUs wait (g = p − 1: a longer step)
+    or deadlock (smaller groups)."""
+    from ppedu.ops import Schedule
+    from ppedu.schedules.interleaved import _interleaved_order
+
+    g = p - short
+    if g < 1:
+        return
+    m = 4 * g
+    order = Schedule(tuple(_interleaved_order(p, m, v, g, j, min((p - j - 1) * 2 + (v - 1) * g, m * v))
+                           for j in range(p)), "small group", (tuple(c % p for c in range(p * v)),), m, v)
+    try:
+        step = simulate(order, Costs(f=1, b=1).per_chunk(v)).makespan
+    except ValueError as deadlock:
+        assert short >= 2 and "deadlock" in str(deadlock)
+    else:
+        assert short == 1 and step > (v * m + p - 1) * 2 / v
+
+
+@FEW
+@given(p=st.integers(3, 8), f=COST, share=st.sampled_from((0.25, 0.5, 0.75)), k=st.integers(1, 16))
+def test_dualpipev_fills_its_tip_last_and_its_row_holds_from_f_plus_w(p, f, share, k):
+    """ps6 Q3: DualPipeV's device p − 1 waits (p − 1)F, the longest; with f = b the repository's row,
+    (PP/2 − 1)(F&B + B − 3W) at PP = 2p, equals the idlest device's time exactly for F + W ≤ F&B ≤ F + B (from
+    p = 3; ps6 draws p ≥ 4)."""
+    w, fb = share * f, k * f / 4
+    t = simulate(dualpipe_v(p, 2 * p + 2), Costs(f=f, b=f, w=w, fb=fb))
+    starts = [min(e.start for e in t.on_stage(j)) for j in range(p)]
+    assert max(starts) == starts[p - 1] == (p - 1) * f
+    agrees = abs((p - 1) * (fb + f + w - 3 * w) - worst_idle(t)) < 1e-9
+    assert agrees == (f + w - 1e-9 <= fb <= 2 * f + w + 1e-9)
+
+
+@given(p=st.integers(2, 9), h=st.sampled_from((0, 1, 2)))
+@settings(max_examples=20, deadline=None)
+def test_staleness_of_orders_run_asynchronously(p, h):
+    """ps6 Q4: updating at W, ZB-H1 is p − 1 stale on every GPU and ZB-H2 2(p − 1); 1F1B, updating at B, p − j − 1."""
+    order = (one_f_one_b, zero_bubble_h1, zero_bubble_h2)[h](p, 3 * p)
+    update = "B" if h == 0 else "W"
+    for j, ops in enumerate(order.stages):
+        seen = max(sum(1 for x in ops[i + 1:ops.index(op._replace(kind=update))] if x.kind == update)
+                   for i, op in enumerate(ops) if op.kind == "F")
+        assert seen == (p - j - 1, p - 1, 2 * (p - 1))[h]
+
+
+@given(p=st.integers(2, 10), k=st.integers(2, 4), v=st.integers(2, 6))
+@settings(max_examples=20, deadline=None)
+def test_a_snake_hands_over_v_times_what_1f1b_does(p, k, v):
+    """ps4 Q6: p·v chunks placed in a snake cross v(p − 1) GPU boundaries each way, v times 1F1B's (the round robin
+    pv − 1); at v = 2 it is the V of ZB-V and DualPipeV."""
+    from grader.keys.ps4 import snake
+
+    m = k * p
+    assert lesson.hand_overs(snake(p, m, v)) == v * lesson.hand_overs(one_f_one_b(p, m)) == 2 * m * v * (p - 1)
+    assert lesson.hand_overs(snake(p, m, 2)) == lesson.hand_overs(zero_bubble_v(p, m)) == lesson.hand_overs(
+        dualpipe_v(p, m))
+
+
+def test_fsdp2s_peak_unit_by_unit():
+    """ps7 Q4b: the shards, two units' gathered weights (all of them without resharding) and one unit's gradients."""
+    for n in (2, 5, 80):
+        for reshard in (True, False):
+            peak = fsdp_step([3e8] * n, 16, PRECISIONS["bf16"], reshard).peak
+            assert math.isclose(peak, n * 3e8 * 16 / 16 + (2 if reshard else n) * 2 * 3e8 + 2 * 3e8)
+
+
+def test_mixtrals_published_totals():
+    """ps7 Q5c: Mixtral 8x7B counted as the question counts it is the paper's "47B" held and "13B" used."""
+    mixtral = Model("Mixtral 8x7B", layers=32, hidden=4096, vocab=32000, heads=32, kv_heads=8, ffn=14336, gated=True,
+                    experts=8, top_k=2)
+    assert round(mixtral.params / 1e9) == 47 and round(mixtral.active_params / 1e9) == 13
+
+
+def test_palms_count_is_ppedus_for_the_dense_presets():
+    """ps7 Q7c's rubric: PaLM's 6N + 12·L·h·s per token, N all but the embedding table, is the model's FLOPs as
+    ppedu.cluster counts them block by block (three times the forward) for every dense preset."""
+    from ppedu.cluster import MODELS
+
+    for model in (m for m in MODELS.values() if not m.experts):
+        palm = 6 * (model.params - model.vocab * model.hidden) + 12 * model.layers * model.hidden * model.seq
+        assert math.isclose(3 * sum(model.layer_flops()) / model.tokens, palm, rel_tol=1e-9), model.name
