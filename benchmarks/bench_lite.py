@@ -138,24 +138,27 @@ def main(argv: list[str]) -> int:
                 server.shutdown()
                 shutil.rmtree(profile, ignore_errors=True)
     floors = {site: floor(site.resolve()) for site in sites}
+    # A site's folder names it, or its parent's and its own where two share a name (build/lite against old/lite).
+    label = {site: site.name if [s.name for s in sites].count(site.name) == 1 else f"{site.parent.name}/{site.name}"
+             for site in sites}
     print(f"JupyterLite start, {NOTEBOOK}: seconds from the page's request to the end of each phase")
     print(f"{'':24}" + "".join(f"{p:>12}" for p in PHASES))
     for site, runs in results.items():
         for name, ends in runs.items():
-            print(f"{site.name + ', ' + name:24}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
+            print(f"{label[site] + ', ' + name:24}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
     print("The same start in Node, no browser, no JupyterLab: each phase's end, wall seconds (CPU seconds)")
     print(f"{'':24}" + "".join(f"{p:>16}" for p in NODE_PHASES))
     for site, ends in floors.items():
-        print(f"{site.name:24}" + "".join(f"{ends[p]['wall']:8.2f} ({ends[p]['cpu']:5.2f})" for p in NODE_PHASES))
+        print(f"{label[site]:24}" + "".join(f"{ends[p]['wall']:8.2f} ({ends[p]['cpu']:5.2f})" for p in NODE_PHASES))
     first = list(results.values())
     for site, runs in results.items():
-        print(f"{site.name}: warm / cold, first cell run: {runs['warm']['first cell'] / runs['cold']['first cell']:.2f}")
+        print(f"{label[site]}: warm / cold, first cell run: {runs['warm']['first cell'] / runs['cold']['first cell']:.2f}")
     if len(first) == 2:  # a site against a baseline, side by side
         for run in ("cold", "warm"):
-            print(f"{sites[0].name} / {sites[1].name}, {run} first cell: "
+            print(f"{label[sites[0]]} / {label[sites[1]]}, {run} first cell: "
                   f"{first[0][run]['first cell'] / first[1][run]['first cell']:.2f}")
         cpu = [floors[site]["first cell"]["cpu"] for site in sites]
-        print(f"{sites[0].name} / {sites[1].name}, first cell in Node, CPU: {cpu[0] / cpu[1]:.2f}")
+        print(f"{label[sites[0]]} / {label[sites[1]]}, first cell in Node, CPU: {cpu[0] / cpu[1]:.2f}")
     return 0
 
 
