@@ -2,6 +2,7 @@
 prose around them must be read again."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -741,3 +742,17 @@ def test_ch14_the_whole_run_check_rests_on_table_4_counting_flops_as_ppedu_does(
     six_n = 6 * sum(model.layer_active_params()[1:])
     assert llama.mfu_whole_run / llama.mfu * six_n / llama.flops_per_token < 0.9  # looser under 6N alone
     assert "had it counted 6*N* alone (the report's total compute matches 6*N* × tokens)" in source(CH14, "14-17a")
+
+
+def test_the_readmes_assignment_table_states_each_assignments_points_as_its_notebook_counts_them():
+    """'(15 points, 9 of them autograded)' in README's row is the sum of the graded cells' points (and of those not
+    written by hand) in the instructors' notebook."""
+    rows = dict(re.findall(r"^\| (\w+) \| (.*) \|$", (NOTEBOOKS.parent / "README.md").read_text(), re.M))
+    stating = {name for name, row in rows.items() if re.search(r"\(\d+ points", row)}
+    assert {"counting", "final", "ps1", "ps2"} <= stating
+    for name in stating:
+        cells = json.loads((NOTEBOOKS.parent / "solutions" / name / f"{name}.ipynb").read_text())["cells"]
+        graded = [c["metadata"]["nbgrader"] for c in cells if c["metadata"].get("nbgrader", {}).get("grade")]
+        stated = re.search(r"\((\d+) points[^,]*, (\d+)", rows[name])
+        assert stated and tuple(map(int, stated.groups())) == (
+            sum(c["points"] for c in graded), sum(c["points"] for c in graded if not c["solution"])), (name, rows[name])
