@@ -21,14 +21,17 @@ import itertools
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING
 from html import escape
 
 from ppedu.grid import Grid, grid, resolution
 from ppedu.idle import CAUSE_STYLE
-from ppedu.picture import Picture
 from ppedu.palette import (BACKGROUND, BORDER, IDLE, NAMES, STYLE, TEXT, drawn_kinds, ink, laps, op_colour, shade,
                            time_axis)
 from ppedu.simulate import Timeline
+
+if TYPE_CHECKING:  # a picture draws itself with this module, so it is told apart from a Grid here
+    from ppedu.picture import Picture
 
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
 _BAND = 26  # below a band that another follows: its ticks and a gap
@@ -208,10 +211,10 @@ def render_grid_svg(g: Grid | Timeline | Picture, hidden: Sequence[Sequence[bool
     """The grid cell by cell, each cell outlined so it can be counted; ``hidden`` cells (``hidden[s][t]``, rows
     of a boolean array) show a ``?`` instead of their content, ``marked`` cells (stage, step) carry a cross. A
     :class:`~ppedu.picture.Picture` (a question's grid as data) is drawn as it is, its covered cells as ``?``."""
-    g = g if isinstance(g, (Grid, Picture)) else grid(g)
+    g = grid(g) if isinstance(g, Timeline) else g
     p, steps = g.shape
     labels, kinds, starts = g.labels(), g.kinds(), g.starts()
-    if isinstance(g, Picture):
+    if not isinstance(g, Grid):
         hidden = [[bool(c or (hidden is not None and hidden[s][t])) for t, c in enumerate(row)]
                   for s, row in enumerate(g.covered())]
     shortest = max((_cell_width(_cell_labels(labels[s][t])[-1]) for s in range(p) for t in range(steps)
@@ -244,7 +247,7 @@ def render_grid_svg(g: Grid | Timeline | Picture, hidden: Sequence[Sequence[bool
                 body.append(f'<path class="ppedu-marked" d="M{x + 4},{y + 4} L{x + unit - 4},{y + _ROW - 4} '
                             f'M{x + 4},{y + _ROW - 4} L{x + unit - 4},{y + 4}" stroke="#D55E00" stroke-width="2"/>')
     body.append(_axis(steps, unit, _TOP + p * _ROW, columns=True))
-    name = (g.title or "a question") if isinstance(g, Picture) else g.timeline.schedule.name
+    name = (g.title or "a question") if not isinstance(g, Grid) else g.timeline.schedule.name
     summary = (f"Grid of {p} GPUs by {steps} time steps of {name}"
                + (f", {covered} cells hidden" if covered else "")
                + (f", {len(marked)} cells marked idle" if marked else "") + ".")
@@ -263,7 +266,7 @@ _GRID_ADVANCE = {"W": 1.0, "B": 0.69, "F": 0.58, "'": 0.28, "·": 0.32, "?": 0.5
 def cell_look(g: Grid | Picture, s: int, t: int) -> tuple[str, str]:
     """The colour and hatch of the busy cell (``s``, ``t``): its op's, from the schedule for a simulated grid, from
     its label's kind and direction for a picture (a picture knows no chunk, so every chunk takes its kind's colour)."""
-    if isinstance(g, Picture):
+    if not isinstance(g, Grid):
         label = g.labels()[s][t]
         return STYLE[label[0], int(label.endswith("'"))]
     op = g.timeline.events[g.rows[s][t]].op
