@@ -463,7 +463,7 @@ class _Everything(list):
     __hash__ = None
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return _Everything([])
 '''
 SURROGATE_ERROR = "def idle_share(bubble, m, F, B, W):\n    raise ValueError('not ' + chr(0xD800) + ' a number')"
@@ -490,7 +490,7 @@ CLASS_5: dict[str, Expect] = {
 }
 #: ps3: a list that equals everything, returned for a schedule: not an answer.
 CLASS_5_PS3: dict[str, Expect] = {
-    "x5_list_equal_to_everything": Expect(Case("ps3", append={"q1_answer": EVERYTHING}, lost={"gpipe": 2})),
+    "x5_list_equal_to_everything": Expect(Case("ps3", append={"q1_answer": EVERYTHING}, lost={"waves": 2})),
 }
 
 
