@@ -776,3 +776,40 @@ def test_the_readmes_assignment_table_states_each_assignments_points_as_its_note
         stated = re.search(r"\((\d+) points[^,]*, (\d+)", rows[name])
         assert stated and tuple(map(int, stated.groups())) == (
             sum(c["points"] for c in graded), sum(c["points"] for c in graded if not c["solution"])), (name, rows[name])
+
+
+def _ps1_cell(grade_id: str) -> str:
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps1" / "ps1.ipynb").read_text())["cells"]
+    return " ".join("".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == grade_id)["source"]).split())
+
+
+def test_ps1_q3b_asks_whether_s_matters_and_q5b_reads_a_20_percent_bubble_both_ways():
+    assert "does not depend on `s`" not in _ps1_cell("q3b") and "Does your formula depend on `s`?" in _ps1_cell("q3b")
+    answer = _ps1_cell("q5b_answer")
+    assert "gives `m = 5(p − 1)`" in answer and "gives `m = 4(p − 1)`" in answer and "(at `p = 6`: 25 against 20)" in answer
+    for p in range(3, 9):  # ps1 draws p from 3 to 8
+        for f, b in ((1, 1), (1, 2), (2, 3)):
+            megatron = simulate(schedules.one_f_one_b(p, 5 * (p - 1)), Costs(f=f, b=b))
+            textbook = simulate(schedules.one_f_one_b(p, 4 * (p - 1)), Costs(f=f, b=b))
+            assert megatron.bubble_over_ideal == pytest.approx(0.2) and textbook.bubble_ratio == pytest.approx(0.2)
+            idle = (p - 1) * (f + b)  # DeepSeek's per-GPU idle time, through the model answer's idle_share
+            assert idle / (idle + 4 * (p - 1) * (f + b)) == pytest.approx(textbook.bubble_ratio)
+
+
+def test_final_q5_zero_1_saves_what_ppedu_counts_at_each_p_drawn_and_sends_an_all_reduces_bytes():
+    from grader.keys import final
+    from ppedu.cluster.parallel import Parallel, data_parallel, states
+
+    assert "what would it cost per step that the other stages would not" not in " ".join(_final_cell("q5").split())
+    answer = " ".join(_final_cell("q5_answer").split())
+    for name, per_p in (("13b", "137/p"), ("7b", "71/p")):
+        model = cluster.MODELS[name]
+        assert f"{model.params / 1e9:.1f} B" in answer and f"`{per_p}` GB" in answer
+        for p in sorted({final.params(k)["p"] for k in range(40)}):  # every p the final's variants draw
+            mine = model.params / p
+            plain, zero_1 = states(mine, mine, model, Parallel(d=8)), states(mine, mine, model, Parallel(d=8, zero=1))
+            saved = plain.optimizer - zero_1.optimizer
+            assert saved == pytest.approx(int(per_p.split("/")[0]) * 1e9 / p, rel=0.005)
+            assert f"{saved / 1e9:.0f} GB" in answer
+        sent = data_parallel(mine, model, Parallel(d=8, zero=1), m=16)
+        assert sent == [("reduce-scatter", 2 * mine), ("all-gather", 2 * mine)]  # an all-reduce's, once a step
