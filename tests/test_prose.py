@@ -813,3 +813,15 @@ def test_final_q5_zero_1_saves_what_ppedu_counts_at_each_p_drawn_and_sends_an_al
             assert f"{saved / 1e9:.0f} GB" in answer
         sent = data_parallel(mine, model, Parallel(d=8, zero=1), m=16)
         assert sent == [("reduce-scatter", 2 * mine), ("all-gather", 2 * mine)]  # an all-reduce's, once a step
+
+
+def test_ps3_q3_says_what_megatron_lm_does_with_the_micro_batches_left_over():
+    from ppedu.frameworks import megatron_accepts
+
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps3" / "ps3.ipynb").read_text())["cells"]
+    q3 = " ".join("".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q3")["source"]).split())
+    assert "keeps the micro-batches left over for the last group" not in q3
+    assert "forms a smaller **last** group" in q3 and "it accepts only an `m` that `p` divides" in q3
+    for p in range(2, 7):  # the default group refuses every leftover; a larger group leaves one of at least p
+        assert [m for m in range(p, 4 * p) if megatron_accepts(p, m)] == list(range(p, 4 * p, p))
+        assert all(megatron_accepts(p, m, group=m) for m in range(p, 4 * p))
