@@ -16,6 +16,10 @@ Phases, from the moment the page is asked for (each the time at its end, and its
 - ``first cell``: chapter 1's first cell (``import ppedu`` …) has run, pressed with Shift+Enter as soon as the notebook
   showed (a student who does not wait; the press must not be lost).
 
+The same steps are then timed with no browser and no JupyterLab (``benchmarks/lite_boot.mjs``: the site's Pyodide in
+Node, its preloaded wheels, the kernel's import, the first cell's imports), wall and CPU seconds: the floor under the
+site's start on this machine, whatever the page and the browser add.
+
 Run: ``python benchmarks/bench_lite.py [SITE [BASELINE]]`` (default build/lite; ``make lite`` builds it); with a
 BASELINE site too (an earlier build), both are timed in the same run and compared. Prints one table.
 """
@@ -24,6 +28,9 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
+import re
+import subprocess
 import shutil
 import sys
 import tempfile
@@ -36,6 +43,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 NOTEBOOK = "01-bubble-problem.ipynb"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 PHASES = ("page", "pyodide", "packages", "kernel", "first cell")
+NODE_PHASES = PHASES[1:]
 
 
 def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
@@ -93,6 +101,18 @@ def start(playwright, profile: Path, url: str) -> dict[str, float]:
     return ends
 
 
+def floor(site: Path) -> dict[str, dict[str, float]]:
+    """The kernel's start and the first cell's imports in Node (``lite_boot.mjs``): each phase's end, wall and CPU."""
+    config = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    packages = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]["loadPyodideOptions"]
+    cell = next(c for c in json.loads((site / "files" / NOTEBOOK).read_text())["cells"] if c["cell_type"] == "code")
+    imports = [m[1] for m in re.finditer(r"^(?:%load_ext|import|from) ([\w.]+)", "".join(cell["source"]), re.M)]
+    done = subprocess.run(["node", str(ROOT / "benchmarks" / "lite_boot.mjs"), str(site / "static" / "pyodide"),
+                           json.dumps(packages["packages"]), json.dumps(imports)], capture_output=True, text=True,
+                          check=True, timeout=600)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def main(argv: list[str]) -> int:
     sites = [Path(a) for a in argv] or [ROOT / "build" / "lite"]
     for site in sites:
@@ -101,6 +121,9 @@ def main(argv: list[str]) -> int:
             return 2
     if not CHROMIUM.exists():
         print(f"bench_lite: no Chromium at {CHROMIUM}", file=sys.stderr)
+        return 2
+    if shutil.which("node") is None:
+        print("bench_lite: no Node.js (it comes with npm, which `make lite` needs too)", file=sys.stderr)
         return 2
     from playwright.sync_api import sync_playwright
 
@@ -114,18 +137,28 @@ def main(argv: list[str]) -> int:
             finally:
                 server.shutdown()
                 shutil.rmtree(profile, ignore_errors=True)
+    floors = {site: floor(site.resolve()) for site in sites}
+    # A site's folder names it, or its parent's and its own where two share a name (build/lite against old/lite).
+    label = {site: site.name if [s.name for s in sites].count(site.name) == 1 else f"{site.parent.name}/{site.name}"
+             for site in sites}
     print(f"JupyterLite start, {NOTEBOOK}: seconds from the page's request to the end of each phase")
     print(f"{'':24}" + "".join(f"{p:>12}" for p in PHASES))
     for site, runs in results.items():
         for name, ends in runs.items():
-            print(f"{site.name + ', ' + name:24}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
+            print(f"{label[site] + ', ' + name:24}" + "".join(f"{ends[p]:12.2f}" for p in PHASES))
+    print("The same start in Node, no browser, no JupyterLab: each phase's end, wall seconds (CPU seconds)")
+    print(f"{'':24}" + "".join(f"{p:>16}" for p in NODE_PHASES))
+    for site, ends in floors.items():
+        print(f"{label[site]:24}" + "".join(f"{ends[p]['wall']:8.2f} ({ends[p]['cpu']:5.2f})" for p in NODE_PHASES))
     first = list(results.values())
     for site, runs in results.items():
-        print(f"{site.name}: warm / cold, first cell run: {runs['warm']['first cell'] / runs['cold']['first cell']:.2f}")
+        print(f"{label[site]}: warm / cold, first cell run: {runs['warm']['first cell'] / runs['cold']['first cell']:.2f}")
     if len(first) == 2:  # a site against a baseline, side by side
         for run in ("cold", "warm"):
-            print(f"{sites[0].name} / {sites[1].name}, {run} first cell: "
+            print(f"{label[sites[0]]} / {label[sites[1]]}, {run} first cell: "
                   f"{first[0][run]['first cell'] / first[1][run]['first cell']:.2f}")
+        cpu = [floors[site]["first cell"]["cpu"] for site in sites]
+        print(f"{label[sites[0]]} / {label[sites[1]]}, first cell in Node, CPU: {cpu[0] / cpu[1]:.2f}")
     return 0
 
 

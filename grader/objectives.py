@@ -32,6 +32,9 @@ OBJECTIVE = re.compile(r"^- `(\d\d[a-z]?\.\d+)` (.+?) → (.+)$", re.M)
 #: Assignments whose graded cells are still being tagged (their helpers' work, issue 34): the map keeps what it names
 #: of them until they are (tests/test_lecture_plans.py holds the same list).
 PENDING: tuple[str, ...] = ()
+#: Objectives that no graded question tests yet, with the assignment expected to (issue 34's reads retagged the
+#: questions that only seemed to): the map says so, and the test fails once one is tagged and still listed.
+AWAITED: dict[str, str] = {"11.1": "ps8", "11.2": "ps8"}
 _HEADING = re.compile(r"^## (\d+)\.", re.M)
 _EXERCISE = re.compile(r"^(\w+) = SlotCountingExercise\(", re.M)
 _SAVED = re.compile(r"\b(\w+)\.saved\(\)")
@@ -83,11 +86,11 @@ def _order(name: str) -> tuple[int, str, int]:
     return rank, kind, int(number.lstrip("QP"))
 
 
-def render(names: set[str]) -> str:
+def render(names: set[str], awaited: str | None = None) -> str:
     """An objective's "→" list: its graded questions, then its practice items after a ``·``."""
     graded = sorted((n for n in names if not n.startswith("practice ")), key=_order)
     practice = sorted((n for n in names if n.startswith("practice ")), key=_order)
-    text = ", ".join(graded) or "no graded question yet"
+    text = ", ".join(graded) or "no graded question yet" + (f" (awaited from {awaited})" if awaited else "")
     return text + (" · " + ", ".join(practice) if practice else "")
 
 
@@ -96,7 +99,8 @@ def rewrite(text: str, tags: dict[str, set[str]], pending: Collection[str] = ())
     names of the ``pending`` assignments (those not tagged yet)."""
     def line(m: re.Match[str]) -> str:
         kept = {n.strip() for n in re.split(r",| · ", m.group(3)) if n.strip().split(" ")[0] in pending}
-        return f"- `{m.group(1)}` {m.group(2)} → {render(tags.get(m.group(1), set()) | kept)}"
+        names = tags.get(m.group(1), set()) | kept
+        return f"- `{m.group(1)}` {m.group(2)} → {render(names, AWAITED.get(m.group(1)))}"
 
     return OBJECTIVE.sub(line, text)
 

@@ -215,11 +215,14 @@ def course_clone(clone: Path, course: Path, grader: str) -> str:
     merge = subprocess.run(["runuser", "-u", grader, "--", "env", f"HOME={_home(grader)}", *mine, "merge",
                             "--no-edit", "-m", f"Merge the instructors' clone ({clone})", "FETCH_HEAD"],
                            capture_output=True, text=True, cwd=_home(grader))
-    if merge.returncode:
+    if merge.returncode and (course / ".git" / "MERGE_HEAD").exists():
         as_user(grader, *mine, "merge", "--abort")
         raise SystemExit(f"deploy.py: the hub's course and {clone} both changed the same lines; nothing was changed "
                          f"on the hub. Merge by hand: as {grader} in {course}: git pull {clone} HEAD, then make hub "
                          f"again.\n{merge.stdout[-1500:]}")
+    if merge.returncode:  # git stopped before merging (files in the way, unrelated histories): its own words
+        raise SystemExit(f"deploy.py: git could not merge {clone} into the hub's course {course}:\n"
+                         f"{(merge.stderr or merge.stdout)[-1500:]}")
     after = run(*git, "rev-parse", "HEAD").strip()
     if after == before:
         return f"the course is up to date with {clone}"

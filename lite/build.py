@@ -32,8 +32,9 @@ from edition import browser_notebooks  # noqa: E402
 CACHE = ROOT / "build" / "lite-cache"
 #: The Pyodide that jupyterlite-pyodide-kernel (lite/requirements-build.txt) was released against, from npm.
 PYODIDE = "314.0.6"
-#: Pyodide's files the site serves: the interpreter, its standard library, the loader (no console pages, no maps).
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "package.json")
+#: Pyodide's files the site serves as npm has them: the interpreter, the loader (no console pages, no maps); its
+#: standard library (python_stdlib.zip) is served compiled.
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "package.json")
 #: What every kernel loads as it starts (with what they need): the kernel itself and the course.
 PRELOADED = ("pyodide-kernel", "ipykernel", "piplite", "micropip", "comm", "ipython", "jedi", "ppedu")
 #: ppedu's dependencies that do not run in the browser, and why; any other that is missing stops the build.
@@ -123,26 +124,27 @@ def wheels(tools_python: Path) -> list[Path]:
 
 
 def compiled(core: Path, found: list[Path]) -> list[Path]:
-    """``found`` with their Python compiled to the browser's Python's bytecode (``lite/compile.mjs``, Pyodide in Node),
-    as Pyodide's own packages come: the kernel then imports IPython, its dependencies and ppedu without compiling them
-    at every start. Kept in the cache by each wheel's hash."""
+    """``found`` (wheels, and Pyodide's standard library as npm ships it, sources only) with their Python compiled to
+    the browser's Python's bytecode (``lite/compile.mjs``, Pyodide in Node): the kernel then imports the standard
+    library, IPython and ppedu without compiling them at every start (seconds, on a laptop). Kept in the cache by each
+    archive's hash."""
     node = shutil.which("node")
     if node is None:
         raise ValueError("the browser edition needs Node.js (it comes with npm) to compile its wheels")
     result, todo = [], []
-    for wheel in found:
-        target = CACHE / "compiled" / hashlib.sha256(wheel.read_bytes()).hexdigest()[:16] / wheel.name
+    for archive in found:
+        target = CACHE / "compiled" / hashlib.sha256(archive.read_bytes()).hexdigest()[:16] / archive.name
         result.append(target)
         if not target.exists():
-            todo.append((wheel, target))
+            todo.append((archive, target))
     if todo:
         work = CACHE / "compiling"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        run(node, HERE / "compile.mjs", core, work, *(wheel for wheel, _ in todo))
-        for wheel, target in todo:
+        run(node, HERE / "compile.mjs", core, work, *(archive for archive, _ in todo))
+        for archive, target in todo:
             target.parent.mkdir(parents=True, exist_ok=True)
-            (work / wheel.name).rename(target)
+            (work / archive.name).rename(target)
     return result
 
 
@@ -216,7 +218,9 @@ def stage(tools_python: Path) -> Path:
     core = pyodide()
     for name in PYODIDE_FILES:
         shutil.copy2(core / name, target / name)
-    preload = lock(core, compiled(core, wheels(tools_python)), target)
+    stdlib, *found = compiled(core, [core / "python_stdlib.zip", *wheels(tools_python)])
+    shutil.copy2(stdlib, target / stdlib.name)
+    preload = lock(core, found, target)
     settings = {"pyodideUrl": "./static/pyodide/pyodide.mjs", "disablePyPIFallback": True,
                 "loadPyodideOptions": {"packages": preload}}  # the lock file beside pyodide.mjs is the site's own
     config = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {

@@ -414,7 +414,7 @@ def self_check_answers() -> tuple[Item, ...]:
              g416.peak_activations[0],
              f"All {g416.peak_activations[0]}: GPU 0 runs every forward before its first backward."),
         Item("Chapter 3, question 1", "Mark 1F1B's idle cells at *p* = 4, *m* = 4.", o44.idle_slots,
-             f"{o44.idle_slots:g} idle cells, as many as GPipe's: 1F1B moves work, not the bubble, under equal costs."),
+             f"{o44.idle_slots:g} idle cells, as many as GPipe's: 1F1B moves work, not the bubble, on equally fast stages with free hand-overs."),
         Item("Chapter 3, question 2", "What does 1F1B save against GPipe: time or memory?", "memory",
              f"Memory: both take {o48.makespan:g} = {g48.makespan:g} steps at *p* = 4, *m* = 8, but GPU 0 holds "
              f"{o48.peak_activations[0]} micro-batches instead of {g48.peak_activations[0]}."),
@@ -427,11 +427,11 @@ def self_check_answers() -> tuple[Item, ...]:
         Item("Chapter 4b, question 1", "At *p* = 2, *v* = 2, how many times 1F1B's hand-overs does interleaving make?",
              hand_overs(interleaved_1f1b(2, 4, 2)) / hand_overs(one_f_one_b(2, 4)),
              "A micro-batch crosses *pv* − 1 = 3 chunk boundaries each way, all between GPUs, against *p* − 1 = 1: "
-             "(*pv* − 1)/(*p* − 1) = *v* + (*v* − 1)/(*p* − 1) = 3 = 2*v* − 1 — far more than *v* on a short pipeline."),
+             "(*pv* − 1)/(*p* − 1) = *v* + (*v* − 1)/(*p* − 1) = 3 = 2*v* − 1 — more than *v*, most so on a short pipeline."),
         Item("Chapter 4b, question 2", "The link preset on which 1F1B beats interleaving for Llama 2 7B on four "
              "H100s at *m* = 8.", slow_link,
-             "A hand-over carries a whole activation at any *v*; only on a link slow enough that *v* times the "
-             "hand-overs cost more than the halved bubble saves does interleaving lose."),
+             "A hand-over carries a whole activation at any *v*; only on a link slow enough that (*pv* − 1)/(*p* − 1) times "
+             "the hand-overs cost more than the halved bubble saves does interleaving lose."),
         Item("Chapter 5, question 1", "Idle time per GPU under ZB-H1, *f* = *b* = *w* = 1, *p* = 4, *m* = 8.",
              zb.makespan - zb.busy_per_stage[0],
              f"(*p* − 1)(*F* + *B* − 2*W*) with a full backward *B* = 2: {zb.p - 1} × 1 = "
@@ -520,7 +520,7 @@ def self_check_answers() -> tuple[Item, ...]:
              "stages 0–2."),
         Item("Chapter 14, question 1", "Which parallelism sends the most bytes per GPU and step in the 70B setting?",
              loudest, "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
-        Item("Chapter 14, question 2", "Data-parallel groups in 16,384 GPUs at TP 8, CP 16, PP 16?", groups,
+        Item("Chapter 14, question 2", "The data-parallel degree of 16,384 GPUs at TP 8, CP 16, PP 16?", groups,
              f"16384 / (8 × 16 × 16) = {groups}, not the 4 Table 4 prints: with 4 the row would use 8,192 GPUs "
              "and 8M tokens a batch."),
         Item("Chapter 14, question 3", "The Young–Daly interval (minutes) for 30 s checkpoints and a 3-hour MTBF.",

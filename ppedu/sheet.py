@@ -330,7 +330,7 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
         "Every stage keeps m micro-batches of activations — memory grows with m; GPipe recomputes to cope.",
     ),
     "3 · 1F1B": (
-        "Same bubble as GPipe under equal costs; its gain is memory: at most min(p−j, m) in flight on GPU j.",
+        "Same bubble as GPipe on equally fast stages with free hand-overs; its gain is memory: at most min(p−j, m) in flight on GPU j.",
         "It is PipeDream's schedule made synchronous by a flush (PipeDream-Flush).",
     ),
     "4 · Interleaved 1F1B": (

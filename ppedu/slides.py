@@ -85,19 +85,21 @@ def install_assets(folder: str | Path, packages: Sequence[str] = tuple(PACKAGES)
     return folder
 
 
-def build_deck(notebook: str | Path, out: str | Path, execute: bool = False, lecturer: str | Path | None = None) -> Path:
+def build_deck(notebook: str | Path, out: str | Path, execute: bool = False, lecturer: str | Path | None = None,
+               ran: Any = None) -> Path:
     """Write ``out/<name>.slides.html``, a reveal.js deck of ``notebook`` for students (no speaker notes) that uses the
     assets :func:`install_assets` put into ``out``; with ``lecturer``, the same deck with the speaker notes in
     reveal.js's speaker view (press S) into that folder too, from the same run. ``execute`` runs the notebook first, in
-    ``out`` (the notebook file itself is never written).
+    ``out`` (the notebook file itself is never written); ``ran`` is a run of it made already (an nbformat node with
+    its widgets' state, the files it wrote put into ``out``), used as it is.
 
     Raises ``ValueError`` if a note's text is found in the students' deck."""
     from nbconvert.preprocessors import ExecutePreprocessor
 
     notebook, out = Path(notebook), Path(out)
-    nb = nbformat.read(notebook, as_version=4)
+    nb = copy.deepcopy(ran) if ran is not None else nbformat.read(notebook, as_version=4)
     out.mkdir(parents=True, exist_ok=True)
-    if execute:
+    if execute and ran is None:
         # Run in the deck's folder: files a notebook writes (a GIF it then shows) land beside the deck.
         ExecutePreprocessor(timeout=600, store_widget_state=True).preprocess(nb, {"metadata": {"path": str(out)}})
     _stills(nb)

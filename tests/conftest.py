@@ -49,3 +49,14 @@ def pytest_collection_modifyitems(config, items):
         name = group(item)
         if name:
             item.add_marker(pytest.mark.xdist_group(name))
+
+
+@pytest.fixture(scope="session")
+def ran(tmp_path_factory):
+    """``ran(name)``: the course notebook ``name`` run once for the whole session, shared by the xdist workers
+    (tests/notebook_run.py): its run and the folder it ran in."""
+    from notebook_run import run
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # pytest-N/, above each popen-gwN/
+    return lambda name: run(name, shared)

@@ -2,6 +2,7 @@
 prose around them must be read again."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -194,24 +195,44 @@ def test_zb_h2s_docstring_says_from_which_m_no_gap_holds():
     assert "m ≥ 2p-1" in schedules.zero_bubble_h2.__doc__
 
 
-def test_ps4s_model_answer_names_the_row_memory_rules_out_on_every_cluster_it_draws():
-    """Over every cluster ps4 draws: DualPipe is the only row ever faster than the winner."""
+def test_ps4s_model_answer_has_a_true_branch_for_every_cluster_it_draws():
+    """Over every cluster ps4 draws, the table falls in one of the model answer's three branches, each as it says:
+    DualPipe fits and wins; DualPipe, the only faster row, ruled out by memory; nothing fits, and full recomputation
+    makes a row fit exactly where the model state alone (16 bytes a parameter over p) fits, which fills ≥ 65 %."""
+    import collections
     import itertools
 
     from ppedu.cluster import GPUS, LINKS, MODELS, Cluster, best, plan
+    from ppedu.grading.assignments import ps4
 
-    faster = set()
-    for p, k, model, gpu, link in itertools.product((4, 6, 8), (2, 3, 4), ("7b", "13b"),
-                                                    ("a100-40gb", "a100-80gb", "h100-80gb", "h200"),
-                                                    ("nvlink", "pcie-gen4", "ib-200")):
-        rows = {r.schedule: r for r in plan(MODELS[model], Cluster(GPUS[gpu], p, LINKS[link]), [p * k])}
-        if (winner := best(rows.values())) is not None:
-            faster |= {n for n, r in rows.items() if r.tokens_per_second > winner.tokens_per_second}
-    assert faster == {"dualpipe"}
-    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps4" / "ps4.ipynb").read_text())["cells"]
-    answer = "".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q4b_answer")["source"])
-    answer = " ".join(answer.split())
-    assert "the only row that can be faster than the winner is DualPipe" in answer
+    branches = collections.Counter()
+    draws = list(itertools.product((4, 6, 8), (2, 3, 4), ("7b", "13b"), ("a100-40gb", "a100-80gb", "h100-80gb", "h200"),
+                                   ("nvlink", "pcie-gen4", "ib-200")))
+    assert {(v["p"], v["m"] // v["p"], v["model"], v["gpu"], v["link"]) for v in map(ps4.values, map(str, range(300)))
+            } <= set(draws)  # the pool the test walks is ps4's
+    for p, k, model, gpu, link in draws:
+        gpus = Cluster(GPUS[gpu], p, LINKS[link])
+        rows = {r.schedule: r for r in plan(MODELS[model], gpus, [p * k])}
+        winner = best(rows.values())
+        if winner is None:
+            state = 16 * MODELS[model].params / p
+            assert state >= 0.65 * GPUS[gpu].memory
+            assert (best(plan(MODELS[model], gpus, [p * k], recompute="full")) is None) == (state > GPUS[gpu].memory)
+            branches["none"] += 1
+        elif winner.schedule == "dualpipe":
+            branches["wins"] += 1
+        else:
+            assert {n for n, r in rows.items() if r.tokens_per_second > winner.tokens_per_second} == {"dualpipe"}
+            assert not rows["dualpipe"].fits
+            branches["ruled out"] += 1
+    answer = " ".join("".join(next(c for c in json.loads((NOTEBOOKS.parent / "solutions" / "ps4" / "ps4.ipynb")
+                                                          .read_text())["cells"]
+                                   if c["metadata"]["nbgrader"]["grade_id"] == "q4b_answer")["source"]).split())
+    for branch in ("*DualPipe fits and wins.*", "*DualPipe ruled out by memory.*", "*Nothing fits.*"):
+        assert branch in answer
+    assert (f"DualPipe wins on {branches['wins']}, is ruled out by memory on {branches['ruled out']}, and nothing fits "
+            f"on {branches['none']}") in answer and sum(branches.values()) == len(draws) and min(branches.values()) > 0
+    assert "the only row that is ever faster than every fitting row is DualPipe" in answer
     assert "postpones every W" not in answer
 
 
@@ -741,3 +762,66 @@ def test_ch14_the_whole_run_check_rests_on_table_4_counting_flops_as_ppedu_does(
     six_n = 6 * sum(model.layer_active_params()[1:])
     assert llama.mfu_whole_run / llama.mfu * six_n / llama.flops_per_token < 0.9  # looser under 6N alone
     assert "had it counted 6*N* alone (the report's total compute matches 6*N* × tokens)" in source(CH14, "14-17a")
+
+
+def test_the_readmes_assignment_table_states_each_assignments_points_as_its_notebook_counts_them():
+    """'(15 points, 9 of them autograded)' in README's row is the sum of the graded cells' points (and of those not
+    written by hand) in the instructors' notebook."""
+    rows = dict(re.findall(r"^\| (\w+) \| (.*) \|$", (NOTEBOOKS.parent / "README.md").read_text(), re.M))
+    stating = {name for name, row in rows.items() if re.search(r"\(\d+ points", row)}
+    assert {"counting", "final", "ps1", "ps2"} <= stating
+    for name in stating:
+        cells = json.loads((NOTEBOOKS.parent / "solutions" / name / f"{name}.ipynb").read_text())["cells"]
+        graded = [c["metadata"]["nbgrader"] for c in cells if c["metadata"].get("nbgrader", {}).get("grade")]
+        stated = re.search(r"\((\d+) points[^,]*, (\d+)", rows[name])
+        assert stated and tuple(map(int, stated.groups())) == (
+            sum(c["points"] for c in graded), sum(c["points"] for c in graded if not c["solution"])), (name, rows[name])
+
+
+def _ps1_cell(grade_id: str) -> str:
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps1" / "ps1.ipynb").read_text())["cells"]
+    return " ".join("".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == grade_id)["source"]).split())
+
+
+def test_ps1_q3b_asks_whether_s_matters_and_q5b_reads_a_20_percent_bubble_both_ways():
+    assert "does not depend on `s`" not in _ps1_cell("q3b") and "Does your formula depend on `s`?" in _ps1_cell("q3b")
+    answer = _ps1_cell("q5b_answer")
+    assert "gives `m = 5(p − 1)`" in answer and "gives `m = 4(p − 1)`" in answer and "(at `p = 6`: 25 against 20)" in answer
+    for p in range(3, 9):  # ps1 draws p from 3 to 8
+        for f, b in ((1, 1), (1, 2), (2, 3)):
+            megatron = simulate(schedules.one_f_one_b(p, 5 * (p - 1)), Costs(f=f, b=b))
+            textbook = simulate(schedules.one_f_one_b(p, 4 * (p - 1)), Costs(f=f, b=b))
+            assert megatron.bubble_over_ideal == pytest.approx(0.2) and textbook.bubble_ratio == pytest.approx(0.2)
+            idle = (p - 1) * (f + b)  # DeepSeek's per-GPU idle time, through the model answer's idle_share
+            assert idle / (idle + 4 * (p - 1) * (f + b)) == pytest.approx(textbook.bubble_ratio)
+
+
+def test_final_q5_zero_1_saves_what_ppedu_counts_at_each_p_drawn_and_sends_an_all_reduces_bytes():
+    from grader.keys import final
+    from ppedu.cluster.parallel import Parallel, data_parallel, states
+
+    assert "what would it cost per step that the other stages would not" not in " ".join(_final_cell("q5").split())
+    answer = " ".join(_final_cell("q5_answer").split())
+    for name, per_p in (("13b", "137/p"), ("7b", "71/p")):
+        model = cluster.MODELS[name]
+        assert f"{model.params / 1e9:.1f} B" in answer and f"`{per_p}` GB" in answer
+        for p in sorted({final.params(k)["p"] for k in range(40)}):  # every p the final's variants draw
+            mine = model.params / p
+            plain, zero_1 = states(mine, mine, model, Parallel(d=8)), states(mine, mine, model, Parallel(d=8, zero=1))
+            saved = plain.optimizer - zero_1.optimizer
+            assert saved == pytest.approx(int(per_p.split("/")[0]) * 1e9 / p, rel=0.005)
+            assert f"{saved / 1e9:.0f} GB" in answer
+        sent = data_parallel(mine, model, Parallel(d=8, zero=1), m=16)
+        assert sent == [("reduce-scatter", 2 * mine), ("all-gather", 2 * mine)]  # an all-reduce's, once a step
+
+
+def test_ps3_q3_says_what_megatron_lm_does_with_the_micro_batches_left_over():
+    from ppedu.frameworks import megatron_accepts
+
+    cells = json.loads((NOTEBOOKS.parent / "solutions" / "ps3" / "ps3.ipynb").read_text())["cells"]
+    q3 = " ".join("".join(next(c for c in cells if c["metadata"]["nbgrader"]["grade_id"] == "q3")["source"]).split())
+    assert "keeps the micro-batches left over for the last group" not in q3
+    assert "forms a smaller **last** group" in q3 and "it accepts only an `m` that `p` divides" in q3
+    for p in range(2, 7):  # the default group refuses every leftover; a larger group leaves one of at least p
+        assert [m for m in range(p, 4 * p) if megatron_accepts(p, m)] == list(range(p, 4 * p, p))
+        assert all(megatron_accepts(p, m, group=m) for m in range(p, 4 * p))

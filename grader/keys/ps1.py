@@ -171,7 +171,7 @@ def _simulated_bubble(name: str, args: tuple[Any, ...]) -> float:
 
 def _bubble_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     return (f"the simulator measures a different idle ÷ total bubble for p={args[0]}, m={args[1]}"
-            + (f", v={args[2]}" if len(args) == 3 else "") + " under equal costs.")
+            + (f", v={args[2]}" if len(args) == 3 else "") + " (every stage as fast, hand-overs free).")
 
 
 def _gpipe_slow(name: str, args: tuple[Any, ...]) -> float:

@@ -13,7 +13,8 @@ saw of it.
 What each rank computes on is the grader's too: :meth:`Relay.handle`'s ``begin`` answers a rank with its own shard of
 the data, drawn for this run from a seed the relay draws and keeps (:data:`Setting`); the other ranks' shards never
 reach it except through the relay. The ranks' final word (``end``: their parameters, their result) is their claim,
-judged beside what the relay saw; every call's record (:meth:`Relay.observed`) is plain data for the judge.
+judged beside what the relay saw; a driver's ``mark`` (a step begins) only says where the judge cuts the record into
+steps; every call's record (:meth:`Relay.observed`) is plain data for the judge.
 
 A rank that leaves the run while others wait for it fails the run at once; one that never joins a collective fails it
 on every rank :data:`JOIN_SECONDS` after every rank has begun the run (a rank's lag before that is the call before's,
@@ -165,6 +166,7 @@ class _Run:
         self.began: set[int] = set()
         self.all_began: float | None = None  # when the last rank began: a rank's lag before it is no hang
         self.leaving: dict[int, tuple[int, Reply]] = {}  # ranks that ended, waiting for the others to
+        self.marks: list[list[int]] = [[] for _ in range(world)]  # where each rank's driver began a step
 
     def fail(self, why: str) -> None:
         """The run cannot go on: every waiting rank is told ``why`` (a rank that has ended is let go)."""
@@ -232,6 +234,9 @@ class Relay:
             if run.ops[rank] > MOST_OPS:
                 run.fail(f"rank {rank} issued more than {MOST_OPS} operations in one run")
                 raise Refused(run.problem or "")
+            if "mark" in message:  # the driver begins a step: where the judge cuts the run (by the next collective)
+                run.marks[rank].append(run.next[rank])
+                return {"id": message["id"]}
             if reply is None:
                 raise Refused("a collective needs an answer later")
             kind = message.get("op")
@@ -335,7 +340,7 @@ class Relay:
         sizes = [0 if t is None else t.numel() * t.element_size() for t in inputs]
         whole = {"all-gather": sum(sizes), "barrier": 0}.get(slot.kind, sizes[0])
         run.collectives.append({
-            "kind": slot.kind, "bytes": whole, "dtype": None if slot.params[0] is None else slot.params[0][0],
+            "index": slot.index, "kind": slot.kind, "bytes": whole, "dtype": None if slot.params[0] is None else slot.params[0][0],
             "reduce": slot.params[1], "root": slot.params[2],
             "in_flight": [run.next[r] > slot.index + 1 for r in range(n)],  # the rank had issued the next already
             "result": None if outputs[0] is None or slot.kind in ("reduce-scatter", "all-to-all")
@@ -414,13 +419,14 @@ class Relay:
                              "sending first deadlocks (use isend/irecv)")
 
     def observed(self, k: int) -> dict[str, Any] | None:
-        """What the relay saw of call ``k``, as data: its seed, every collective and message, each rank's bytes and
-        claim, and what went wrong."""
+        """What the relay saw of call ``k``, as data: its seed, every collective and message, each rank's bytes,
+        claim and step marks, and what went wrong."""
         run = self.runs.get(k)
         if run is None:
             return None
         return {"seed": run.seed, "world": run.world, "collectives": run.collectives, "messages": run.messages,
-                "sent": run.sent, "claims": [run.claims.get(r) for r in range(run.world)], "problem": run.problem}
+                "sent": run.sent, "claims": [run.claims.get(r) for r in range(run.world)], "marks": run.marks,
+                "problem": run.problem}
 
 
 def _describe(kind: str, params: tuple[Any, ...]) -> str:
@@ -722,6 +728,12 @@ def join(spec: Any) -> dict[str, Any] | None:
     dist.init_process_group("ppedu-relay", store=dist.HashStore(), rank=reply["rank"], world_size=reply["world"])
     return {"rank": reply["rank"], "world": reply["world"],
             "data": {name: decode(t) for name, t in reply["data"].items()}}
+
+
+def mark() -> None:
+    """Tell the relay this rank's driver begins a step: the judge reads the collectives issued from here to the next
+    mark as that step's (a mark only cuts the record; what a step did is still what the relay carried out)."""
+    request({"mark": True})
 
 
 def leave(claim: Any) -> None:

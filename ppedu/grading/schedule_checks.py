@@ -2,8 +2,11 @@
 
 The properties, in order: every operation exactly once and on its chunk's GPU; dependencies
 respected (the simulator runs it to the end without a deadlock); the makespan of the schedule it
-should be; its peak activations per GPU. A property earns its points only if it holds on every
-size tried, and the report says on which size it first fails and how, not what the answer is.
+should be; its peak activations per GPU; and, where a question defines its order by rules (``exact``),
+that order, operation for operation, which then weighs as much as the four others together (any valid order
+has the first two, and a wrong one can share the right makespan and peak). A property earns its points only if it holds on every size tried,
+and the report says on which size it first fails and how, not what the answer is. Without a reference
+only the first two are checked: a student's own check, where the order it should be is the grader's.
 
 The student's function runs in their notebook; what it returned arrives here as plain data
 (:func:`ppedu.grading.answers.calls`): ``[[size, op lists], …]``.
@@ -24,7 +27,7 @@ The student's function runs in their notebook; what it returned arrives here as 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from ppedu.costs import Costs
@@ -35,35 +38,41 @@ from ppedu.simulate import Timeline, simulate
 
 PROPERTIES = ("every operation exactly once, on its chunk's GPU", "dependencies respected: the schedule runs to the end",
               "makespan", "peak activations")
+ORDER = "the order the question's rules define, operation for operation"
 #: A backward twice as long as a forward, so an order that only works under unit costs shows.
 COSTS = Costs(f=1, b=2)
 
 
 @dataclass(frozen=True)
 class Report:
-    """Points earned per property, with the first failure of each."""
+    """Points earned per property, with the first failure of each; a property's share is its weight (all 1 unless
+    ``weights`` says otherwise)."""
 
     name: str
     points: float
     results: tuple[tuple[str, bool, str], ...]  # (property, passed, why not)
+    weights: tuple[float, ...] = ()
 
     @property
     def score(self) -> float:
+        weights = self.weights or (1.0,) * len(self.results)
+        earned = sum(w for w, (_, ok, _) in zip(weights, self.results) if ok)
         # rounded: nbgrader rejects a cell worth more than its points, even by a rounding error
-        return min(self.points, round(self.points / len(self.results) * sum(ok for _, ok, _ in self.results), 6))
+        return min(self.points, round(self.points * earned / sum(weights), 6))
 
     def __str__(self) -> str:
         return describe(self.name, self.score, self.points, self.results)
 
 
-def _size(args: Sequence[int]) -> str:
-    return "(" + ", ".join(f"{k}={a}" for k, a in zip("pmv", args)) + ")"
+def _size(args: Sequence[int], names: str = "pmv") -> str:
+    return "(" + ", ".join(f"{k}={a}" for k, a in zip(names, args)) + ")"
 
 
-def to_schedule(result: object, name: str, args: Sequence[int]) -> Schedule:
+def to_schedule(result: object, name: str, args: Sequence[int], names: str = "pmv") -> Schedule:
     """The student's per-GPU op lists (plain data) as a :class:`Schedule`, or ``ValueError`` saying
-    what is off."""
-    p, m, v = (*args, 1)[:3]
+    what is off; ``names`` are the function's arguments (``p``, ``m`` and ``v``, the chunks per GPU, if any)."""
+    named = dict(zip(names, args))
+    p, m, v = named["p"], named["m"], named.get("v", 1)
     if not isinstance(result, list) or len(result) != p:
         got = f"{len(result)} entries" if isinstance(result, list) else f"a {kind(result)}"
         raise ValueError(f"should return one list of operations per GPU ({p} lists), got {got}")
@@ -83,60 +92,84 @@ def to_schedule(result: object, name: str, args: Sequence[int]) -> Schedule:
     return Schedule(tuple(stages), name, (tuple(c % p for c in range(p * v)),), m, v)
 
 
-def grade_schedule(results: object, reference: str, sizes: Sequence[Sequence[int]], points: float,
-                   hidden: Collection[tuple[int, ...]] = ()) -> Report:
+def grade_schedule(results: object, reference: str | Callable[..., Schedule] | None, sizes: Sequence[Sequence[int]],
+                   points: float, hidden: Collection[tuple[int, ...]] = (), *, names: str = "pmv",
+                   label: str | None = None, exact: bool = False) -> Report:
     """Check what the student's function returned for every size in ``sizes`` (``results``, as
-    :func:`~ppedu.grading.answers.calls` gives it) against ppedu's schedule ``reference``; the sizes in
-    ``hidden`` are the autograder's own, never named."""
+    :func:`~ppedu.grading.answers.calls` gives it) against ``reference``: ppedu's schedule of that name, or a
+    function of the same arguments (``names``) that builds the order, called ``label`` in messages; ``None``
+    checks the first two properties alone. The sizes in ``hidden`` are the autograder's own, never named."""
+    label = label or f"{reference}'s"
+    props = PROPERTIES[:2] if reference is None else (*PROPERTIES, ORDER) if exact else PROPERTIES
     failures: dict[str, str] = {}
     given = {tuple(args): result for args, result in results} if isinstance(results, list) else {}
     for args in sizes:
         secret = tuple(args) in hidden  # no number of it in a message, nor what the student's code said of it
-        where = "(on a size the autograder chose, not shown)" if secret else _size(args)
+        where = "(on a size the autograder chose, not shown)" if secret else _size(args, names)
         if not isinstance(results, list):
             why = "is not defined: write it in its cell and run that cell" if results is None else (
                 f"is a {kind(results)}, not a function")
-            failures = dict.fromkeys(PROPERTIES, f"— the function {why}")
+            failures = dict.fromkeys(props, f"— the function {why}")
             break
         if tuple(args) not in given:
-            failures = dict.fromkeys(PROPERTIES, f"{where}: your function was not run on this size")
+            failures = dict.fromkeys(props, f"{where}: your function was not run on this size")
             break
         result = given[tuple(args)]
         if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
-            failures = dict.fromkeys(PROPERTIES, "— the function is still the stub")
+            failures = dict.fromkeys(props, "— the function is still the stub")
             break
         if problem := raised(result):  # on a hidden size, only the error's name: its message may echo the size
-            failures = dict.fromkeys(PROPERTIES, f"{where}: your function {problem.split(':')[0] if secret else problem}")
+            failures = dict.fromkeys(props, f"{where}: your function {problem.split(':')[0] if secret else problem}")
             break
-        ref = simulate(build(reference, *args), COSTS)
         try:
-            schedule = to_schedule(result, reference, args)
+            schedule = to_schedule(result, str(label), args, names)
             schedule.validate()
         except ValueError as invalid:
             why = "it is not a valid order of every operation once" if secret else str(invalid)
-            failures = {prop: failures.get(prop, f"{where}: {why}") for prop in PROPERTIES}
+            failures = {prop: failures.get(prop, f"{where}: {why}") for prop in props}
             break
+        if exact and (wrong := _departs(schedule, ref_order := _build(reference, args), secret)):
+            failures.setdefault(ORDER, f"{where}: {wrong}")
         try:
             timeline: Timeline | None = simulate(schedule, COSTS)
         except ValueError as error:
-            for prop in PROPERTIES[1:]:
+            for prop in props[1:]:
                 failures.setdefault(prop, f"{where}: {'the order deadlocks' if secret else error}")
             continue
+        if reference is None:
+            continue
         assert timeline is not None
+        ref = simulate(ref_order if exact else _build(reference, args), COSTS)
         if timeline.makespan != ref.makespan:
-            failures.setdefault("makespan", f"{where}: " + (f"not {reference}'s makespan" if secret else
-                                                            f"{timeline.makespan:g} time units (f=1, b=2), not {reference}'s"))
+            failures.setdefault("makespan", f"{where}: " + (f"not {label} makespan" if secret else
+                                                            f"{timeline.makespan:g} time units (f=1, b=2), not {label}"))
         peak, want = timeline.peak_activations, ref.peak_activations
         if peak != want and secret:
             failures.setdefault("peak activations", f"{where}: a GPU holds more or fewer micro-batches' activations "
-                                f"at once than {reference}'s")
+                                f"at once than {label}")
         elif peak != want:
             s = next(i for i, (a, b) in enumerate(zip(peak, want)) if a != b)
             more = "more" if peak[s] > want[s] else "fewer"
             failures.setdefault("peak activations", f"{where}: GPU {s} holds {peak[s]} micro-batches' activations at "
-                                f"once, {more} than {reference}'s {want[s]}")
+                                f"once, {more} than {label} {want[s]}")
     rows = []
-    for prop in PROPERTIES:
-        label = f"{prop} equals {reference}'s" if prop == "makespan" else prop
-        rows.append((label, prop not in failures, failures.get(prop, "")))
-    return Report(reference, float(points), tuple(rows))
+    for prop in props:
+        said = f"{prop} equals {label}" if prop == "makespan" else prop
+        rows.append((said, prop not in failures, failures.get(prop, "")))
+    return Report(reference if isinstance(reference, str) else str(label), float(points), tuple(rows),
+                  (1.0, 1.0, 1.0, 1.0, 4.0) if exact and reference is not None else ())
+
+
+def _build(reference: str | Callable[..., Schedule] | None, args: Sequence[int]) -> Schedule:
+    assert reference is not None
+    return build(reference, *args) if isinstance(reference, str) else reference(*args)
+
+
+def _departs(schedule: Schedule, reference: Schedule, secret: bool) -> str:
+    """Where the student's order first leaves the reference's (what the reference runs there is not said)."""
+    for s, (mine, theirs) in enumerate(zip(schedule.stages, reference.stages)):
+        at = next((n for n, (a, b) in enumerate(zip(mine, theirs)) if a != b), None)
+        if at is not None:
+            return "a GPU leaves the rules' order" if secret else (
+                f"GPU {s}'s operation number {at + 1}, {mine[at]!r}, is not the one the rules run there")
+    return ""

@@ -3,6 +3,7 @@
 in Chromium (offline: MathJax's CDN out of reach), reads the answer, types a score, and the gradebook's total (what
 goes on the transcript) includes it."""
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -16,6 +17,10 @@ STUDENT, WRITTEN = "alice", "q2b_answer"
 
 def test_an_instructor_scores_a_written_answer_in_the_formgrader(lab, course, tmp_path):
     _nbgrader(course, tmp_path, "generate_assignment", "ps1", "--force")
+    graded_cells = [c["metadata"]["nbgrader"] for c in json.loads((course / "solutions" / "ps1" / "ps1.ipynb").read_text())["cells"]
+                    if c["metadata"].get("nbgrader", {}).get("grade")]
+    points = sum(c["points"] for c in graded_cells)
+    by_hand = sum(c["points"] for c in graded_cells if c["solution"])  # written answers: the sandbox leaves them
     submitted = course / "submitted" / STUDENT / "ps1"
     submitted.mkdir(parents=True)
     (submitted / "ps1.ipynb").write_text((course / "solutions" / "ps1" / "ps1.ipynb").read_text())
@@ -26,7 +31,7 @@ def test_an_instructor_scores_a_written_answer_in_the_formgrader(lab, course, tm
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         notebook = gradebook.find_submission_notebook("ps1", "ps1", STUDENT)
         written = gradebook.find_grade(WRITTEN, "ps1", "ps1", STUDENT)
-        assert (notebook.score, notebook.max_score, written.manual_score) == (9, 10, None)  # 1 point waits for a person
+        assert (notebook.score, notebook.max_score, written.manual_score) == (points - by_hand, points, None)
         page_id = notebook.id
 
     # Logged in to JupyterLab first, as an instructor is, then the submission's page in the formgrader.
@@ -47,7 +52,7 @@ def test_an_instructor_scores_a_written_answer_in_the_formgrader(lab, course, tm
         if manual is not None:
             break
         lab.page.wait_for_timeout(250)
-    assert (manual, total) == (1, 10)
+    assert (manual, total) == (1, points - by_hand + 1)
     # Offline (as here) MathJax's CDN is out of reach; nbgrader's page script must still run to its end (its keyboard
     # shortcuts and tooltips), with grader/templates/formgrade/mathjax.html.j2 standing in.
     assert errors == []

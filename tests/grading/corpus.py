@@ -491,15 +491,15 @@ LIBRARY_SCHEDULES = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.gpipe(p, m).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     return [list(s) for s in schedules.build("1f1b", p, m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     import ppedu.reference
     return [list(s) for s in schedules.interleaved_1f1b(p, m, v).stages]
 """
@@ -515,15 +515,15 @@ for name in ("gpipe", "one_f_one_b", "interleaved"):
     exec(compile(text, name, "exec"), namespace)
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in namespace["gpipe"](p, m).stages]
 
 
-def one_f_one_b(p, m):
-    return [list(s) for s in namespace["one_f_one_b"](p, m).stages]
+def grouped_1f1b(p, m, k):
+    return [list(s) for s in namespace["with_warmups"]([min(m, k * (p - j)) - 1 for j in range(p)], m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     return [list(s) for s in namespace["interleaved_1f1b"](p, m, v).stages]
 """
 # Orders from the library's other corners: looped BFS with one chunk is GPipe's twin, the search finds 1F1B-like
@@ -532,24 +532,69 @@ LIBRARY_RELATIVES = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.looped_bfs(p, m, 1).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     from ppedu.search import search
-    found = search(p, m, Costs(f=1, b=2), memory_limit=p, cut=1, seconds=0.2)
+    found = search(p, m, Costs(f=1, b=2), memory_limit=k * p, cut=1, seconds=0.2)
     return [[o for o in s if o.kind != "W"] for s in found.schedule.stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
     ranks = get_schedule_ops("Interleaved1F1B", p, m, num_stages_per_rank=v)
     kinds = {"FORWARD": "F", "FULL_BACKWARD": "B"}
     return [[Op(kinds[a.computation_type.name], a.microbatch_index, a.stage_index)
              for a in rank if a is not None and a.computation_type.name in kinds] for rank in ranks]
 """
-PS3_ALL = {"gpipe": 2, "one_f_one_b": 4, "interleaved_1f1b": 4}
+# ppedu's own orders pasted in by hand, as a student with the package's source can: each a valid order with every
+# operation once that runs to the end, and with 1F1B's warm-up widened by hand the right peak and makespan too — never
+# the question's order, which weighs half (schedule_checks: 1 + 1 + 1 + 1 of 8 and 4 of 8 for the order).
+PASTED_PPEDU = """
+def _pasted_gpipe(p, m):  # ppedu.schedules.gpipe, its loop copied
+    return [[Op("F", i, j) for i in range(m)] + [Op("B", i, j) for i in range(m)] for j in range(p)]
+
+
+def _pasted_with_warmups(warmups, m):  # ppedu.schedules.one_f_one_b.with_warmups, its loop copied
+    stages = []
+    for j, k in enumerate(warmups):
+        k = min(k, m)
+        ops = [Op("F", i, j) for i in range(k)]
+        for i in range(m - k):
+            ops += [Op("F", k + i, j), Op("B", i, j)]
+        stages.append(ops + [Op("B", i, j) for i in range(m - k, m)])
+    return stages
+
+
+def _pasted_interleaved(p, m, v):  # ppedu.schedules.interleaved with its default group, copied
+    group = next(g for g in range(min(p, m), m + 1) if m % g == 0 or m % g >= p)
+    table = [(mb, r) for first in range(0, m, group) for r in range(v) for mb in range(first, min(first + group, m))]
+    stages = []
+    for j in range(p):
+        forward = [Op("F", mb, r * p + j) for mb, r in table]
+        backward = [Op("B", mb, (v - 1 - r) * p + j) for mb, r in table]
+        warmup = min((p - j - 1) * 2 + (v - 1) * group, m * v)
+        ops = forward[:warmup]
+        for n in range(len(table) - warmup):
+            ops += [forward[warmup + n], backward[n]]
+        stages.append(ops + backward[len(table) - warmup:])
+    return stages
+
+
+def gpipe_waves(p, m, k):
+    return _pasted_gpipe(p, m)
+
+
+def grouped_1f1b(p, m, k):
+    return _pasted_with_warmups([min(m, k * (p - j)) - 1 for j in range(p)], m)
+
+
+def leftover_first(p, m, v):
+    return _pasted_interleaved(p, m, v)
+"""
+PS3_ALL = {"waves": 2, "grouped": 3, "leftover": 4}  # question 4 is graded by hand
 PS3: dict[str, Case] = {
     "solved": Case("ps3"),
     "blank": Case("ps3", release=True, lost=PS3_ALL),
@@ -559,34 +604,50 @@ PS3: dict[str, Case] = {
                                   lost=PS3_ALL),
     "library_relatives": Case("ps3", replace={"q1_answer": LIBRARY_RELATIVES, "q2_answer": "", "q3_answer": ""},
                               lost=PS3_ALL),
-    "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
+    # GPipe: once and runs (2 of 8); widened 1F1B: and makespan and peak (4 of 8); Megatron's grouping: and makespan
+    "pasted_ppedu": Case("ps3", replace={"q1_answer": PASTED_PPEDU, "q2_answer": "", "q3_answer": ""},
+                         lost={"waves": 1.5, "grouped": 1.5, "leftover": 2.5}),
+    "numpy_indices": Case("ps3", append={"q1_answer": "import numpy as np\n_waves = gpipe_waves\n\n\n"
+                                                      "def gpipe_waves(p, m, k):\n"
                                                       "    return [[Op(o.kind, np.int64(o.microbatch), np.int64(o.chunk)) "
-                                                      "for o in s] for s in _gpipe(p, m)]"}),
+                                                      "for o in s] for s in _waves(p, m, k)]"}),
     "schedule_objects": Case("ps3", append={
-        "q1_answer": "_gpipe = gpipe\n\n\ndef gpipe(p, m):\n"
-                     "    return Schedule(tuple(map(tuple, _gpipe(p, m))), 'mine', (tuple(range(p)),), m)",
-        "q2_answer": "_one_f_one_b = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
-                     "    return Schedule(tuple(map(tuple, _one_f_one_b(p, m))), 'mine', (tuple(range(p)),), m)"}),
+        "q1_answer": "_waves = gpipe_waves\n\n\ndef gpipe_waves(p, m, k):\n"
+                     "    return Schedule(tuple(map(tuple, _waves(p, m, k))), 'mine', (tuple(range(p)),), m)",
+        "q2_answer": "_grouped = grouped_1f1b\n\n\ndef grouped_1f1b(p, m, k):\n"
+                     "    return Schedule(tuple(map(tuple, _grouped(p, m, k))), 'mine', (tuple(range(p)),), m)"}),
     "noisy_stderr": Case("ps3", prepend={"q1_answer": NOISE},
-                         append={"q2_answer": "import sys\n_mine = one_f_one_b\n\n\ndef one_f_one_b(p, m):\n"
-                                              "    print('debug', p, m, file=sys.stderr)\n    return _mine(p, m)"}),
+                         append={"q2_answer": "import sys\n_mine = grouped_1f1b\n\n\ndef grouped_1f1b(p, m, k):\n"
+                                              "    print('debug', p, m, k, file=sys.stderr)\n    return _mine(p, m, k)"}),
     "breaks_a_dependency": Case("ps3", replace={"q2_answer": """
-def one_f_one_b(p, m):  # backward before forward in the steady phase: the last GPU waits for itself
+def grouped_1f1b(p, m, k):  # no warm-up: every GPU's first operation is a backward whose forward has not run
     stages = []
     for j in range(p):
-        warmup = min(p - j - 1, m)
-        ops = [Op("F", i, j) for i in range(warmup)]
-        for i in range(m - warmup):
-            ops += [Op("B", i, j), Op("F", warmup + i, j)]
-        ops += [Op("B", i, j) for i in range(m - warmup, m)]
+        ops, done = [], 0
+        while done < m:
+            ops += [Op("B", i, j) for i in range(done, min(done + k, m))]
+            ops += [Op("F", i, j) for i in range(done, min(done + k, m))]
+            done = min(done + k, m)
         stages.append(ops)
     return stages
-"""}, lost={"one_f_one_b": 3}),
-    "gpipe_for_1f1b": Case("ps3", replace={"q2_answer": "def one_f_one_b(p, m):\n    return [[Op('F', i, j) for i "
-                                                        "in range(m)] + [Op('B', i, j) for i in range(m)] for j in range(p)]"},
-                           lost={"one_f_one_b": 1}),
-    "wrong_type": Case("ps3", replace={"q3_answer": "def interleaved_1f1b(p, m, v):\n    return 'F0 F1 B0 B1'"},
-                       lost={"interleaved_1f1b": 4}),
+"""}, lost={"grouped": 2.625}),  # every operation once (1 of 8) stands
+    # the warm-up is PyTorch's own count, not k times it: a stage asks for k backwards before the stage below has run
+    # the forwards they need, and the order deadlocks (every operation once, 1 of 8, stands)
+    "pytorch_warmup_for_grouped": Case("ps3", replace={"q2_answer": """
+def grouped_1f1b(p, m, k):
+    stages = []
+    for j in range(p):
+        forwards, backwards = min(m, p - j), 0
+        ops = [Op("F", i, j) for i in range(forwards)]
+        while backwards < m:
+            ops += [Op("B", i, j) for i in range(backwards, min(backwards + k, m))]
+            ops += [Op("F", i, j) for i in range(forwards, min(forwards + k, m))]
+            backwards, forwards = min(backwards + k, m), min(forwards + k, m)
+        stages.append(ops)
+    return stages
+"""}, lost={"grouped": 2.625}),
+    "wrong_type": Case("ps3", replace={"q3_answer": "def leftover_first(p, m, v):\n    return 'F0 F1 B0 B1'"},
+                       lost={"leftover": 4}),
 }
 
 PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand

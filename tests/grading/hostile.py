@@ -581,15 +581,15 @@ LIBRARY_SCHEDULE_CALLS = """
 from ppedu import schedules
 
 
-def gpipe(p, m):
+def gpipe_waves(p, m, k):
     return [list(s) for s in schedules.gpipe(p, m).stages]
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     return [list(s) for s in schedules.one_f_one_b(p, m).stages]
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     return [list(s) for s in schedules.interleaved_1f1b(p, m, v).stages]
 """
 # torch.distributed.pipelining's __init__ is hidden; its submodules are files like any other, reached through a
@@ -604,7 +604,7 @@ sys.modules["torch.distributed.pipelining"] = _package
 from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
 
 
-def interleaved_1f1b(p, m, v):
+def leftover_first(p, m, v):
     kinds = {"FORWARD": "F", "FULL_BACKWARD": "B"}
     return [[Op(kinds[a.computation_type.name], a.microbatch_index, a.stage_index)
              for a in rank if a is not None and a.computation_type.name in kinds]
@@ -616,14 +616,15 @@ def _ops(kind, microbatches, j):  # a helper for the next questions too
     return [Op(kind, i, j) for i in microbatches]
 """
 USES_Q1_HELPER = """
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     stages = []
     for j in range(p):
-        warmup = min(p - j - 1, m)
-        ops = _ops("F", range(warmup), j)
-        for i in range(m - warmup):
-            ops += _ops("F", [warmup + i], j) + _ops("B", [i], j)
-        ops += _ops("B", range(m - warmup, m), j)
+        forwards, backwards = min(m, k * (p - j)), 0
+        ops = _ops("F", range(forwards), j)
+        while backwards < m:
+            ops += _ops("B", range(backwards, min(backwards + k, m)), j)
+            ops += _ops("F", range(forwards, min(forwards + k, m)), j)
+            backwards, forwards = min(backwards + k, m), min(forwards + k, m)
         stages.append(ops)
     return stages
 """
@@ -699,7 +700,7 @@ def fewest_microbatches(p, target, v):
                                                                            "q2_answer": "", "q3_answer": ""},
                                               folder=_ppedu_with_copies("schedules"), lost=PS3_ALL),
         "h_hand_built_pipelining_package": Case("ps3", replace={"q3_answer": HAND_BUILT_PIPELINING},
-                                                lost={"interleaved_1f1b": 4}),
+                                                lost={"leftover": 4}),
         # question 2 calls a helper defined in question 1's cell: there, as in the notebook run top to bottom
         "h_helper_from_another_cell": Case("ps3", append={"q1_answer": HELPER_IN_Q1},
                                            replace={"q2_answer": USES_Q1_HELPER}, lost={}),
@@ -855,8 +856,8 @@ for _fd in range(3, 40):
 def idle_share(r):
     return r
 """
-# The harness's serialiser and sender patched: every result it sends claims GPipe's order (which would earn 3 of
-# 1F1B's 4 points) or success, while the function itself is still the stub.
+# The harness's serialiser and sender patched: every result it sends claims GPipe's order (which would earn a share of
+# question 2's points) or success, while the function itself is still the stub.
 HARNESS_TAMPER = """
 import json, sys
 
@@ -883,7 +884,7 @@ if callable(_send):
     _main.send = lambda channel, record: _send(channel, _forge(record))
 
 
-def one_f_one_b(p, m):
+def grouped_1f1b(p, m, k):
     raise NotImplementedError()
 """
 # ps4: the hidden test's inputs are in its text; an input transformer reads them before it runs and memoises the
@@ -1025,7 +1026,7 @@ FORGERS: dict[str, dict[str, Case]] = {
         # the channel forged from inside (json.dumps and the harness's send patched): the harness writes its records
         # with an encoder of its own, so the forgery never reaches the grader — the stub loses its own question,
         # the other questions are graded as if the patch were not there
-        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"one_f_one_b": 4}),
+        "h_harness_tamper": Case("ps3", replace={"q2_answer": HARNESS_TAMPER}, lost={"grouped": 3}),
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},

@@ -263,7 +263,7 @@ def test_library_implementations_are_not_answers(course, graded, assignment):
     allowed = "is not available while this question is checked"
     if assignment == "ps3":
         for student in ("library_caller", "library_relatives"):
-            assert allowed in _text(_test_outputs(course, "ps3", student)["gpipe"])
+            assert allowed in _text(_test_outputs(course, "ps3", student)["waves"])
     elif assignment == "ps4":  # the closed form is the student's: neither the simulator nor the pictured builder is there
         for student in ("simulates_inside", "copied_simulator"):
             assert allowed in _text(_test_outputs(course, "ps4", student)["waves"])

@@ -97,8 +97,8 @@ def test_answered_problem_sets_1_to_4_pass_their_checks_without_torch(laptop, tm
     passes with no torch installed."""
     folder, _ = laptop
     for name in ("ps1", "ps2", "ps3", "ps4"):
-        shutil.copy(ROOT / "solutions" / name / f"{name}.ipynb", tmp_path / f"{name}.ipynb")
-        done = subprocess.run([folder / ".venv" / "bin" / "ppedu", "check", f"{name}.ipynb"], cwd=tmp_path,
+        shutil.copytree(ROOT / "solutions" / name, tmp_path / name)  # with its question data, as released
+        done = subprocess.run([folder / ".venv" / "bin" / "ppedu", "check", f"{name}.ipynb"], cwd=tmp_path / name,
                               capture_output=True, text=True, timeout=600, env={**os.environ, "PPEDU_STUDENT_ID": "alice"})
         assert done.returncode == 0, f"{name}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 

@@ -1,13 +1,17 @@
 """ps8 graded end to end, as an instructor grades it: `ppedu grade` in a course of its own, each submission's
 questions run across 2 to 4 rank sandboxes with the grader's relay between them (ppedu/grading/relay.py). The
-solution, the release, a careless submission and hostile ones, each with its exact points per cell: faking the
-relay's record, computing alone, patching torch.distributed, sending an oversized tensor or extra traffic, mimicking
-the right collectives with nothing in them, reaching another rank's sandbox through files or the loopback, and
-hanging a rank (which costs its question, not the grading). Also: the written answer waits for a person, the
-feedback names no hidden run, and the lab's implementations are not what a rank's sandbox imports.
+solution, the release, a careless submission, one copied from what ships (the ring as one all-reduce, the lab's own
+data parallelism, buckets and ZeRO-1 pasted from ppedu.ranks: it must score low) and hostile ones, each with its exact
+points per cell: faking the relay's record, computing alone, patching torch.distributed, sending an oversized tensor
+or extra traffic, mimicking the right collectives with nothing in them, reaching another rank's sandbox through files
+or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answer waits for a
+person, the feedback names each usual mistake and no hidden run, the check shows what a cell raised, the lab's
+implementations are not what a rank's sandbox imports, and the key's rules are PyTorch's own — DDP's rebuilt buckets
+and FSDP2's shard layout, run on gloo — as are the model answer's FSDP2 figures.
 
-Runs in a few minutes (five submissions, each on four sandboxes)."""
+Runs in several minutes (seven submissions, each on four sandboxes; DDP and FSDP2 on 2–3 processes)."""
 
+import re
 import subprocess
 import sys
 
@@ -36,7 +40,7 @@ def _both(*edits):
     return lambda nb: [e(nb) for e in edits]
 
 
-LAUNCH = "launched.append((flat, dist.all_reduce(flat, async_op=True)))"
+LAUNCH = "launched.append((bucket, flat, dist.all_reduce(flat, async_op=True)))"
 WRONG = Case("ps8", replace={
     "ring_answer": """
 def ring_all_reduce(x):
@@ -56,25 +60,15 @@ def ring_all_reduce(x):
 """,
     "data_parallel_answer": """
 def data_parallel_step(model, x, y):
-    cross_entropy(model(x), y).backward()
+    cross_entropy(model(x), y, reduction="sum").backward()  # every example's gradient, summed
     for p in model.parameters():
-        dist.all_reduce(p.grad)  # summed, never averaged
-""",
-    "zero1_answer": """
-def zero1(model, lr):
-    adam = torch.optim.Adam(model.parameters(), lr=lr)  # every rank keeps all of Adam's state
-
-    def step():
-        for p in model.parameters():
-            dist.all_reduce(p.grad)
-            p.grad /= dist.get_world_size()
-        adam.step()
-
-    return step
-"""}, edit=_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][1].wait()  # waited for at once"),
-    # the star's sum is right (its traffic is not the ring's); the sum's steps are n times too long, its reduced
-    # gradients right; blocking buckets right but never in flight together; ZeRO-1 unsharded: right, but all-reduces
-    lost={"ring": 2.4, "data_parallel": 1.2, "buckets": 1.2, "zero1": 2.4})
+        dist.all_reduce(p.grad)  # ... and never divided by how many there were
+"""}, edit=_both(_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][2].wait()  # waited for at once"),
+                 _edit("zero1_answer", "m.grad = g / n", "m.grad = g  # summed, never averaged")),
+    # the star's sum is right (its traffic is not the ring's); the sum over the examples is right, never divided by
+    # their count; blocking buckets right but never in flight together; Adam on the summed gradients: FSDP2's
+    # collectives and pieces, but the parameters it then gathers are not the model's
+    lost={"ring": 2.4, "data_parallel": 0.9, "buckets": 0.8, "zero1": 1.8})
 
 HOSTILE_A = Case("ps8", replace={
     "ring_answer": """
@@ -98,7 +92,7 @@ def data_parallel_step(model, x, y):
         dist.all_reduce = real
 """,
     "buckets_answer": """
-def bucketed_allreduce(model, cap):
+def ddp_buckets(model, cap, first_cap):
     def finish():
         dist.all_reduce(torch.zeros(10_000_000, dtype=torch.float64))  # 80 MB through the relay
     return finish
@@ -140,7 +134,7 @@ def data_parallel_step(model, x, y):
 def zero1(model, lr):
     params = list(model.parameters())
     n = dist.get_world_size()
-    k = -(-sum(p.numel() for p in params) // n)
+    k = sum(-(-p.shape[0] // n) * p[0].numel() for p in params)  # FSDP2's padded piece, to the element
     adam = torch.optim.Adam(params, lr=lr)
 
     def step():  # the right collectives of the right sizes, with nothing in them
@@ -151,9 +145,9 @@ def zero1(model, lr):
     return step
 """}, edit=_edit("buckets_answer", "        launched.clear()",
                  "        launched.clear()\n        dist.all_reduce(torch.ones(1000, dtype=torch.float64))  # extra"),
-    # the hung run and the unreduced ring lose it all; gathering the data gives the right parameters by the wrong
-    # traffic; the extra all-reduce breaks the buckets; empty collectives earn nothing
-    lost={"ring": 4, "data_parallel": 1.8, "buckets": 2.8, "zero1": 4})
+    # the hung run and the unreduced ring lose it all; gathering the data is not data parallelism; the extra
+    # all-reduce breaks DDP's steps (its parameters stay right); empty collectives earn nothing
+    lost={"ring": 4, "data_parallel": 3, "buckets": 3.2, "zero1": 4})
 
 # the other ranks' sandboxes, through what a sandbox shares with its neighbours: nothing but the relay
 HOSTILE_C = Case("ps8", replace={"ring_answer": """
@@ -180,8 +174,44 @@ def ring_all_reduce(x):
     return total
 """}, lost={"ring": 4})
 
+
+def _source(obj):
+    import inspect
+
+    return inspect.getsource(obj)
+
+
+def _copied():
+    """Every answer one call or one paste of what ships: the ring as one all-reduce, and the lab's own
+    ``allreduce_each``, ``Buckets`` and ``Zero1`` (with what they use) pasted from ``ppedu.ranks``."""
+    from ppedu.ranks import data_parallel, sharding, workload
+
+    head = "from collections.abc import Iterator, Sequence\nfrom typing import Any\n\n"
+    return Case("ps8", replace={
+        "ring_answer": "def ring_all_reduce(x):\n    dist.all_reduce(x)\n    return x\n",
+        "data_parallel_answer": head + _source(data_parallel.allreduce_each) + """
+
+def data_parallel_step(model, x, y):
+    cross_entropy(model(x), y).backward()
+    allreduce_each(model)
+""",
+        "buckets_answer": head + _source(data_parallel.bucket_plan) + "\n\n" + _source(data_parallel.Buckets) + """
+
+def ddp_buckets(model, cap, first_cap):
+    return Buckets(model, cap).finish
+""",
+        "zero1_answer": head + _source(workload.flat) + "\n\n" + _source(sharding.Zero1) + """
+
+def zero1(model, lr):
+    return Zero1(list(model.parameters()), lambda params: torch.optim.Adam(params, lr=lr)).step
+"""},
+        # the one call earns nothing; the equal-weight mean is the ranks' gradients, wrongly weighted; the lab's
+        # buckets train right (as DDP's do not start) in the parameters' order; the flat ZeRO-1 is not FSDP2's
+        lost={"ring": 4, "data_parallel": 2.1, "buckets": 3.2, "zero1": 4})
+
+
 CASES = {"solved": Case("ps8"), "blank": Case("ps8", release=True, lost=POINTS), "wrong": WRONG,
-         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C}
+         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C, "copied": _copied()}
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +254,10 @@ def _feedback(course, student):
             for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")}
 
 
+def _numbers(size):
+    return [size] if isinstance(size, int) else list(size or [])
+
+
 def test_feedback_says_why_and_never_names_a_hidden_run(graded):
     from grader.keys.ps8 import KEYS
     from ppedu.grading import my_values
@@ -232,11 +266,162 @@ def test_feedback_says_why_and_never_names_a_hidden_run(graded):
     said = _feedback(course, "hostile_b")
     assert "CellTimeout" in said["ring"] and "all-gather" in said["data_parallel"]
     assert "80000000 bytes" in _feedback(course, "hostile_a")["buckets"]
+    careless = _feedback(course, "wrong")  # each usual mistake named for what it is
+    assert "divide by the number of examples" in careless["data_parallel"]
+    assert "divide the piece by n" in careless["zero1"] and "in flight" in careless["buckets"]
+    assert "equal weight" in _feedback(course, "copied")["data_parallel"]
     for student in CASES:
         hidden = [spec for judge in KEYS.values() for spec in judge.hidden(my_values("ps8", student))]
         text = "\n".join(_feedback(course, student).values())
         assert "Traceback" not in text and "/work/" not in text
-        assert not [s for s in hidden if s[2] and str(s[2]) in text], student
+        named = [n for s in hidden for n in _numbers(s[2]) if n >= 100 and re.search(rf"\b{n}\b", text)]
+        assert not named, student
+
+
+def test_the_check_shows_what_a_cell_raised_where_it_defines_an_answer(tmp_path):
+    """A cell that raises while it defines its answer (an import missing) is named with its error, not only as
+    'not defined'."""
+    from ppedu.grading.verdict import check_notebook
+
+    nb = nbformat.read(ROOT / "solutions" / "ps8" / "ps8.ipynb", as_version=4)
+    _cell(nb, "buckets_answer").source = "def ddp_buckets(model, cap: Any, first_cap):\n    return None\n"
+    nbformat.write(nb, tmp_path / "ps8.ipynb")
+    said = {c.grade_id: c for c in check_notebook(tmp_path / "ps8.ipynb").cells}
+    assert said["buckets"].score == 0 and "NameError: name 'Any' is not defined" in said["buckets"].message
+    assert said["zero1"].score == 4
+
+
+# ---- the key's rules against PyTorch's own DDP and FSDP2 -----------------------------------------------------------
+
+def test_the_visible_runs_answers_are_what_the_key_writes():
+    from grader.keys.ps8 import visible
+    from ppedu.grading.assignments.ps8 import VISIBLE
+
+    assert VISIBLE == visible(), "run `python -m grader.keys.ps8` and paste its output into VISIBLE"
+
+
+def _ddp_buckets(rank, world, specs):
+    """On each rank: PyTorch's own DDP on each spec's model, its caps made DDP's defaults (it gives the first bucket a
+    cap of its own only at its default cap); the buckets its communication hook is handed in three steps, each as
+    its parameters' indices."""
+    import torch
+    import torch.distributed as dist
+    import torch.nn.parallel.distributed as ddp
+    from torch.nn.functional import cross_entropy
+
+    from ppedu.grading.assignments.ps8 import model
+
+    out = []
+    for spec in specs:
+        net = model(spec)
+        ddp._DEFAULT_BUCKET_CAP_MB, dist._DEFAULT_FIRST_BUCKET_BYTES = spec[2][0] / 2**20, spec[2][1]
+        wrapped = ddp.DistributedDataParallel(net)
+        index = {id(p): i for i, p in enumerate(net.parameters())}
+        steps = []
+
+        def hook(state, bucket, steps=steps):
+            steps[-1].append([index[id(p)] for p in bucket.parameters()])
+            return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
+        wrapped.register_comm_hook(None, hook)
+        for _ in range(3):
+            steps.append([])
+            cross_entropy(wrapped(torch.randn(4, 1, 28, 28, dtype=torch.float64)), torch.arange(4)).backward()
+        out.append(steps)
+    return out
+
+
+def test_the_keys_buckets_are_pytorchs_own_ddps():
+    from grader.keys import ps8 as key
+    from ppedu.grading.assignments.ps8 import CAPS, QUESTIONS, model
+    from ppedu.ranks import bucket_plan, run_ranks
+
+    specs = [*QUESTIONS["buckets"].visible_specs(), *(["buckets", 2, caps, 11 + i] for i, caps in
+                                                       enumerate([*CAPS, *key.HIDDEN_CAPS]))]
+    for spec, steps in zip(specs, run_ranks(_ddp_buckets, 2, specs, timeout=600)[0]):
+        assert steps[0] == [list(range(8))]  # the first step: every gradient in one bucket
+        assert steps[1] == steps[2] == key.expected(spec)["plan"], spec  # then rebuilt, in the order they were ready
+        nbytes = [p.numel() * p.element_size() for p in model(spec).parameters()]
+        assert key.expected(spec)["plan"] != bucket_plan(nbytes, spec[2][0])  # nor the lab's buckets
+
+
+def _fsdp2_inputs(rank, world, spec):
+    """On each rank: PyTorch's own FSDP2 (``fully_shard``) on the spec's model, and what it handed its first
+    reduce-scatter and its first all-gather; beside them the unsharded model's gradient and parameters."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.functional import cross_entropy
+
+    from ppedu.grading.assignments.ps8 import model
+
+    seen = {}
+    scatter, gather = dist.reduce_scatter_single, dist.all_gather_single
+
+    def scattering(output, input, **kwargs):
+        seen.setdefault("scattered", input.clone())
+        return scatter(output, input, **kwargs)
+
+    def gathering(output, input, **kwargs):
+        seen.setdefault("gathered", input.clone())
+        return gather(output, input, **kwargs)
+    dist.reduce_scatter_single, dist.all_gather_single = scattering, gathering  # FSDP2's default collectives call these
+    x, y = torch.randn(6, 1, 28, 28, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), torch.arange(6)
+    whole, sharded = model(spec), model(spec)
+    fully_shard(sharded, mesh=init_device_mesh("cpu", (world,)))
+    cross_entropy(sharded(x), y).backward()
+    cross_entropy(whole(x), y).backward()
+    flat = [torch.cat([getattr(p, what).detach().reshape(-1) for p in whole.parameters()]) for what in ("grad", "data")]
+    return seen["scattered"], seen["gathered"], *flat
+
+
+@pytest.mark.parametrize("world,width", [(3, 34), (2, 33)])
+def test_the_keys_shard_layout_is_pytorchs_own_fsdp2s(world, width):
+    import torch
+
+    from grader.keys.ps8 import expected, fsdp_runs
+    from ppedu.grading.assignments.ps8 import _laid_out
+    from ppedu.ranks import run_ranks
+
+    spec = ["zero1", world, width, 5]
+    runs = expected(spec)["runs"]
+    for rank, (scattered, gathered, grads, params) in enumerate(run_ranks(_fsdp2_inputs, world, spec, timeout=600)):
+        want = _laid_out(grads, [run for piece in runs for run in piece])  # every rank's piece, rank by rank
+        scale = float(want.abs().max() / scattered.abs().max())  # FSDP2 divides before it reduces (by a factor of its own)
+        assert torch.allclose(scattered * scale, want, rtol=0, atol=1e-12)
+        assert torch.equal(gathered, _laid_out(params, runs[rank]))
+    shapes = [(5, 3), (10, 4), (1,), (7,)]  # chunks short and empty, beside torch's own layout op
+    tensors = [torch.randn(shape, dtype=torch.float64) for shape in shapes]
+    for n in (2, 3, 4, 8):
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        runs = [run for piece in fsdp_runs(shapes, n) for run in piece]
+        assert torch.equal(_laid_out(flat, runs), torch._chunk_cat(tensors, dim=0, num_chunks=n).reshape(-1))
+
+
+def test_the_model_answers_fsdp2_figures_are_the_layouts_and_the_runs():
+    """Question 5 c)'s model answer: rank 0's elements and the padded collectives on 3 ranks, from the layout, and
+    what the lab measures of them."""
+    import math
+    from fractions import Fraction
+
+    from grader.keys.ps8 import fsdp_runs
+    from ppedu.ranks import Workload, run_fsdp2
+
+    shapes = [tuple(p.shape) for p in Workload().model().parameters()]
+    psi = sum(math.prod(s) for s in shapes)
+    held = [sum(length for start, length in piece if start >= 0) for piece in fsdp_runs(shapes, 3)]
+    padded = 3 * sum(length for _, length in fsdp_runs(shapes, 3)[0])
+    answer = _cell(nbformat.read(ROOT / "solutions" / "ps8" / "ps8.ipynb", as_version=4), "measured_answer").source
+    excess_mb = (held[0] - psi / 3) * 32 / 1e6
+    for figure in (f"{held[0]:,}", f"{psi:,}", f"{padded:,}", f"{padded - psi:,}", f"{min(held):,}",
+                   f"{excess_mb:.4f} MB", f"{(padded - psi) / psi:.1%}".replace("%", " %")):
+        assert figure in answer, figure
+    more = Fraction(3 * held[0] - psi, 3)  # over Ψ/3
+    assert held.index(min(held)) == 2 and f"{more.numerator // 3}{' ⅓⅔'[more.numerator % 3]}".strip() in answer
+    run = run_fsdp2(3, Workload(steps=2, batch=48, optimizer="adam", dtype="float64"))
+    state = next(iter(run.memory))
+    assert state.measured_mb - state.model_mb == pytest.approx(excess_mb, abs=2e-4)  # the layout, exactly
+    assert run.sharded.sent_mb / run.sharded.formula_mb == pytest.approx(padded / psi, rel=1e-3)
 
 
 def test_a_rank_imports_none_of_the_labs_implementations():
@@ -244,5 +429,4 @@ def test_a_rank_imports_none_of_the_labs_implementations():
     from ppedu.grading.evaluate import ALWAYS, closure
 
     real = closure(ALWAYS, lazy=False) | closure(CODE.library.ppedu)
-    assert "ppedu.ranks" in real  # its names load lazily: each from a stand-in
-    assert not {m for m in real if m.startswith("ppedu.ranks.")}
+    assert "ppedu.grading.assignments.ps8" in real and not {m for m in real if m.startswith("ppedu.ranks")}

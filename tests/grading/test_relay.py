@@ -88,6 +88,18 @@ def test_a_call_ends_on_all_its_ranks_together_with_each_ranks_claim():
     assert ended == [{"id": 5}] and relay.observed(0)["claims"] == [{"mine": 0}, {"mine": 1}]
 
 
+def test_a_drivers_marks_cut_the_record_into_steps():
+    relay, _ = _begun()
+    got = []
+    for step in range(2):
+        for r in (0, 1):
+            assert relay.handle(r, {"id": 100 + step, "mark": True}) == {"id": 100 + step}
+            _issue(relay, r, {"op": "all-reduce", "reduce": "sum", "t": encode(torch.ones(2))}, got)
+    seen = relay.observed(0)
+    assert seen["marks"] == [[0, 1], [0, 1]]  # each step begins at the index of the collective it issues next
+    assert [c["index"] for c in seen["collectives"]] == [0, 1]
+
+
 def test_held_collectives_show_which_were_in_flight_together():
     relay, _ = _begun(hold=True)
     got = []

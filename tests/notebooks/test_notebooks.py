@@ -3,12 +3,11 @@ runs top to bottom headless (in a temporary copy, so nothing is written back).""
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from notebook_run import COUNT_UNLABELLED
 
 from ppedu.lecture import PICTURE_ZOOM, SLIDE_TEXT_PX
 from ppedu.rounding import UNROUNDED
@@ -67,40 +66,6 @@ def test_the_first_code_cell_imports_ppedu(name):
     assert re.search(r"^(import ppedu|from ppedu)", first.source, re.MULTILINE)
 
 
-# A spacetime diagram's blocks without a label: the filled patches between the idle background (zorder 0) and the
-# labels (2), each of which must hold a text's anchor (a chapter's figures draw no other such patches).
-COUNT_UNLABELLED = """
-def _unlabelled(figure):
-    missing = 0
-    for ax in figure.axes:
-        at = [t.get_position() for t in ax.texts if t.get_text().strip()]
-        for block in ax.patches:
-            if block.get_fill() and 0 < block.get_zorder() < 2:
-                x0, y0, x1, y1 = block.get_x(), block.get_y(), block.get_x() + block.get_width(), block.get_y() + block.get_height()
-                missing += not any(x0 <= x <= x1 and y0 <= y <= y1 for x, y in at)
-    return missing
-"""
-# Run first in the kernel: every matplotlib figure the notebook draws is read as it is drawn (ppedu.plot.texts) and
-# written to figures.jsonl beside it: the width of the picture shown (cropped as Jupyter crops it), each text, and
-# how many blocks carry no label.
-READ_FIGURES = COUNT_UNLABELLED + """
-import json as _json
-from matplotlib.backend_bases import FigureCanvasBase as _Canvas
-from ppedu.plot import texts as _texts
-
-def _read(print_figure):
-    def printed(canvas, *args, **kwargs):
-        done = print_figure(canvas, *args, **kwargs)
-        figure = canvas.figure
-        width = figure.get_tightbbox().width * figure.dpi
-        with open("figures.jsonl", "a") as out:
-            out.write(_json.dumps({"width": width, "texts": [w.__dict__ for w in _texts(figure)],
-                                   "unlabelled": _unlabelled(figure)}) + "\\n")
-        return done
-    return printed
-
-_Canvas.print_figure = _read(_Canvas.print_figure)
-"""
 # Where a figure is read: a notebook column about 880 px wide (JupyterLab at 1280 px, the file browser open) shows a
 # wider figure shrunk to fit; a 1080p slide shows pictures PICTURE_ZOOM times as large, on 1800 px, where no text may
 # be under SLIDE_TEXT_PX.
@@ -111,28 +76,20 @@ UNLABELLABLE = {"11-lab-across-processes": "a run across processes measures hund
 
 
 @pytest.mark.parametrize("name", CHAPTERS + KIT)
-def test_runs_top_to_bottom_headless_and_its_figures_read_from_the_back_row(name, tmp_path, monkeypatch):
-    monkeypatch.setenv("PPEDU_FAST", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    # The lab's tiny ops run fastest on one thread; on a shared 2-core machine more threads only contend.
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+def test_runs_top_to_bottom_headless_and_its_figures_read_from_the_back_row(name, ran):
     original = (NOTEBOOKS / f"{name}.ipynb").read_bytes()
-    copy = tmp_path / f"{name}.ipynb"
-    shutil.copy(NOTEBOOKS / f"{name}.ipynb", copy)
-    nb = nbformat.read(copy, as_version=4)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(READ_FIGURES))
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nb, folder = ran(name)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     shown = [o.get("text", "") for o in outputs]
     shown += [v for o in outputs for v in o.get("data", {}).values() if isinstance(v, str)]
     unrounded = sorted({m for text in shown for m in UNROUNDED.findall(text)})
     assert unrounded == [], f"{name}: unrounded numbers in the outputs: {unrounded[:5]}"
-    if any("plot" in c.source for c in nb.cells[1:] if c.cell_type == "code"):  # a figure shows as a picture
+    if any("plot" in c.source for c in nb.cells if c.cell_type == "code"):  # a figure shows as a picture
         assert any("image/png" in o.get("data", {}) for o in outputs), f"{name}: no figure was drawn as an image"
     assert (NOTEBOOKS / f"{name}.ipynb").read_bytes() == original  # nothing written back
-    figures = [json.loads(line) for line in (tmp_path / "figures.jsonl").read_text().splitlines()] \
-        if (tmp_path / "figures.jsonl").exists() else []
+    figures = [json.loads(line) for line in (folder / "figures.jsonl").read_text().splitlines()] \
+        if (folder / "figures.jsonl").exists() else []
     assert len(figures) >= sum("image/png" in o.get("data", {}) for o in outputs)  # an animation draws frames too
     for i, figure in enumerate(figures, 1):
         if name in UNLABELLABLE:

@@ -1,7 +1,7 @@
 """counting — the slot-counting exam, answered in :class:`~ppedu.widgets.SlotCountingExercise` itself, on grids that
 reach the student as pictures only (``questions.json``, made on the instructors' side;
 :mod:`ppedu.grading.questiondata`):
-the counts of a grid whose last third is covered typed into one exercise (``count``), the idle cells of another,
+the counts of a grid covered from its last forward typed into one exercise (``count``), the idle cells of another,
 covered ones included, clicked in a second (``mark``), and a grid no chapter draws read for a critical path
 (``path``) and its idle cells' causes (``causes``); two answers are written and graded by hand. The answers are saved
 beside the notebook (``counting.json``) and graded from there by the instructors' judge, so there is no visible test
