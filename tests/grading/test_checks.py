@@ -46,7 +46,7 @@ def judged(assignment, question, source, student="alice"):
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_values_are_a_function_of_the_student_and_differ_between_students(name):
     assert my_values(name, "alice") == my_values(name, "alice")
-    assert len({tuple(my_values(name, f"student{i}").values()) for i in range(30)}) > 5
+    assert len({repr(my_values(name, f"student{i}")) for i in range(30)}) > 5  # values may hold lists
 
 
 def test_the_student_id_comes_from_the_environment_in_a_documented_order():
