@@ -9,7 +9,8 @@ Archives are read as streams, their limits checked before anything is written: a
 entry by entry before :mod:`zipfile` parses it, and a tar's members are read one at a time from a decompressed stream
 that stops at the size a submission may have, so an archive with a million members, or a small file that unpacks to
 gigabytes, is refused in the time it takes to read its first :class:`~grader.intake.Limits` worth. Only regular files
-with plain names inside the archive's folder are written (never a link, a device or an absolute or ``..`` path).
+with plain names inside the archive's folder are written (never a link, a device or an absolute or ``..`` path); a
+tar's hard link to a file it wrote before is written as a copy of that file, as ``tar -x`` leaves it.
 
 A hand-in that cannot be taken (a name that says no student, a second hand-in of the same student that nothing says
 is newer, an archive that cannot be read or holds more than a submission may) is left out, named, with its reason;
@@ -72,12 +73,14 @@ def archive_kind(name: str) -> str | None:
 @dataclass(frozen=True)
 class Member:
     """One member of an archive: its name inside it, its declared size, its kind ("file" for a regular file,
-    "folder", or "other": links, devices, pipes), and how to read its first bytes (at most the number given)."""
+    "folder", "hard link" (to ``link``, a name inside the archive) or "other": symbolic links, devices, pipes), and how
+    to read its first bytes (at most the number given)."""
 
     name: str
     size: int
     kind: str
     read: Callable[[int], bytes]
+    link: str = ""
 
 
 # ---- zip ------------------------------------------------------------------------------------------------------------
@@ -181,9 +184,9 @@ def _tar_members(path: Path, kind: str, limits: Limits) -> Iterator[Member]:
             for count, info in enumerate(tarred, 1):
                 if count > limits.files:
                     raise Refused(f"it holds more than {limits.files} members")
-                kind = "file" if info.isreg() else "folder" if info.isdir() else "other"
+                kind = "file" if info.isreg() else "folder" if info.isdir() else "hard link" if info.islnk() else "other"
                 yield Member(info.name, info.size if kind == "file" else 0, kind,
-                             functools.partial(_read_tar, tarred, info))
+                             functools.partial(_read_tar, tarred, info), info.linkname if info.islnk() else "")
 
 
 # ---- writing --------------------------------------------------------------------------------------------------------
@@ -214,6 +217,7 @@ def unpack(archive: Path, target: Path, limits: Limits = Limits(), kinds: tuple[
     try:
         members = _zip_members(archive, limits) if kind == ".zip" else _tar_members(archive, kind, limits)
         for member in members:
+            member = _linked(member, target, written)
             total += max(member.size, 0)
             if total > limits.total_bytes:
                 raise Refused(f"it unpacks to more than {limits.total_bytes // 2**20} MB")
@@ -228,6 +232,21 @@ def unpack(archive: Path, target: Path, limits: Limits = Limits(), kinds: tuple[
         raise Refused(f"not an archive that can be read ({type(error).__name__})") from None
     _lift_single_folder(target)
     return dropped
+
+
+def _linked(member: Member, target: Path, written: set[str]) -> Member:
+    """A hard link to a file the archive wrote before it (GNU tar's second name of one file) as a file of its own with
+    that file's content, as ``tar -x`` leaves it; a link to anything else stays a link, never followed."""
+    parts = _parts(member.link) if member.kind == "hard link" else None
+    if parts is None or "/".join(parts) not in written:
+        return member
+    path = target.joinpath(*parts)  # the grader's own file, written from the archive
+    return Member(member.name, os.lstat(path).st_size, "file", functools.partial(_read_own, path))
+
+
+def _read_own(path: Path, most: int) -> bytes:
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        return _read_at_most(handle, most)
 
 
 def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] | None,

@@ -16,5 +16,9 @@ class Evaluate(StudentsEvaluate):
         judge = keys.load(self._assignment or "").KEYS.get(question)
         return judge.calls(values) if judge is not None and hasattr(judge, "calls") else super().calls(question, form, values)
 
+    def secret(self, question: str, values: Any) -> Mapping[str, Sequence[Sequence[Any]]]:
+        judge = keys.load(self._assignment or "").KEYS.get(question)
+        return judge.secret(values) if judge is not None and hasattr(judge, "secret") else {}
+
 
 __all__ = ["Evaluate", "SandboxedExecute"]

@@ -124,6 +124,11 @@ class FormulaJudge:
         """The inputs each function is run on: the visible cases, the student's own, and the autograder's."""
         return {name: (*self.form.arguments(name, v), *self.hidden(name, v)) for name in self.form.cases}
 
+    def secret(self, v: Values) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        """Of :meth:`calls`, those the student was not shown (no feedback names them)."""
+        return {name: tuple(c for c in self.hidden(name, v) if c not in self.form.arguments(name, v))
+                for name in self.form.cases}
+
     def judge(self, data: Mapping[str, object], v: Values) -> str:
         for name, cases in self.calls(v).items():
             shown = self.form.arguments(name, v)

@@ -91,6 +91,9 @@ class ScheduleJudge:
     def calls(self, v: Values) -> dict[str, tuple[tuple[int, ...], ...]]:
         return {self.form.name: (*self.form.graded_sizes(v), *self.hidden(v))}
 
+    def secret(self, v: Values) -> dict[str, tuple[tuple[int, ...], ...]]:
+        return {self.form.name: self.hidden(v)}
+
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
         return grade_schedule(data.get(self.form.name), BUILDERS[self.question], self.calls(v)[self.form.name],
                               self.form.points, hidden=self.hidden(v), names=self.form.names,

@@ -153,6 +153,9 @@ class FormulaJudge:
     def calls(self, v: Values) -> dict[str, tuple[tuple[Any, ...], ...]]:
         return {self.form.name: (self.pictured(v), self.form.example, *HIDDEN_CASES)}
 
+    def secret(self, v: Values) -> dict[str, tuple[tuple[Any, ...], ...]]:
+        return {self.form.name: HIDDEN_CASES}
+
     def judge(self, data: Mapping[str, object], v: Values) -> str:
         results = read_results(data, self.form.name, hidden=HIDDEN_CASES)
         for args in self.calls(v)[self.form.name]:

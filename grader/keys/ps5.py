@@ -32,6 +32,9 @@ class ExecutorJudge:
     def calls(self, v: Values) -> dict[str, tuple[tuple[Spec], ...]]:
         return {"run_pipeline": tuple((spec,) for spec in (*self.form.graded_specs(v), *self.hidden(v)))}
 
+    def secret(self, v: Values) -> dict[str, tuple[tuple[Spec], ...]]:
+        return {"run_pipeline": tuple((spec,) for spec in self.hidden(v))}
+
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
         specs = [args[0] for args in self.calls(v)["run_pipeline"]]
         return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v))

@@ -120,6 +120,9 @@ class RanksJudge:
         specs = [*self.form.graded_specs(v), *self.hidden(v)]
         return {FUNCTIONS[self.form.name]: tuple((spec,) for spec in specs)}
 
+    def secret(self, v: Values) -> dict[str, tuple[tuple[Spec], ...]]:
+        return {FUNCTIONS[self.form.name]: tuple((spec,) for spec in self.hidden(v))}
+
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
         specs = [args[0] for args in self.calls(v)[FUNCTIONS[self.form.name]]]
         return report(self.form.name, unwrap(data.get(FUNCTIONS[self.form.name])), specs, self.form.points,

@@ -124,6 +124,54 @@ class FunctionRun:
                 "stopped": None if complete else self.stopped}
 
 
+Calls = Mapping[str, Mapping[str, Sequence[Sequence[Any]]]]
+
+
+def split(requests: Calls, secret: Calls) -> tuple[dict[str, dict[str, list[Any]]], dict[str, dict[str, list[Any]]]]:
+    """``requests`` (grade_id → function → inputs) as two: the calls on inputs not in ``secret`` (the same shape), and
+    those on inputs in it. The second are made in a run of their own, after the first (:class:`~ppedu.grading.execute.
+    Evaluate`): the student's code that answers the first, whose errors and values its feedback repeats, never held an
+    input of the second.
+
+    >>> split({"q": {"f": [(1,), (2,)]}}, {"q": {"f": [(2,)]}})
+    ({'q': {'f': [(1,)]}}, {'q': {'f': [(2,)]}})
+    """
+    shown: dict[str, dict[str, list[Any]]] = {}
+    hidden: dict[str, dict[str, list[Any]]] = {}
+    for test, functions in requests.items():
+        for name, cases in functions.items():
+            secrets = {json.dumps(list(a)) for a in secret.get(test, {}).get(name, ())}
+            shown.setdefault(test, {})[name] = [a for a in cases if json.dumps(list(a)) not in secrets]
+            if theirs := [a for a in cases if json.dumps(list(a)) in secrets]:
+                hidden.setdefault(test, {})[name] = theirs
+    return shown, hidden
+
+
+def joined(functions: Mapping[str, Sequence[Sequence[Any]]], parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One question's results (as :attr:`FunctionRun.results` holds them) from the runs that made its ``functions``'
+    calls between them, in the order of the calls; a name that is not a function is what the first run found.
+
+    >>> joined({"f": [(1,), (2,)]}, [{"f": [[[1], 2]]}, {"f": [[[2], 4]]}])
+    {'f': [[[1], 2], [[2], 4]]}
+    """
+    out: dict[str, Any] = {}
+    for name, cases in functions.items():
+        got = [part[name] for part in parts if name in part]
+        if got and not isinstance(got[0], list):
+            out[name] = got[0]
+            continue
+        entries = [entry for g in got if isinstance(g, list) for entry in g]
+        ordered = []
+        for args in cases:
+            match = next((e for e in entries if e[0] == json.loads(json.dumps(list(args)))), None)
+            if match is not None:
+                entries.remove(match)
+                ordered.append(match)
+        if got:
+            out[name] = ordered
+    return out
+
+
 def _module_files() -> dict[str, Path]:
     """Every module of the installed ppedu by name (a package by its ``__init__.py``)."""
     from ppedu.grading import sandbox
@@ -222,8 +270,9 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
                   use_sandbox: bool = True, service: str | None = None, runner: Any = None,
-                  data: Mapping[str, Any] | None = None) -> FunctionRun:
-    """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
+                  data: Mapping[str, Any] | None = None, folder: Path | None = None) -> FunctionRun:
+    """Run ``cells`` in order in a fresh interpreter with ``library``, in a copy of ``folder`` (the notebook's: its
+    files as data, never a link; a module in it imports, after every other) (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
     interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
@@ -238,7 +287,7 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     while todo:
         once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
                                          deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox,
-                                         service, data=data)
+                                         service, data=data, folder=folder)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
@@ -251,17 +300,18 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
 def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
               assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
               cell_timeout: float, limits: Any, use_sandbox: bool,
-              service: str | None = None, data: Mapping[str, Any] | None = None) -> tuple[FunctionRun, int | None]:
+              service: str | None = None, data: Mapping[str, Any] | None = None,
+              folder: Path | None = None) -> tuple[FunctionRun, int | None]:
     """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
     from ppedu.grading import sandbox
     from ppedu.grading.service import serving
 
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data)
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None)
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
-            library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
+            folder, library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
             limits=limits or sandbox.Limits()) as box:
         read, write = os.pipe()
         argv = [sys.executable, "-I", "-S", "-c", HARNESS.read_text(), str(write)]
@@ -269,7 +319,7 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
         try:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL, pass_fds=(write, *([line.fd] if line else [])),
-                                       start_new_session=True,
+                                       start_new_session=True, cwd=None if use_sandbox else folder,
                                        env=None if use_sandbox else {**os.environ, **env, **(line.env if line else {})})
         finally:
             os.close(write)
@@ -292,13 +342,14 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
 
 def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                     assignment: str, student: str, values: Mapping[str, Any], driver: str | None, cell_timeout: float,
-                    library: str, data: Mapping[str, Any] | None = None) -> tuple[list[tuple[str, str, Any]], str]:
+                    library: str, data: Mapping[str, Any] | None = None,
+                    here: bool = False) -> tuple[list[tuple[str, str, Any]], str]:
     """The calls asked, in order (``(test, name, args)``, the arguments as JSON has them), and the harness's request
-    (JSON) for a run importing the ppedu in ``library``."""
+    (JSON) for a run importing the ppedu in ``library`` (and, if ``here``, modules in its working folder)."""
     asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
              for name, cases in functions.items() for args in cases]
     return asked, json.dumps({
-        "path": _search_path(library), "assignment": assignment, "student": student, "values": dict(values),
+        "path": _search_path(library), "here": here, "assignment": assignment, "student": student, "values": dict(values),
         "data": None if data is None else dict(data),
         "driver": driver, "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
         "cell_timeout": cell_timeout,

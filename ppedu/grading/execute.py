@@ -42,7 +42,7 @@ from traitlets import Bool, Integer
 
 from ppedu.grading.answers import conform, text
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
-from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
+from ppedu.grading.evaluate import Cell, Code, Ungradeable, joined, run_functions, split
 from ppedu.grading.questiondata import owners_data
 from ppedu.grading.ranked import once
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
@@ -338,12 +338,19 @@ class SandboxedExecute(Execute):
 
 class Evaluate(SandboxedExecute):
     """The whole evaluation of a submission: :class:`SandboxedExecute`, then its questions answered by functions,
-    each group (one :class:`~ppedu.grading.evaluate.Code`) in one fresh sandboxed run of the same cells."""
+    each group (one :class:`~ppedu.grading.evaluate.Code`) in one fresh sandboxed run of the same cells over a copy of
+    the notebook's folder (a module of the student's own beside it imports, as in the kernel); the calls on inputs the
+    student was not shown (:meth:`secret`) in a second fresh run, after the first, so that nothing the first run's
+    feedback repeats (what a function raised or returned on an input the student was shown) can hold one of them."""
 
     def calls(self, question: str, form: Any, values: Any) -> Mapping[str, Sequence[Sequence[Any]]]:
         """The inputs ``question``'s functions are called on: here those the student's own check uses (the
         autograder's subclass adds inputs of its own)."""
         return dict(form.calls(values))
+
+    def secret(self, question: str, values: Any) -> Mapping[str, Sequence[Sequence[Any]]]:
+        """Of :meth:`calls`, the inputs the student was never shown, which no feedback names (here none)."""
+        return {}
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any], km: Any = None) -> tuple[NotebookNode, dict[str, Any]]:
         nb, resources = super().preprocess(nb, resources, km)
@@ -352,22 +359,28 @@ class Evaluate(SandboxedExecute):
         info = resources.get("nbgrader", {})
         student = info.get("student") or student_id()
         values = my_values(self._assignment, student)
-        data = owners_data(self._assignment, student, resources.get("metadata", {}).get("path") or ".")
+        folder = Path(resources.get("metadata", {}).get("path") or ".")
+        data = owners_data(self._assignment, student, folder)
         forms = {q: f for q, f in load(self._assignment).QUESTIONS.items() if hasattr(f, "code")}
         groups: dict[Code, dict[str, Mapping[str, Sequence[Sequence[Any]]]]] = {}
         for question, form in forms.items():
             groups.setdefault(form.code, {})[question] = self.calls(question, form, values)
         for code, requests in groups.items():
-            if self.left() <= 0:
-                raise self._over_budget()
             cells = [Cell(str(c.source), self._tests.get(i) if self._tests.get(i) in requests else None)
                      if c.cell_type == "code" else Cell("") for i, c in enumerate(nb.cells)]
-            run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
-                                driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
-                                use_sandbox=self.sandbox, runner=once(code.ranks), data=data)
-            if run.stopped and self.left() <= 0:
-                raise self._over_budget()
+            shown, hidden = split(requests, {q: self.secret(q, values) for q in requests})
+            runs = []
+            for part in (shown, hidden) if hidden else (shown,):
+                if self.left() <= 0:
+                    raise self._over_budget()
+                runs.append(run_functions(
+                    cells, code.library, part, self._assignment, student, dict(values), self.left(),
+                    driver=code.driver, service=code.service, cell_timeout=self.timeout or 120, use_sandbox=self.sandbox,
+                    runner=once(code.ranks), data=data, folder=folder))
+                if runs[-1].stopped and self.left() <= 0:
+                    raise self._over_budget()
             for question, functions in requests.items():
-                self._facts["functions"][question] = run.results.get(question, {})
-                self._facts["function_runs"][question] = run.account(cells, question, functions)
+                self._facts["functions"][question] = joined(functions, [r.results.get(question, {}) for r in runs])
+                # what went wrong, from the first run only: the second's errors could spell what it was given
+                self._facts["function_runs"][question] = runs[0].account(cells, question, {n: c for n, c in shown[question].items() if c})
         return nb, resources

@@ -66,11 +66,25 @@ def _alarm(signum: int, frame: object) -> None:
     raise CellTimeout(TIMED_OUT.partition(": ")[2])
 
 
+def _shell() -> type:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    class Shell(InteractiveShell):
+        """A kernel's shell without a front end: ``%matplotlib inline`` (or ``%gui``) is accepted as a kernel accepts
+        it, with no event loop to run (nothing here is shown)."""
+
+        def enable_gui(self, gui: str | None = None) -> None:
+            pass
+
+    return Shell
+
+
 def main(channel: int) -> None:
     request = json.loads(sys.stdin.buffer.read())
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # nothing more to read for the code that runs next
-    sys.path[:] = request["path"]
-    from IPython.core.interactiveshell import InteractiveShell
+    # the copy of the notebook's folder (a module of the student's own beside it), as in the kernel; but last, so that
+    # no file of theirs stands in for a module the library or the standard library has
+    sys.path[:] = [*request["path"], *([os.getcwd()] if request.get("here") else [])]
     from traitlets.config import Config
 
     from ppedu.grading.answers import calls
@@ -87,7 +101,7 @@ def main(channel: int) -> None:
     config = Config()
     config.HistoryManager.enabled = False
     config.InteractiveShell.colors = "NoColor"
-    shell = InteractiveShell.instance(config=config)
+    shell = _shell().instance(config=config)
     signal.signal(signal.SIGALRM, _alarm)
     errors, todo = 0, set(request["calls"])
     for index, cell in enumerate(request["cells"]):

@@ -47,7 +47,8 @@ def once(ranks: int) -> Callable[..., tuple[FunctionRun, int | None]] | None:
 def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
              cell_timeout: float, limits: Any, use_sandbox: bool, service: str | None, *,
-             ranks: int, data: Mapping[str, Any] | None = None) -> tuple[FunctionRun, int | None]:
+             ranks: int, data: Mapping[str, Any] | None = None,
+             folder: Any = None) -> tuple[FunctionRun, int | None]:
     """One run of ``cells`` on ``ranks`` sandboxes at once, the relay ``service`` (``module:function``, made for the
     calls' arguments) between them; what it gave and the cell it stopped at (see the module's docstring)."""
     from ppedu.grading import sandbox
@@ -57,7 +58,7 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
         raise ValueError("a run across ranks needs a relay between them")
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data)
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None)
     module, _, attribute = service.partition(":")
     relay = getattr(importlib.import_module(module), attribute)([args for _, _, args in asked])
     ranks = max(1, min(ranks, relay.ranks))  # no sandbox for a rank no call of this run has
@@ -70,9 +71,9 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
             for rank, (_, theirs) in enumerate(pairs):
                 env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student,
                        ENV: str(theirs.fileno()), RANK: str(rank)}
-                box = stack.enter_context(sandbox.prepared(library=copy, absent=_absent(library), env=env,
+                box = stack.enter_context(sandbox.prepared(folder, library=copy, absent=_absent(library), env=env,
                                                            limits=limits or sandbox.Limits()))
-                processes.append(_start(box, env, theirs.fileno(), request.encode(), use_sandbox))
+                processes.append(_start(box, env, theirs.fileno(), request.encode(), use_sandbox, folder))
             for _, theirs in pairs:
                 theirs.close()  # each sandbox holds its own copy
 
@@ -98,13 +99,15 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
     return _merged(outcomes, asked, relay)
 
 
-def _start(box: Any, env: dict[str, str], fd: int, request: bytes, use_sandbox: bool) -> tuple[Any, int]:
+def _start(box: Any, env: dict[str, str], fd: int, request: bytes, use_sandbox: bool,
+           folder: Any = None) -> tuple[Any, int]:
     read, write = os.pipe()
     argv = [sys.executable, "-I", "-S", "-c", HARNESS.read_text(), str(write)]
     try:
         process = subprocess.Popen(box.wrap(argv) if use_sandbox else argv, stdin=subprocess.PIPE,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write, fd),
-                                   start_new_session=True, env=None if use_sandbox else {**os.environ, **env})
+                                   start_new_session=True, cwd=None if use_sandbox else folder,
+                                   env=None if use_sandbox else {**os.environ, **env})
     finally:
         os.close(write)
     assert process.stdin is not None
