@@ -129,9 +129,9 @@ class Judge(NbGraderPreprocessor):
 
 def told(nb: NotebookNode, facts: dict[str, Any], forms: dict[str, Any]) -> dict[str, Any]:
     """The evaluation's ``facts`` with what a cell raised in a function question's run said in the grader's words,
-    unless the kernel raised the same in that cell: that run holds the autograder's own inputs, which the student was
-    never shown, and an error's name or message (the student's code chooses both) could carry them out. The kernel never
-    held them. A part of ppedu that is not available there is named from the cell's own imports; a cell stopped at its
+    unless the kernel raised the same in that cell: an error's name and message are the student's code's choice, and
+    the run is not the kernel (the hidden inputs have a run of their own, whose errors are never read here, but a
+    second line of defence costs nothing). A part of ppedu that is not available there is named from the cell's own imports; a cell stopped at its
     time limit says so in the harness's own words."""
     kernel = {i: text(f"{o.get('ename')}: {o.get('evalue')}", 300) for i, c in enumerate(nb.cells)
               if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"}

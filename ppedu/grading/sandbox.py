@@ -47,6 +47,11 @@ import ppedu
 #: folder is one no Python environment lives under (the course's hub installs in /opt/ppedu, bound read-only
 #: here: a mount point inside it could not be made).
 FOLDER = "/submission"
+#: Run first in a sandbox's kernel: the copy of the notebook's folder (its working directory) on the import path, so
+#: that a module of the student's own beside the notebook imports as in Jupyter; but last, after the grader's ppedu,
+#: the standard library and the environment's packages, so that no file of theirs (``ppedu/``, ``numpy/``, ``json.py``)
+#: stands in for one of those (Jupyter puts it before the packages).
+HERE_LAST = ["__import__('sys').path.append(__import__('os').getcwd())"]
 HOME = "/home/student"
 WORK = f"{HOME}/work"
 LIBRARY = "/grader-library"
@@ -404,6 +409,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.sandbox is None:
             return cmd
         cmd = [f"{RUN}/kernel.json" if arg == self.connection_file else arg for arg in cmd]
+        if self.sandbox.workdir is not None:  # the notebook's folder, where Jupyter has it, but last: see HERE_LAST
+            cmd.append(f"--IPKernelApp.exec_lines={HERE_LAST!r}")
         self._info = os.pipe()
         return self.sandbox.wrap(cmd, info_fd=self._info[1])
 

@@ -30,8 +30,21 @@ LABEL = {s: n for n, cases in ((1, CLASS_1), (3, CLASS_3), (4, CLASS_4), (5, CLA
 #: ones), so nothing is lost and nothing is carried out; where a case loses its question, the words that say why.
 EXPECT = {
     **{s: Expect(Case("ps1")) for s in CLASS_1},
-    **CLASS_3, **CLASS_4, **CLASS_6, **CLASS_8,
-    **{s: Expect(e.case, {**e.reasons, **{q: ["0/"] for q in e.case.lost}}) for s, e in CLASS_5.items()},
+    **CLASS_3, **CLASS_4, **CLASS_8,
+    # graded from what can be read, with a note that says what was done
+    "y6_metadata_nested_deep": Expect(CLASS_6["y6_metadata_nested_deep"].case, {"*": ["cell(s) could be read"]}),
+    "y6_three_million_one_character_lines": Expect(CLASS_6["y6_three_million_one_character_lines"].case,
+                                                   {"*": ["a cell's text was cut"]}),
+    "y6_sixty_thousand_attachments": CLASS_6["y6_sixty_thousand_attachments"],
+    # each odd value its own question's "not an answer", said in the grader's words
+    **{s: Expect(CLASS_5[s].case, {q: words for q in CLASS_5[s].case.lost}) for s, words in {
+        "y5_type_name_forges_a_feedback_line": ["this answer is a single number"],
+        "y5_object_array_that_agrees": ["is a _Agrees", "single number"],
+        "y5_meta_tensor": ["a value that could not be read"],
+        "y5_decimal_signalling_nan": ["a value that could not be read"],
+        "y5_fraction_past_a_float": ["returned 1", "simulator measures a different"],
+        "y5_infinity": ["is infinite"],
+        "y5_list_that_holds_itself": ["is a list", "single number"]}.items()},
     # collected from the hand-in as `tar -x` leaves it: the hard link's copy of the solved notebook
     "y7_tar_hardlink_inside": Expect(Case("ps1")),
 }
