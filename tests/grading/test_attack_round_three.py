@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -62,7 +63,8 @@ def collected(course):
     solved = (course / "solutions" / "ps1" / "ps1.ipynb").read_bytes()
     archive = course / "downloaded" / "ps1" / "archive"
     archive.mkdir(parents=True)
-    (archive / f"ps1+{VICTIM}.ipynb").write_bytes(solved)
+    with zipfile.ZipFile(archive / f"ps1+{VICTIM}.zip", "w") as z:  # handed in as `ppedu handin` writes it
+        z.writestr("ps1.ipynb", solved)
     for write, _ in CLASS_7.values():
         write(archive, release, solved, VICTIM)
     run = subprocess.run([sys.executable, "-m", "nbgrader", "zip_collect", "ps1", "--force"], cwd=course,
@@ -73,6 +75,7 @@ def collected(course):
         data = None if nb.is_symlink() or not nb.is_file() else nb.read_bytes()
         got[student] = "a link" if nb.is_symlink() else {None: None, solved: "solved", release: "release"}.get(
             data, "other")
+    got["links under submitted/"] = [str(p) for p in (course / "submitted").rglob("*") if p.is_symlink()]
     return run, got
 
 
@@ -116,6 +119,7 @@ def test_class_7_each_hand_in_is_collected_as_its_tools_unpack_it(collected, stu
     run, got = collected
     assert got[student] == CLASS_7[student][1], (student, (run.stdout + run.stderr)[-3000:])
     assert got[VICTIM] == "solved"  # no member of another hand-in reached the classmate's
+    assert got["links under submitted/"] == []
 
 
 def test_class_7_a_link_out_of_the_archive_is_named_where_it_is_left_out(collected):
