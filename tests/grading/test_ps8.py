@@ -199,7 +199,7 @@ def zero1(model, lr):  # FSDP2's own copy-in op lays the shards out (and, on ele
                 p.copy_(f.view_as(p))
 
     return step
-"""}, lost={"ring": 4})  # the zero1 is the red team's route through torch._chunk_cat: accepted (docs/instructor.md § 15)
+"""}, lost={"ring": 4})  # its zero1, the red team's route through torch._chunk_cat, is accepted (instructor.md § 6)
 
 
 def _source(obj):
@@ -299,7 +299,7 @@ def test_feedback_says_why_and_never_names_a_hidden_run(graded):
     copied = _feedback(course, "copied")
     assert "equal weight" in copied["data_parallel"] and "not the buckets DDP's rebuild makes" in copied["buckets"]
     assert str(_visible_sizes()) not in copied["buckets"]  # the right buckets' sizes are the question's to find
-    remedies = ("all-reduce the count", "divide", "async_op", "lay the", "⌈rows/n⌉", "fill the buckets", "padded to")
+    remedies = ("all-reduce the count", "divide", "async_op", "lay the", "rows/n", "fill the buckets", "padded to")
     for student in CASES:
         text = "\n".join(_feedback(course, student).values())
         assert not [r for r in remedies if r in text], student
