@@ -10,7 +10,8 @@ True
 """
 
 from ppedu.grading.answers import Wrong
-from ppedu.grading.assignments import check, my_values
+from ppedu.grading.assignments import my_values
 from ppedu.grading.questiondata import my_data
+from ppedu.grading.visible import check
 
 __all__ = ["Wrong", "check", "my_data", "my_values"]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from ppedu.feedback import Wrong
 from ppedu.grading.unavailable import NotAvailable, Unavailable
@@ -65,7 +65,7 @@ def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> obj
     budget[0] -= 1
     kind = type(value)  # never the value's own attributes: isinstance would ask it for __class__
     if kind is Unavailable:  # what a forbidden module gave: the answer is not the student's own
-        Unavailable._refuse(value)
+        Unavailable._refuse(cast(Unavailable, value))
     try:
         return _plain(value, kind, depth, budget)
     except NotAvailable:  # an item a forbidden module gave
@@ -107,7 +107,7 @@ def _plain(value: Any, kind: type, depth: int, budget: list[int]) -> object:
     return {"__type__": text(name, 60) if type(name) is str else NOT_DATA}
 
 
-def _library_scalar(value: object, kind: type) -> object:
+def _library_scalar(value: object, kind: Any) -> object:
     """A numpy or torch scalar (or 0-d array, or one-element tensor) as a Python number, by the library's own
     method; else ``_MISSING``. Only libraries already imported are looked at, and only their own types."""
     numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
@@ -131,7 +131,7 @@ def _numpy_scalars(numpy: Any) -> frozenset[type]:
     return frozenset(t for t in numpy.sctypeDict.values() if issubclass(t, (numpy.number, numpy.bool_)))
 
 
-def _library_array(value: object, kind: type) -> list[Any] | None:
+def _library_array(value: object, kind: Any) -> list[Any] | None:
     """A numpy array's or a torch tensor's rows as a list, read by the library's own method (at most MAX_ITEMS)."""
     numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     if numpy is not None and kind is numpy.ndarray:
@@ -145,7 +145,7 @@ def _library_array(value: object, kind: type) -> list[Any] | None:
     return None
 
 
-def conform(data: object, depth: int = 0, budget: list[int] | None = None) -> object:
+def conform(data: Any, depth: int = 0, budget: list[int] | None = None) -> object:
     """JSON read back from a student's process held to :func:`plain`'s schema on the grader's side (that process can
     send anything): texts valid Unicode and short, numbers a float can hold, containers of limited size and depth;
     what is outside it becomes ``{"__type__": …}``, no answer.

@@ -66,7 +66,7 @@ def _alarm(signum: int, frame: object) -> None:
     raise CellTimeout(TIMED_OUT.partition(": ")[2])
 
 
-def _shell() -> type:
+def _shell() -> Any:
     from IPython.core.interactiveshell import InteractiveShell
 
     class Shell(InteractiveShell):

@@ -85,13 +85,14 @@ class Question:
         return self.visible(self.data(namespace, values), values)
 
 
-def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_here(form: Any, question: str, values: Any, data: Mapping[str, Any] | None = None
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Inside a notebook: what ``form``'s functions give when the cells run so far (IPython's history: under
     Validate, the notebook top to bottom) are run as the autograder runs them, up to this test cell; also what went
-    wrong getting there (as :class:`~ppedu.grading.execute.Evaluate` records it)."""
+    wrong getting there (as :class:`~ppedu.grading.execute.Evaluate` records it). ``data``: the student's question
+    data, handed to the run (it has no ``questions.json`` beside it)."""
     from IPython import get_ipython
 
-    from ppedu.grading.questiondata import owners_data
     from ppedu.grading.ranked import once
     from ppedu.grading.sandbox import unavailable
 
@@ -103,7 +104,7 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     requests = {question: form.calls(values)}
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
                         driver=form.code.driver, use_sandbox=unavailable() is None, service=form.code.service,
-                        runner=once(form.code.ranks), data=owners_data(values.assignment, values.student))
+                        runner=once(form.code.ranks), data=data)
     return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 
@@ -127,10 +128,10 @@ def explain(run: Mapping[str, Any]) -> str:
     return "".join(f"\n({line})" for line in lines)
 
 
-def function_check(form: Any, question: str, values: Any) -> Any:
+def function_check(form: Any, question: str, values: Any, data: Mapping[str, Any] | None = None) -> Any:
     """A function question's visible test, inside the notebook: :func:`run_here`, then ``form.visible``; what went
     wrong on the way is added to a failing message."""
-    results, run = run_here(form, question, values)
+    results, run = run_here(form, question, values, data)
     try:
         return form.visible(results, values)
     except Wrong as wrong:

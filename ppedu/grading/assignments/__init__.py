@@ -90,24 +90,6 @@ def my_values(assignment: str, student: str | None = None) -> Values:
     return Values(assignment, who, load(assignment).values(who))
 
 
-def check(assignment: str, question: str, namespace: Mapping[str, object]) -> float | None:
-    """The visible test of ``question``: prints a short verdict, or raises
-    :class:`~ppedu.grading.answers.Wrong` with what to fix. While autograding it does nothing: the
-    autograder's judge decides, outside the notebook."""
-    __tracebackhide__ = True
-    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
-        return None
-    from ppedu.grading.questions import function_check
-
-    form, values = load(assignment).QUESTIONS[question], my_values(assignment)
-    result = function_check(form, question, values) if hasattr(form, "code") else form.check(namespace, values)
-    if isinstance(result, str):
-        print(f"✓ {question}: {result}")
-        return None
-    print(result)  # a question with partial credit: its report, and its points as the cell's value
-    return float(getattr(result, "score"))
-
-
 def answers(assignment: str, question: str, namespace: Mapping[str, object]) -> str:
     """The answers of ``question`` in ``namespace`` as a JSON text (``""`` for a question that is not answered in
     variables): what the autograder asks the kernel for after the question's test cell. Nothing here decides a
