@@ -1,7 +1,8 @@
 """ps2's keys — memory. Peak activations of GPipe and 1F1B from the simulator; interleaved 1F1B's peak on GPU j, in
-whole stages, from the simulator (its closed form is the warm-up of chapter 4 plus one, in chunks); a block's
-activations from ppedu's inventory (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width
-of keys, values and MLP, no dropout); the student's stage in GB, with 16 bytes per parameter for mixed-precision Adam
+whole stages, from the simulator (its closed form is the warm-up of chapter 4 plus one, in chunks); a parallel
+block's activations (GPT-J's and PaLM's, which ppedu does not model) from ppedu's inventory of a sequential one
+(:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width of keys, values and MLP, no
+dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per parameter for mixed-precision Adam
 (Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
@@ -60,11 +61,21 @@ def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) 
     return "count the forwards GPU j runs before its first backward (chapter 4's warm-up), in chunks of 1/v of a stage."
 
 
-def _block_bytes(name: str, args: tuple[Any, ...]) -> float:
+def _sequential_parts(args: tuple[Any, ...]) -> dict[str, float]:
+    """ppedu's inventory of a standard (sequential, pre-norm) block of that shape: what a student's copy gives."""
     s, b, h, heads, kv_heads, ffn, gated, flash = args
     block = Model("asked", layers=1, hidden=h, vocab=1, seq=s, microbatch=b, heads=heads, kv_heads=kv_heads, ffn=ffn,
                   gated=bool(gated), flash_attention=bool(flash))
-    return sum(block.block_activations("none").values())
+    return block.block_activations("none")
+
+
+def _block_bytes(name: str, args: tuple[Any, ...]) -> float:
+    """A parallel block's (GPT-J's, PaLM's: ``x + Attention(Norm(x)) + MLP(Norm(x))``), from the sequential block's
+    inventory: one norm, not two, so one norm input; and the MLP reads the tensor attention reads, kept once."""
+    parts = _sequential_parts(args)
+    parts["norm inputs"] /= 2
+    del parts["MLP input"]
+    return sum(parts.values())
 
 
 def _block_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
@@ -72,13 +83,16 @@ def _block_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str
     sbh = s * b * h
     if abs(got - 34 * sbh) < 1e-6 * want:
         return "34·s·b·h is a standard block's with dropout; count this block's parts: its keys and values, its MLP."
+    if abs(got - sum(_sequential_parts(args).values())) < 1e-6 * want:
+        return ("that is a standard block's, attention then the MLP, each behind its own norm; in a parallel block "
+                "both read one norm's output: which tensors are no longer there, and which is kept once, not twice?")
     if not flash and abs(got - (want - 2 * b * heads * s * s)) < 1e-6 * want:
         return "without FlashAttention the s × s attention scores are kept too: 2 bytes each, per head."
     if flash and abs(got - (want - 4 * b * heads * s)) < 1e-6 * want:
         return "FlashAttention keeps one fp32 statistic per query and head for its backward: 4·b·heads·s bytes."
-    return ("count part by part, in 16-bit values: the two norms' inputs, attention's input, queries, keys and values "
-            "(keys and values shrink with fewer kv heads), the projection's input, the MLP's input and its hidden "
-            "activations (two of width ffn, three gated), and what the attention core keeps.")
+    return ("count part by part, in 16-bit values: what the one norm and the input that attention and the MLP share "
+            "keep, queries, keys and values (keys and values shrink with fewer kv heads), the projection's input, the "
+            "MLP's hidden activations (two of width ffn, three gated), and what the attention core keeps.")
 
 
 def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:

@@ -243,6 +243,25 @@ def fewest_microbatches(p, target, c):
     assert "is not available while this question is checked" in judged("ps1", "microbatches", library, student)
 
 
+PARALLEL_BLOCK = """
+def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):
+    kept = NORMS + 2 + 2 + 4 * kv_heads / heads + 2 + MLP_INPUT + (6 if gated else 4) * ffn / h
+    return kept * s * b * h + (4 * b * heads * s if flash else 2 * b * heads * s * s)
+"""
+
+
+def test_ps2s_block_is_a_parallel_one_that_ppedus_inventory_does_not_give():
+    right = PARALLEL_BLOCK.replace("NORMS", "2").replace("MLP_INPUT", "0")
+    assert judged("ps2", "block", right) == "correct"
+    # chapter 8's standard block, as ppedu.cluster's inventory counts it, transcribed: two norms, the MLP's own input
+    transcribed = PARALLEL_BLOCK.replace("NORMS", "4").replace("MLP_INPUT", "2")
+    assert "that is a standard block's" in judged("ps2", "block", transcribed)
+    library = ("from ppedu.cluster import Model\n\n\ndef block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+               "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated), flash_attention=bool(flash))\n"
+               "    return sum(x.block_activations().values())")
+    assert "is not available while this question is checked" in judged("ps2", "block", library)
+
+
 STUDENTS = [f"student{i}" for i in range(300)]
 
 
