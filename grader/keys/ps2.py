@@ -1,9 +1,11 @@
 """ps2's keys — memory. Peak activations of GPipe and 1F1B from the simulator; interleaved 1F1B's peak on GPU j, in
-whole stages, from the simulator (its closed form is the warm-up of chapter 4 plus one, in chunks); a parallel
+whole stages, from the simulator, for m a multiple of p and for m < p (one round, which the formula sheet's form does
+not cover: its warm-up's (v − 1)p becomes (v − 1)m; tests/grading/test_derivations.py checks the form); a parallel
 block's activations (GPT-J's and PaLM's, which ppedu does not model) from ppedu's inventory of a sequential one
 (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width of keys, values and MLP, no
-dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per parameter for mixed-precision Adam
-(Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded by hand.
+dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per
+parameter for mixed-precision Adam (Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded
+by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> key = _memory_key(my_values("ps2", "alice"))
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from grader.keys.ps1 import FormulaJudge
@@ -44,13 +47,26 @@ def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[st
     return "Simulate the schedule and read `peak_activations`: this part is open-library."
 
 
+@cache
+def _interleaved_peaks(p: int, m: int, v: int) -> tuple[float, ...]:
+    return tuple(simulate(schedules.interleaved_1f1b(p, m, v)).peak_stage_activations)
+
+
 def _interleaved_peak(name: str, args: tuple[Any, ...]) -> float:
     p, m, v, j = args
-    return simulate(schedules.interleaved_1f1b(p, m, v)).peak_stage_activations[j]
+    return _interleaved_peaks(p, m, v)[j]
+
+
+def _sheets_peak(p: int, m: int, v: int, j: int) -> float:
+    """The formula sheet's interleaved peak, which holds for m a multiple of p (the 2021 paper's groups of p)."""
+    return min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v
 
 
 def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     p, m, v, j = args
+    if m < p and abs(got - _sheets_peak(p, m, v, j)) < 1e-9:
+        return ("that is the formula sheet's peak, which holds for m a multiple of p; with fewer micro-batches than "
+                "GPUs, what does GPU j run before its first backward?")
     if abs(got - min(p - j, m)) < 1e-9:
         return ("that is 1F1B's peak; interleaving's GPU j warms up with more chunks' forwards before its first "
                 "backward.")
@@ -101,7 +117,9 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
 
     if name == "interleaved_peak":
         p = choose("p", range(2, 9))
-        return (p, p * choose("k", (1, 2, 4)), choose("v", (2, 3, 4)), choose("j", range(p))),
+        few = [(q, m, c, j) for q in range(3, 9) for m in range(2, q) for c in (2, 3, 4) for j in range(q)
+               if _interleaved_peak(name, (q, m, c, j)) != _sheets_peak(q, m, c, j)]
+        return (p, p * choose("k", (1, 2, 4)), choose("v", (2, 3, 4)), choose("j", range(p))), choose("few", few)
     h = choose("h", (2048, 3072, 6144))
     return ((choose("s", (1024, 8192)), choose("b", (1, 4)), h, h // 64, choose("kv", (1, 4, h // 64)),
              choose("ffn", (2 * h, 4 * h)), choose("gated", (0, 1)), choose("flash", (0, 1))),)

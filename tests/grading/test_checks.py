@@ -250,6 +250,14 @@ def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):
 """
 
 
+def test_ps2s_interleaved_peak_asks_past_the_formula_sheet():
+    right = ("def interleaved_peak(p, m, v, j):\n"
+             "    return min(2 * (p - j - 1) + (v - 1) * min(m, p) + 1, m * v) / v")
+    assert judged("ps2", "interleaved_peak", right) == "correct"
+    sheet = right.replace("min(m, p)", "p")  # the formula sheet's form: m a multiple of p only
+    assert "that is the formula sheet's peak" in judged("ps2", "interleaved_peak", sheet)
+
+
 def test_ps2s_block_is_a_parallel_one_that_ppedus_inventory_does_not_give():
     right = PARALLEL_BLOCK.replace("NORMS", "2").replace("MLP_INPUT", "0")
     assert judged("ps2", "block", right) == "correct"
