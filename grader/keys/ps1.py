@@ -162,7 +162,8 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         m, w = pick_("m", range(4, 65)), pick_("w", (0.5, 1.0))
         return (p - 1 - w * (p - 1), m, 1.0, 2.0 + w, w), (pick_("x", (0.0, 3.5, 12.0)), m, 1.5, 3.0, 1.0)
     if name == "fewest_microbatches":
-        grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3) for c in (0.1, 0.25, 0.75, 2.0, 3.5)]
+        grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3)
+                for c in (0.1, 0.25, 0.75, 2.0, 3.5)]
         exact = [case for case in grid if _gpipe_fewest(*case).denominator == 1]
         return pick_("exact", exact), pick_("any", grid)
     return ((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0)),),)

@@ -226,7 +226,7 @@ def fewest_microbatches(p, target, c):
 def test_ps1s_fewest_micro_batches_need_gpipes_step_with_hand_overs_worked_out(student):
     right = FEWEST.replace("LATENCIES", "2 * c")
     assert judged("ps1", "microbatches", right.replace("TOLERANCE", "1e-9"), student) == "correct"
-    said = judged("ps1", "microbatches", right.replace("TOLERANCE", "0"), student)  # 15 for 14.000000000000002 at (4, 0.3, 1.5)
+    said = judged("ps1", "microbatches", right.replace("TOLERANCE", "0"), student)  # 15 at (4, 0.3, 1.5): 14.000…02
     assert "a smaller m meets it too" in said
     said = judged("ps1", "microbatches", FEWEST.replace("LATENCIES", "c").replace("TOLERANCE", "1e-9"), student)
     assert "is still above 0.2" in said  # each link's hand-over counted once, not up and down
@@ -239,7 +239,8 @@ def fewest_microbatches(p, target, c):
     return m
 """
     assert "the count with free hand-overs" in judged("ps1", "microbatches", copied, student)
-    library = "from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, c):\n    return formulas.microbatches_for(target, p)"
+    library = ("from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, c):\n"
+               "    return formulas.microbatches_for(target, p)")
     assert "is not available while this question is checked" in judged("ps1", "microbatches", library, student)
 
 

@@ -1,10 +1,10 @@
 """ps1 — slot counting and bubble ratios with one slow GPU, on each student's own grid and numbers: GPipe's grid with
 one GPU twice as slow, counted from its picture (made on the instructors' side and released as data,
 ``questions.json``); 1F1B on the same GPUs, with the reason it differs written (graded by hand); GPipe's makespan with
-a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters and the
-fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves); and a bubble stated as DeepSeek-V3's table states it, turned into
-a share of the step. Each function is checked
-where ppedu (its simulator, its formulas) has no code. Nothing here draws or simulates the grid.
+a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters, and the
+fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves); and a bubble
+stated as DeepSeek-V3's table states it, turned into a share of the step. Each function is checked where ppedu (its
+simulator, its formulas) has no code. Nothing here draws or simulates the grid.
 
 >>> sorted(values("alice"))
 ['c', 'm', 'p', 'slow', 'target', 'v', 'variant']
@@ -86,7 +86,8 @@ QUESTIONS: dict[str, Any] = {
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
                                    else ((v["p"], v["m"]),)),
     # GPipe with a hand-over latency c: (4, 0.2, 0.5) meets its target exactly at m = 16; c = 0 is the chapters' case
-    "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.2, 0.5), (4, 0.1, 0), (8, 0.05, 1.5), (4, 0.3, 1.5))},
+    "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.2, 0.5), (4, 0.1, 0), (8, 0.05, 1.5),
+                                                             (4, 0.3, 1.5))},
                                     lambda name, v: ((v["p"], v["target"], v["c"]),)),
     # DeepSeek-V3's Table 2 states a schedule's bubble as idle time per GPU, B being the whole backward (W in it)
     "conversion": FormulaQuestion({"idle_share": ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1))},

@@ -1,8 +1,8 @@
-"""ps2 — memory: peak activations (read off the simulator, then interleaving's as a closed form and the textbook's claim
-about it checked, for fewer micro-batches than GPUs too), a parallel block's activations (GPT-J's and PaLM's, a block ppedu does not model) part by part as
-a function of its shape, a stage's activations and weights in GB for the student's own model, GPU 0 at its peak under
-GPipe and 1F1B, what fits in 80 GB, and the choice between a schedule and recomputation, with its reason (graded by
-hand). The functions are checked where ppedu has no code.
+"""ps2 — memory: peak activations (read off the simulator, then interleaving's as a closed form, for fewer
+micro-batches than GPUs too, and the textbook's claim about it checked), a parallel block's activations (GPT-J's and
+PaLM's, a block ppedu does not model) part by part as a function of its shape, a stage's activations and weights in GB
+for the student's own model, GPU 0 at its peak under GPipe and 1F1B, what fits in 80 GB, and the choice between a
+schedule and recomputation, with its reason (graded by hand). The functions are checked where ppedu has no code.
 
 >>> values("alice")["p"] in (4, 6, 8)
 True
