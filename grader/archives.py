@@ -49,9 +49,10 @@ from nbgrader.plugins import ExtractorPlugin, FileNameCollectorPlugin
 from nbgrader.utils import parse_utc
 
 from grader.intake import Limits, close_working_folders, copy_in, notes_for_instructor, plain_name, private_folder
+from ppedu.grading.handin import PACKED
 
 #: What ``zip_collect`` unpacks; any other file in archive/ is a hand-in of one file.
-ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+ARCHIVES = tuple(f".{kind}" for kind in PACKED)
 _DECOMPRESS: dict[str, Callable[[IO[bytes]], IO[bytes]]] = {
     ".tar": lambda raw: raw, ".tar.gz": lambda raw: gzip.GzipFile(fileobj=raw),
     ".tgz": lambda raw: gzip.GzipFile(fileobj=raw), ".tar.bz2": lambda raw: bz2.BZ2File(raw),
@@ -198,9 +199,11 @@ def _parts(name: str) -> list[str] | None:
 
 def unpack(archive: Path, target: Path, limits: Limits = Limits(), kinds: tuple[str, ...] | None = None) -> list[str]:
     """The regular files of a zip or tar ``archive`` written under ``target`` (made afresh, private), within ``limits``
-    and, if ``kinds`` is given, only files with those suffixes; what was left out, one line each. An archive that
-    cannot be read, or holds more members or bytes than a submission may, raises :class:`Refused` and leaves
-    ``target`` empty. If all it holds is one folder, that folder's contents are ``target``'s."""
+    and, if ``kinds`` is given, only files with those suffixes; what was left out, one line each. Of members of one
+    name (a tar updated with ``tar -u``, a zip appended to), the later is the file, as GNU tar, unzip and Python's
+    extraction have it. An archive that cannot be read, or holds more members or bytes than a submission may, raises
+    :class:`Refused` and leaves ``target`` empty. If all it holds is one folder, that folder's contents are
+    ``target``'s."""
     kind = archive_kind(archive.name)
     if kind is None:
         raise Refused("not a zip or tar archive")
@@ -242,7 +245,8 @@ def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] 
         return f"larger than {largest // 2**20} MB"
     if kinds is not None and not parts[-1].endswith(kinds):
         return f"only {' and '.join(kinds)} files are collected"
-    if len(written) >= limits.files:
+    name = "/".join(parts)
+    if len(written) >= limits.files and name not in written:
         return f"more than {limits.files} files in the submission"
     folder = target
     for part in parts[:-1]:
@@ -250,10 +254,12 @@ def _write(member: Member, target: Path, limits: Limits, kinds: tuple[str, ...] 
         if folder.exists() and not folder.is_dir():
             return "a file of the archive has its folder's name"
         folder.mkdir(mode=0o700, exist_ok=True)
-    if (folder / parts[-1]).exists():
-        return "a second member of the same name"
+    if name in written:  # a later member of the same name: it is the file (what was written is the grader's own)
+        (folder / parts[-1]).unlink()
+    elif (folder / parts[-1]).exists():
+        return "a file of the archive has its folder's name"
     _create(folder / parts[-1], member.read(largest))
-    written.add("/".join(parts))
+    written.add(name)
     return None
 
 

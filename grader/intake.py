@@ -28,9 +28,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-import re
 import shutil
 import stat
+import subprocess
+import sys
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,19 +49,25 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 AREA = "intake"
 #: Folders nbgrader and editors leave behind: not the student's work, not worth a note.
 IGNORED = (".ipynb_checkpoints", "__pycache__")
-_GOOD_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True)
 class Limits:
     """What a submission may hold: bytes per file (a notebook may be larger: only what can be read of it
-    is kept), bytes in all, files in all, folders deep."""
+    is kept), bytes in all, files in all, folders deep; and of a notebook: cells, characters per cell and in all, bytes
+    of pasted pictures, and what reading it may take (memory, seconds of CPU time: :func:`read_cells`)."""
 
     file_bytes: int = 16 * 2**20
     notebook_bytes: int = 64 * 2**20
     total_bytes: int = 96 * 2**20
     files: int = 500
     depth: int = 8
+    cells: int = 2_000
+    cell_chars: int = 200_000
+    chars: int = 4_000_000
+    picture_bytes: int = 8 * 2**20
+    read_memory: int = 2**30
+    read_seconds: int = 30
 
 
 def _kind(mode: int) -> str:
@@ -202,91 +210,66 @@ def _copy_file(fd: int, name: str, target: Path, limits: Limits, budget: dict[st
 
 # ---- notebooks ---------------------------------------------------------------------------------------------
 
-def _text(value: object, limit: int = 1_000_000) -> str:
-    """A cell's source as text: a string or a list of strings, with lone surrogates replaced."""
-    if isinstance(value, list) and all(isinstance(x, str) for x in value):
-        value = "".join(value)
-    if not isinstance(value, str):
-        return ""
-    return "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value[:limit])
+READER = Path(__file__).with_name("reading.py")
 
 
-def _surrogates(cell: dict[str, Any]) -> bool:
-    source = cell.get("source", cell.get("input"))
-    texts = source if isinstance(source, list) else [source]
-    return any(isinstance(t, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in t) for t in texts)
-
-
-def _nbgrader(meta: object) -> dict[str, Any] | None:
-    """The cell's nbgrader metadata, its plain values only (the rest of a cell's metadata is not graded)."""
-    data = meta.get("nbgrader") if isinstance(meta, dict) else None
-    if not isinstance(data, dict):
-        return None
-    kept = {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, (str, bool, int, float))
-            and not (isinstance(v, str) and len(v) > 200)}
-    return {k: _text(v) if isinstance(v, str) else v for k, v in kept.items()}
-
-
-def _cells_of(document: object) -> list[Any]:
-    if isinstance(document, dict):
-        if isinstance(document.get("cells"), list):
-            return document["cells"]
-        sheets = document.get("worksheets")  # nbformat 3
-        if isinstance(sheets, list):
-            return [c for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list) for c in w["cells"]]
-    return []
-
-
-def _scan(text: str) -> list[Any]:
-    """The cells that can be read one by one out of a notebook file that does not parse as a whole."""
-    decoder, cells = json.JSONDecoder(), []
-    for match in re.finditer(r'\{\s*"cell_type"', text):
-        try:
-            cell, _ = decoder.raw_decode(text, match.start())
-        except (ValueError, RecursionError):
-            continue
-        cells.append(cell)
-    return cells
-
-
-def repair(raw: bytes, release: NotebookNode | None) -> tuple[NotebookNode, list[str]]:
-    """A valid notebook holding every cell that can be read from ``raw`` (the release's metadata, new cell
-    ids, no outputs), and notes on what had to be done; if nothing can be read, ``release`` itself."""
-    notes: list[str] = []
+def read_cells(raw: bytes, released: list[str], limits: Limits = Limits()) -> dict[str, Any]:
+    """What :mod:`grader.reading` reads of a notebook file, in a process of its own under ``limits``' memory and time
+    (``{"cells": …, "notes": …}`` or ``{"not_notebook": …}``); ``{"unread": why}`` where it could not be read
+    there."""
+    header = {"limits": {"cells": limits.cells, "cell_chars": limits.cell_chars, "chars": limits.chars,
+                         "picture_bytes": limits.picture_bytes, "memory": limits.read_memory,
+                         "seconds": limits.read_seconds}, "released": released}
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("utf-8", errors="replace")
-        notes.append("it held bytes that are not UTF-8 text; they were replaced")
-    opening = text.lstrip("\ufeff \t\r\n")[:40]
-    if not opening.startswith("{"):  # not a notebook cut short or damaged: some other file under a notebook's name
+        run = subprocess.run([sys.executable, "-I", "-S", "-c", READER.read_text()], capture_output=True,
+                             input=json.dumps(header).encode() + b"\n" + raw, timeout=2 * limits.read_seconds + 10,
+                             env={"LANG": "C.UTF-8"})
+        read = json.loads(run.stdout) if run.returncode == 0 else None
+    except (subprocess.TimeoutExpired, ValueError, RecursionError):
+        read = None
+    if not isinstance(read, dict):
+        return {"unread": f"reading it took more than the grader gives a notebook ({limits.read_seconds} s of time, "
+                          f"{limits.read_memory // 2**20} MB of memory)"}
+    return read
+
+
+def new_cell(kind: str, source: str) -> NotebookNode:
+    """A cell of nbformat 4 (``"code"``, ``"markdown"`` or ``"raw"``) with a fresh id, made without validating it on its
+    own (nbformat's makers check each cell against the whole schema: thousands of cells would take seconds).
+
+    >>> new_cell("code", "x = 1").outputs, new_cell("markdown", "*hi*").cell_type
+    ([], 'markdown')
+    """
+    cell = {"cell_type": kind, "id": uuid.uuid4().hex[:12], "metadata": {}, "source": source}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return nbformat.from_dict(cell)
+
+
+def repair(raw: bytes, release: NotebookNode | None, limits: Limits = Limits()) -> tuple[NotebookNode, list[str]]:
+    """A valid notebook holding every cell that can be read from ``raw`` within ``limits`` (:func:`read_cells`; the
+    release's metadata, new cell ids, no outputs, text cells' pasted pictures), and notes on what had to be done; if
+    nothing can be read, ``release`` itself."""
+    released = [gid for c in (release.cells if release is not None else [])
+                if isinstance(gid := c.get("metadata", {}).get("nbgrader", {}).get("grade_id"), str)]
+    read = read_cells(raw, released, limits)
+    notes = [str(n) for n in read.get("notes", [])]
+    if "cells" not in read:
+        why = (f"it is not a notebook file (it begins {read['not_notebook']!r})" if "not_notebook" in read else
+               f"it could not be read: {read.get('unread')}")
         if release is None:
-            raise ValueError("it is not a notebook file and there is no release to grade instead")
-        return nbformat.from_dict(release), notes + [f"it is not a notebook file (it begins {opening!r}): graded as "
-                                                     "the released notebook"]
-    try:
-        cells = _cells_of(json.loads(text))
-        if not cells:
-            notes.append("it holds no cells")
-    except (ValueError, RecursionError):
-        cells = _scan(text)
-        notes.append(f"it is not a complete notebook file; {len(cells)} cell(s) could be read from it")
+            raise ValueError(f"{why} and there is no release to grade instead")
+        return nbformat.from_dict(release), notes + [f"{why}: graded as the released notebook"]
     made = []
-    for cell in cells:
-        if not isinstance(cell, dict):
-            continue
-        kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown", "raw") else "markdown"
-        source = _text(cell.get("source", cell.get("input")))
-        if "\ufffd" in source and "lone surrogates" not in " ".join(notes) and _surrogates(cell):
-            notes.append("it held characters that are not valid Unicode (lone surrogates); they were replaced")
-        new = (nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell if kind == "markdown"
-               else nbformat.v4.new_raw_cell)(source)
-        if (meta := _nbgrader(cell.get("metadata"))) is not None:
-            new.metadata["nbgrader"] = meta
+    for cell in read["cells"]:
+        kind, source = cell["type"], cell["source"]
+        new = new_cell(kind, source)
+        if cell.get("nbgrader") is not None:
+            new.metadata["nbgrader"] = cell["nbgrader"]
+        if kind == "markdown" and cell.get("pictures"):
+            new.attachments = cell["pictures"]
         new.id = f"cell-{len(made)}-{uuid.uuid4().hex[:8]}"
         made.append(new)
-        if isinstance(cell.get("id"), str) and not _GOOD_ID.match(cell["id"]) and "invalid cell ids" not in notes:
-            notes.append("invalid cell ids")
     if not made:
         if release is None:
             raise ValueError("no cell could be read and there is no release to grade instead")
@@ -373,29 +356,61 @@ def fill_area(coursedir: Any) -> None:
                 continue
             release = Path(coursedir.format_path(coursedir.release_directory, ".", assignment))
             source = folder / assignment if not linked else folder  # copy_in refuses a link
+            start = time.monotonic()
             intake = take_in(source, area / student / assignment, release)
+            TAKING_IN[student, assignment] = time.monotonic() - start
             collected = intake_notes(root, student, assignment, "collected")  # left out of its archive or folder
             notes_for_instructor(root, student, assignment, "intake", [*collected, *intake.notes])
 
 
+#: Seconds taking each (student, assignment) in took, since the grading area was filled: part of its budget.
+TAKING_IN: dict[tuple[str, str], float] = {}
+
+
 def guard_autograde() -> None:
     """Make nbgrader's Autograde read submissions only from the grading area, filled first by
-    :func:`fill_area` (nbgrader has no setting for where its autograder reads from)."""
+    :func:`fill_area` (nbgrader has no setting for where its autograder reads from); start each submission's clock
+    (:attr:`ppedu.grading.execute.SandboxedExecute.clock`) when taking it in began, so that everything done for it on
+    the grader's side counts in its budget; and leave no earlier time on a submission without one of its own."""
     from nbgrader.converters.autograde import Autograde
+
+    from ppedu.grading.execute import SandboxedExecute
 
     if getattr(Autograde, "_ppedu_intake", False):
         return
-    init_notebooks = Autograde.init_notebooks
+    init_notebooks, init_assignment = Autograde.init_notebooks, Autograde.init_assignment
 
     def init_from_the_area(self: Any) -> None:
         fill_area(self.coursedir)
         init_notebooks(self)
 
+    def init_with_its_clock(self: Any, assignment_id: str, student_id: str) -> None:
+        taking_in = TAKING_IN.pop((student_id, assignment_id), 0.0)
+        SandboxedExecute.clock[assignment_id, student_id] = time.monotonic() - taking_in
+        init_assignment(self, assignment_id, student_id)
+        untimed(self, assignment_id, student_id)
+
     Autograde.init_notebooks = init_from_the_area  # type: ignore[method-assign]
+    Autograde.init_assignment = init_with_its_clock  # type: ignore[method-assign]
     # its first pass (sanitizing) reads the submission, its second its own output
     Autograde._input_directory = property(  # type: ignore[assignment]
         lambda self: AREA if self._sanitizing else self.coursedir.autograded_directory)
     Autograde._ppedu_intake = True  # type: ignore[attr-defined]
+
+
+def untimed(autograde: Any, assignment: str, student: str) -> None:
+    """nbgrader's Autograde records a submission's time only where it has one (timestamp.txt): a hand-in without a
+    usable time would keep the time of an earlier hand-in (on time, say) in the gradebook. It has none."""
+    from nbgrader.api import Gradebook
+
+    coursedir = autograde.coursedir
+    if coursedir.get_existing_timestamp(autograde._format_source(assignment, student)) is not None:
+        return
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        submission = gb.find_submission(assignment, student)
+        if submission.timestamp is not None:
+            submission.timestamp = None
+            gb.db.commit()
 
 
 def intake_notes(root: Path, student: str, assignment: str, kind: str = "intake") -> list[str]:

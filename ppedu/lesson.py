@@ -18,8 +18,26 @@ from ppedu.text import columns
 Row = TypeVar("Row")
 
 
+class _Cells:
+    """What a table shows: its cells (a header row first), as Markdown in a notebook and aligned text when printed."""
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        raise NotImplementedError
+
+    def _repr_markdown_(self) -> str:
+        cells = self._cells()
+        if not cells:
+            return "*(no rows)*"
+        lines = ["| " + " | ".join(row) + " |" for row in cells]
+        lines.insert(1, "|" + "---|" * len(cells[0]))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return columns(self._cells())
+
+
 @dataclass(frozen=True)
-class Table(Generic[Row]):
+class Table(_Cells, Generic[Row]):
     """Records shown as a table: Markdown in a notebook, aligned plain text when printed."""
 
     rows: tuple[Row, ...]
@@ -43,16 +61,38 @@ class Table(Generic[Row]):
         header = tuple(f.name.replace("_", " ") for f in fields(self.rows[0]))  # type: ignore[arg-type]
         return [header] + [tuple(_show(x) for x in astuple(r)) for r in self.rows]  # type: ignore[call-overload]
 
-    def _repr_markdown_(self) -> str:
-        cells = self._cells()
-        if not cells:
-            return "*(no rows)*"
-        lines = ["| " + " | ".join(row) + " |" for row in cells]
-        lines.insert(1, "|" + "---|" * len(cells[0]))
-        return "\n".join(lines)
+    def wide(self, key: str, across: str, *shown: str) -> Wide:
+        """The same records laid out wide: a row for each value of the field ``key``, and for each value of ``across``
+        its records' ``shown`` fields side by side (a table of sizes by collectives fits a slide where one row a
+        record runs off it). A pair with no record shows a blank.
 
-    def __str__(self) -> str:
-        return columns(self._cells())
+        >>> from dataclasses import make_dataclass
+        >>> Timed = make_dataclass("Timed", ["kind", "size_mb", "time_ms"])
+        >>> rows = Table(tuple(Timed(k, s, s * t) for k, t in (("all-reduce", 2), ("all-gather", 1)) for s in (1, 4)))
+        >>> print(rows.wide("size_mb", "kind", "time_ms"))
+        size mb  all-reduce time ms  all-gather time ms
+        1        2                   1
+        4        8                   4
+        """
+        names = [f.name for f in fields(self.rows[0])] if self.rows else []  # type: ignore[arg-type]
+        if unknown := [name for name in (key, across, *shown) if name not in names]:
+            raise ValueError(f"no field {unknown[0]!r} in these rows (the fields are {', '.join(names)})")
+        keys = list(dict.fromkeys(getattr(r, key) for r in self.rows))
+        groups = list(dict.fromkeys(getattr(r, across) for r in self.rows))
+        at = {(getattr(r, key), getattr(r, across)): r for r in self.rows}
+        header = (key.replace("_", " "), *(f"{g} {name.replace('_', ' ')}" for g in groups for name in shown))
+        return Wide((header, *((_show(k), *(_show(getattr(at[k, g], name)) if (k, g) in at else "" for g in groups
+                                            for name in shown)) for k in keys)))
+
+
+@dataclass(frozen=True)
+class Wide(_Cells):
+    """A :class:`Table` laid out wide (:meth:`Table.wide`): its cells, a header row first."""
+
+    cells: tuple[tuple[str, ...], ...]
+
+    def _cells(self) -> list[tuple[str, ...]]:
+        return list(self.cells)
 
 
 def hand_overs(schedule: Schedule) -> int:

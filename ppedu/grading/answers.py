@@ -1,14 +1,21 @@
 """A student's answers as plain data, and reading them: a missing name, a wrong type or a NaN
 becomes a message that says what is wrong, never a traceback, and never the right answer.
 
-:func:`plain` turns whatever a notebook holds into JSON-able data (numpy scalars, 0-d arrays,
-tuples, ppedu's ``Op`` and ``Schedule`` included); the readers (:class:`Number`, :class:`Flag`, …)
-read that data. The autograder's judge reads only such data, sent out of the student's kernel, so
-an object that claims to equal everything is just a ``{"__type__": …}`` there.
+:func:`plain` turns what a notebook holds into JSON-able data under a strict schema (Python's own numbers, texts,
+lists, tuples and dictionaries; numpy's and torch's numbers and arrays; ppedu's ``Op`` and ``Schedule``): anything
+else — a subclass with methods of its own, an object that equals everything — is not an answer, however it behaves;
+the readers (:class:`Number`, :class:`Flag`, …) read that data. The autograder reads only such data, sent out of the
+student's process, and holds it to the same schema again on its side (:func:`conform`): the student's process may
+send anything.
 
 >>> import numpy as np
->>> plain({"a": np.int64(3), "b": np.True_, "c": np.array(0.5), "d": (1, 2)})
-{'a': 3, 'b': True, 'c': 0.5, 'd': [1, 2]}
+>>> plain({"a": np.int64(3), "b": np.True_, "c": np.array(0.5), "d": (1, 2), "e": np.str_("equal")})
+{'a': 3, 'b': True, 'c': 0.5, 'd': [1, 2], 'e': 'equal'}
+>>> class Everything(list):
+...     def __eq__(self, other):
+...         return True
+>>> plain(Everything([1])), plain(10**400), plain("lone " + chr(0xD800))
+({'__type__': 'Everything'}, {'__type__': 'number past the largest float'}, 'lone �')
 """
 
 from __future__ import annotations
@@ -25,92 +32,143 @@ from typing import Any
 from ppedu.feedback import Wrong
 from ppedu.grading.unavailable import NotAvailable, Unavailable
 
-
-
 _MISSING = object()
-#: At most this many items of a list, and characters of a text, are sent as an answer.
-MAX_ITEMS, MAX_TEXT = 100_000, 2_000
+#: At most this many items of a list, and characters of a text, are sent as an answer; containers nest this deep.
+MAX_ITEMS, MAX_TEXT, MAX_DEPTH = 100_000, 2_000, 8
+#: What stands for a value that is not plain data (its type's name, where that is all that can be said of it).
+NOT_DATA, TOO_LARGE = "value that could not be read", "number past the largest float"
+
+
+def text(value: str, limit: int = MAX_TEXT) -> str:
+    """``value`` (a ``str`` exactly) as valid Unicode, at most ``limit`` characters: a lone surrogate becomes U+FFFD.
+
+    >>> text("a" + chr(0xDC80) + "b")
+    'a�b'
+    """
+    value = str.__getitem__(value, slice(0, limit))
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = "".join("\ufffd" if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in value)
+    return value
 
 
 def plain(value: object, depth: int = 0, budget: list[int] | None = None) -> object:
-    """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``.
+    """``value`` as JSON-able data; what is not data becomes ``{"__type__": its type's name}``, no answer.
 
-    No code of the value's own runs: only Python's, numpy's and torch's own types are read, each through its
-    type's own methods (a subclass that overrides ``__float__``, ``__iter__`` or ``item`` changes nothing), so
-    a value that loops, exits or lies when read is just its type's name. At most :data:`MAX_ITEMS` items are
-    read in all, :data:`MAX_TEXT` characters per text, four levels deep.
+    Only the types the module's text lists are read, each exactly (a subclass of one is not) and through its type's
+    own methods, so no code of the value's own runs; a number past a float's range, a value that breaks (or exits, or
+    is interrupted) while it is read, or one nested past :data:`MAX_DEPTH`, is no answer either. At most
+    :data:`MAX_ITEMS` items are read in all, :data:`MAX_TEXT` characters per text.
     """
     budget = [MAX_ITEMS] if budget is None else budget
     budget[0] -= 1
-    data: Any = value
-    kind = type(data)  # never the value's own attributes: isinstance would ask it for __class__
+    kind = type(value)  # never the value's own attributes: isinstance would ask it for __class__
     if kind is Unavailable:  # what a forbidden module gave: the answer is not the student's own
-        Unavailable._refuse(data)
+        Unavailable._refuse(value)
     try:
-        if issubclass(kind, bool):
-            return bool.__bool__(data)
-        if issubclass(kind, int):
-            return int.__int__(data)
-        if issubclass(kind, float):
-            return float.__float__(data)
-        if issubclass(kind, str):
-            return str.__str__(data)[:MAX_TEXT]
-        if kind in (Fraction, Decimal):
-            return float(data)
-        if (scalar := _library_scalar(data)) is not _MISSING:
-            return plain(scalar, depth, budget)
-        schedule = getattr(sys.modules.get("ppedu.ops"), "Schedule", None)
-        if schedule is not None and kind is schedule:  # a ppedu Schedule: its op lists
-            data = data.stages
-            kind = type(data)
-        items: list[Any] | None = None
-        if issubclass(kind, list):
-            items = list.copy(data)
-        elif issubclass(kind, tuple):
-            items = list(tuple.__getitem__(data, slice(None)))
-        elif (array := _library_array(data)) is not None:
-            items = array
-        if items is not None and depth < 4:
-            return [plain(x, depth + 1, budget) for x in items[:max(budget[0], 0)]]
-        if issubclass(kind, dict) and depth < 4:
-            pairs = [(k, x) for k, x in dict.items(data) if type(k) in (str, int)][:max(budget[0], 0)]
-            return {str(k)[:MAX_TEXT]: plain(x, depth + 1, budget) for k, x in pairs}
+        return _plain(value, kind, depth, budget)
     except NotAvailable:  # an item a forbidden module gave
         raise
-    except Exception:  # a value that breaks on conversion is no answer; say what it was
-        pass
-    return {"__type__": str(type.__getattribute__(kind, "__name__"))[:60]}
+    except BaseException:  # noqa: B036 (a value that breaks, exits or stops the interpreter when read is no answer)
+        return {"__type__": NOT_DATA}
 
 
-def _library_scalar(value: object) -> object:
+def _plain(value: Any, kind: type, depth: int, budget: list[int]) -> object:
+    if value is None or kind is bool:
+        return value
+    if kind is int or kind is float:
+        return value if kind is float or -sys.float_info.max <= value <= sys.float_info.max else {"__type__": TOO_LARGE}
+    if kind is str:
+        return text(value)
+    if kind is Fraction or kind is Decimal:
+        number = float(value)
+        return number if type(number) is float else {"__type__": NOT_DATA}
+    if (scalar := _library_scalar(value, kind)) is not _MISSING:
+        return plain(scalar, depth, budget)
+    schedule = getattr(sys.modules.get("ppedu.ops"), "Schedule", None)
+    if schedule is not None and kind is schedule:  # a ppedu Schedule: its op lists
+        value = object.__getattribute__(value, "stages")
+        kind = type(value)
+    items: list[Any] | None = None
+    if kind is list:
+        items = list.copy(value)
+    elif kind is tuple or kind is getattr(sys.modules.get("torch"), "Size", tuple) or (
+            issubclass(kind, tuple) and "_fields" in type.__getattribute__(kind, "__dict__")):
+        items = list(tuple.__getitem__(value, slice(None)))  # a named tuple (ppedu's Op) too: its fields
+    elif (array := _library_array(value, kind)) is not None:
+        items = array
+    if items is not None and depth < MAX_DEPTH:
+        return [plain(x, depth + 1, budget) for x in items[:max(budget[0], 0)]]
+    if kind is dict and depth < MAX_DEPTH:
+        pairs = [(k, x) for k, x in dict.items(value) if type(k) in (str, int)][:max(budget[0], 0)]
+        return {text(k) if type(k) is str else int.__repr__(k): plain(x, depth + 1, budget) for k, x in pairs}
+    name = type.__getattribute__(kind, "__name__")
+    return {"__type__": text(name, 60) if type(name) is str else NOT_DATA}
+
+
+def _library_scalar(value: object, kind: type) -> object:
     """A numpy or torch scalar (or 0-d array, or one-element tensor) as a Python number, by the library's own
-    method; else ``_MISSING``. Only libraries already imported are looked at."""
-    numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
-    if numpy is not None and issubclass(kind, numpy.generic):
+    method; else ``_MISSING``. Only libraries already imported are looked at, and only their own types."""
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if numpy is not None and kind is numpy.str_:
+        return str.__str__(value)
+    if numpy is not None and kind in _numpy_scalars(numpy):
         item = numpy.generic.item(value)
         if isinstance(item, numpy.generic):  # a type Python has no number for (long double): through float64
             return float(numpy.ndarray.item(numpy.asarray(value).astype(numpy.float64))) if issubclass(
                 kind, numpy.floating) else _MISSING
         return item
-    if numpy is not None and issubclass(kind, numpy.ndarray) and numpy.ndarray.__dict__["ndim"].__get__(value) == 0:
+    if numpy is not None and kind is numpy.ndarray and numpy.ndarray.__dict__["ndim"].__get__(value) == 0:
         return numpy.ndarray.item(value)
-    if torch is not None and issubclass(kind, torch.Tensor) and torch.Tensor.dim(value) == 0:
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter) and torch.Tensor.dim(value) == 0:
         return torch.Tensor.item(value)
     return _MISSING
 
 
-def _library_array(value: object) -> list[Any] | None:
+def _numpy_scalars(numpy: Any) -> frozenset[type]:
+    """numpy's own scalar types of numbers and truth values (not a subclass of one; its texts are read apart)."""
+    return frozenset(t for t in numpy.sctypeDict.values() if issubclass(t, (numpy.number, numpy.bool_)))
+
+
+def _library_array(value: object, kind: type) -> list[Any] | None:
     """A numpy array's or a torch tensor's rows as a list, read by the library's own method (at most MAX_ITEMS)."""
-    numpy, torch, kind = sys.modules.get("numpy"), sys.modules.get("torch"), type(value)
-    if numpy is not None and issubclass(kind, numpy.ndarray):
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    if numpy is not None and kind is numpy.ndarray:
         if numpy.ndarray.__dict__["size"].__get__(value) > MAX_ITEMS:
             return None
         return list(numpy.ndarray.tolist(value))
-    if torch is not None and issubclass(kind, torch.Tensor):
+    if torch is not None and kind in (torch.Tensor, torch.nn.Parameter):
         if torch.Tensor.numel(value) > MAX_ITEMS:
             return None
         return list(torch.Tensor.tolist(value))
     return None
+
+
+def conform(data: object, depth: int = 0, budget: list[int] | None = None) -> object:
+    """JSON read back from a student's process held to :func:`plain`'s schema on the grader's side (that process can
+    send anything): texts valid Unicode and short, numbers a float can hold, containers of limited size and depth;
+    what is outside it becomes ``{"__type__": …}``, no answer.
+
+    >>> conform({"T": 10**400, "why": chr(0xD800), "deep": [[[[[[[[[[1]]]]]]]]]]})["T"]
+    {'__type__': 'number past the largest float'}
+    >>> conform({"why": chr(0xD800)}), conform([[[[[[[[[[1]]]]]]]]]])[0][0][0][0][0][0][0]
+    ({'why': '�'}, [{'__type__': 'value that could not be read'}])
+    """
+    budget = [MAX_ITEMS] if budget is None else budget
+    budget[0] -= 1
+    kind = type(data)
+    if data is None or kind is bool or kind is float:
+        return data
+    if kind is int:
+        return data if -sys.float_info.max <= data <= sys.float_info.max else {"__type__": TOO_LARGE}
+    if kind is str:
+        return text(data)
+    if depth >= MAX_DEPTH or budget[0] < 0 or kind not in (list, dict):
+        return {"__type__": NOT_DATA}
+    if kind is list:
+        return [conform(x, depth + 1, budget) for x in data[:max(budget[0], 0)]]
+    return {text(str(k)): conform(x, depth + 1, budget) for k, x in list(data.items())[:max(budget[0], 0)]}
 
 
 def kind(value: object) -> str:
@@ -300,16 +358,17 @@ def raised(result: object) -> str | None:
 
 def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any, ...]] = ()) -> dict[tuple[Any, ...], float]:
     """The student's function ``name`` as :func:`calls` sent it: its results by arguments, read as
-    numbers; :class:`Wrong` says what is off (not defined, not a function, still the stub, raised), never
-    naming an input in ``hidden`` nor repeating what the function said about one.
+    numbers; :class:`Wrong` says what is off (not defined, not a function, still the stub, raised). Of an input in
+    ``hidden`` it says only that the function gave no number there, in the grader's words: neither the input nor
+    anything the function chose (what it returned, the name or message of what it raised) is repeated.
 
     >>> results({"f": [[[2], 0.5]]}, "f")
     {(2,): 0.5}
     >>> try:
-    ...     results({"f": [[[2], 0.5], [[7], {"__raised__": "ValueError", "message": "7 is odd"}]]}, "f", [(7,)])
+    ...     results({"f": [[[2], 0.5], [[7], {"__raised__": "Seven", "message": "7 is odd"}]]}, "f", [(7,)])
     ... except Wrong as wrong:
     ...     print(wrong)
-    `f` raised ValueError on an input the autograder chose (not shown)
+    `f` gave no number on an input the autograder chose (not shown): it must run, and return a number, on every input.
     """
     got = data.get(name)
     if got is None:
@@ -318,22 +377,19 @@ def results(data: Mapping[str, object], name: str, hidden: Collection[tuple[Any,
         raise Wrong(f"`{name}` is a {kind(got)}; it should be the function you define with `def {name}(...)`.")
     out = {}
     for args, result in got:
-        secret = tuple(args) in hidden
-        call = f"{name} (on an input the autograder chose, not shown)" if secret else (
-            f"{name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})")
+        if tuple(args) in hidden:
+            try:
+                out[tuple(args)] = Number(name).read({name: result})
+            except Wrong:
+                raise Wrong(f"`{name}` gave no number on an input the autograder chose (not shown): it must run, and "
+                            "return a number, on every input.") from None
+            continue
+        call = f"{name}({', '.join(f'{a:g}' if isinstance(a, numbers.Real) else str(a) for a in args)})"
         if isinstance(result, dict) and result.get("__raised__") == "NotImplementedError":
             raise Wrong(f"`{name}` is still the stub: write its body in place of `raise NotImplementedError()`.")
-        if secret and isinstance(result, dict) and "__raised__" in result:
-            raise Wrong(f"`{name}` raised {str(result['__raised__'])[:60]} on an input the autograder chose (not shown)")
         if why := raised(result):
             raise Wrong(f"{call} {why}")
-        try:
-            out[tuple(args)] = Number(call).read({call: result})
-        except Wrong:
-            if secret:  # what it returned may echo the input: say only what kind of thing it was
-                raise Wrong(f"`{name}` did not return a number on an input the autograder chose (not shown): it "
-                            f"returned a {kind(result)}") from None
-            raise
+        out[tuple(args)] = Number(call).read({call: result})
     return out
 
 

@@ -37,6 +37,8 @@ from multiprocessing.util import Finalize
 from pathlib import Path
 from typing import Any
 
+from ppedu.grading.answers import conform, text
+
 #: Every copy has these, real (and what they import at their top level): what the notebook's own set-up calls
 #: (``my_values``, ``check``) and what turns a result into data; none of them computes an answer.
 ALWAYS = ("ppedu.grading", "ppedu.grading.answers", "ppedu.grading.assignments", "ppedu.grading.unavailable")
@@ -219,13 +221,15 @@ def _search_path(library: str) -> list[str]:
 def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
-                  use_sandbox: bool = True, service: str | None = None, runner: Any = None) -> FunctionRun:
+                  use_sandbox: bool = True, service: str | None = None, runner: Any = None,
+                  data: Mapping[str, Any] | None = None) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library`` (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
     of its functions on each of its argument lists; all within ``timeout`` seconds. A function that ends its
     interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
     are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel). ``runner`` makes one
-    run (by default :func:`_run_once`, one interpreter; :func:`ppedu.grading.ranked.once` gives one of several)."""
+    run (by default :func:`_run_once`, one interpreter; :func:`ppedu.grading.ranked.once` gives one of several).
+    ``data``: the student's question data (their variant's entries), which ``my_data`` gives in the run."""
     deadline = time.monotonic() + timeout
     where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
     results: dict[str, dict[str, Any]] = {}
@@ -233,7 +237,8 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     todo, stopped = dict(requests), None
     while todo:
         once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
-                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox, service)
+                                         deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox,
+                                         service, data=data)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
@@ -246,14 +251,14 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
 def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
               assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
               cell_timeout: float, limits: Any, use_sandbox: bool,
-              service: str | None = None) -> tuple[FunctionRun, int | None]:
+              service: str | None = None, data: Mapping[str, Any] | None = None) -> tuple[FunctionRun, int | None]:
     """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
     from ppedu.grading import sandbox
     from ppedu.grading.service import serving
 
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent))
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data)
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
             library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
@@ -281,19 +286,20 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
             _stop(process)
     at = next((r["at"] for r in reversed(records) if isinstance(r, dict) and r.keys() == {"at"}
                and isinstance(r["at"], int)), None)
-    run = _collect(records, stopped, asked, process.returncode)
+    run = _collect(records, stopped, asked)
     return (line.attach(run, asked) if line else run), at  # observed once the service has stopped
 
 
 def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                     assignment: str, student: str, values: Mapping[str, Any], driver: str | None, cell_timeout: float,
-                    library: str) -> tuple[list[tuple[str, str, Any]], str]:
+                    library: str, data: Mapping[str, Any] | None = None) -> tuple[list[tuple[str, str, Any]], str]:
     """The calls asked, in order (``(test, name, args)``, the arguments as JSON has them), and the harness's request
     (JSON) for a run importing the ppedu in ``library``."""
     asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
              for name, cases in functions.items() for args in cases]
     return asked, json.dumps({
         "path": _search_path(library), "assignment": assignment, "student": student, "values": dict(values),
+        "data": None if data is None else dict(data),
         "driver": driver, "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
         "cell_timeout": cell_timeout,
         "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
@@ -337,8 +343,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str, str, Any]],
-             returncode: int | None) -> FunctionRun:
+def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str, str, Any]]) -> FunctionRun:
     """The records as results, in the order the calls were asked for; a record that is neither a cell's error nor
     the next call's (something else wrote on the pipe) ends the reading."""
     results: dict[str, dict[str, Any]] = {}
@@ -349,7 +354,7 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
         if isinstance(record, dict) and record.keys() == {"at"}:
             continue
         if isinstance(record, dict) and isinstance(record.get("cell"), int) and isinstance(record.get("error"), str):
-            errors.append((record["cell"], record["error"][:300]))
+            errors.append((record["cell"], text(record["error"], 300)))
             continue
         if record == {"done": True}:
             done = True
@@ -361,11 +366,10 @@ def _collect(records: list[Any], stopped: str | None, asked: Sequence[tuple[str,
             break
         test, name, args = call
         functions = results.setdefault(test, {})
-        if "absent" in record:
-            functions[name] = record["absent"]
+        if "absent" in record:  # whatever the process sent, held to the answers' schema here
+            functions[name] = conform(record["absent"])
         elif isinstance(functions.setdefault(name, []), list):
-            functions[name].append([args, record["result"]])
-    if not done and stopped is None:
-        stopped = "stopped before every call was made (it exited or crashed" + (
-            f", status {returncode})" if returncode and returncode > 0 else ")")
+            functions[name].append([args, conform(record["result"])])
+    if not done and stopped is None:  # (not its exit status: a number the student's code chose)
+        stopped = "stopped before every call was made (it exited or crashed)"
     return FunctionRun(results, tuple(errors[:5]), stopped)

@@ -40,14 +40,50 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from ppedu.grading.answers import conform, text
 from ppedu.grading.assignments import ASSIGNMENTS, load, my_values
 from ppedu.grading.evaluate import Cell, Code, Ungradeable, run_functions
+from ppedu.grading.questiondata import owners_data
 from ppedu.grading.ranked import once
 from ppedu.grading.sandbox import SandboxedKernelManager, prepared, unavailable
 from ppedu.grading.students import student_id
 
 #: What the kernel evaluates to hand over a question's answers (see ppedu.grading.assignments.answers).
 ASK = "__import__('ppedu.grading.assignments', fromlist=['answers']).answers({!r}, {!r}, globals())"
+
+
+def graded_at(nb: NotebookNode) -> dict[int, str]:
+    """The graded code cells of ``nb`` by index, each with its grade_id: of cells that share one (a copied cell keeps
+    its grade_id, nbgrader #1083), the last, the one nbgrader's DeduplicateIds keeps.
+
+    >>> from nbformat.v4 import new_code_cell, new_notebook
+    >>> test = lambda: new_code_cell("check()", metadata={"nbgrader": {"grade": True, "grade_id": "q"}})
+    >>> graded_at(new_notebook(cells=[test(), new_code_cell("x = 1"), test()]))
+    {2: 'q'}
+    """
+    last: dict[str, int] = {}
+    for index, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and isinstance(meta, dict) and meta.get("grade") and isinstance(
+                meta.get("grade_id"), str):
+            last[meta["grade_id"]] = index
+    return {index: question for question, index in sorted(last.items(), key=lambda item: item[1])}
+
+
+def unicode(node: Any) -> Any:
+    """``node`` (an output, metadata) with every text valid Unicode: a lone surrogate a kernel sent (which no notebook
+    file, gradebook or feedback page can hold) becomes U+FFFD.
+
+    >>> unicode({"text": ["ok", "bad " + chr(0xD800)]})
+    {'text': ['ok', 'bad �']}
+    """
+    if isinstance(node, str):
+        return text(node, len(node))
+    if isinstance(node, list):
+        return [unicode(x) for x in node]
+    if isinstance(node, dict):
+        return type(node)((unicode(k), unicode(x)) for k, x in node.items())
+    return node
 
 
 def size(output: Any) -> int:
@@ -74,6 +110,9 @@ class SandboxedExecute(Execute):
                               "before the kernel is stopped").tag(config=True)
     iopub_timeout = Integer(30, help="seconds a cell's last outputs may take to arrive after it finished "
                             "(megabytes of output take a while)").tag(config=True)
+    #: When grading each (assignment, student) began (``time.monotonic()``), set by the grader: its budget counts from
+    #: there, so the grader's own steps before the notebook runs (taking it in, rebuilding it) are part of it.
+    clock: dict[tuple[str, str], float] = {}
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any], km: Any = None) -> tuple[NotebookNode, dict[str, Any]]:
         self._facts: dict[str, Any] = {"timed_out": [], "died": None, "why": "", "timeout": self.timeout, "answers": {},
@@ -83,12 +122,13 @@ class SandboxedExecute(Execute):
         self._used: dict[int, int] = {}
         self._ran = False
         self._budget = self.budget or 5 * (self.timeout or 120)
-        self._deadline = time.monotonic() + self._budget
         info = resources.get("nbgrader", {})
+        self._deadline = self.clock.get((info.get("assignment"), info.get("student")), time.monotonic()) + self._budget
         self._assignment = info.get("assignment") if info.get("assignment") in ASSIGNMENTS else None
-        env = {"PPEDU_STUDENT_ID": info.get("student") or student_id(),
+        self._student = info.get("student") or student_id()
+        env = {"PPEDU_STUDENT_ID": self._student,
                "NBGRADER_EXECUTION": os.environ.get("NBGRADER_EXECUTION", "")}
-        self._box, self._env = None, env
+        self._box, self._env, self._tests = None, env, graded_at(nb)
         if not self.sandbox:
             return self._run(nb, resources, km)
         if reason := unavailable():
@@ -105,7 +145,8 @@ class SandboxedExecute(Execute):
         return self._deadline - time.monotonic()
 
     def _over_budget(self) -> Ungradeable:
-        return Ungradeable(f"it ran over the time a submission may take ({self._budget} s, all its cells together)")
+        return Ungradeable(f"it ran over the time a submission may take ({self._budget} s, all its cells together, "
+                           "with taking it in)")
 
     def _run(self, nb: NotebookNode, resources: dict[str, Any], km: Any) -> tuple[NotebookNode, dict[str, Any]]:
         try:
@@ -119,6 +160,7 @@ class SandboxedExecute(Execute):
             raise RuntimeError(f"the sandboxed kernel did not start: {type(error).__name__}: {error}"[:500]) from None
         if size(nb.metadata) > self.max_output:  # the kernel's own description of itself, or widgets' state
             raise Ungradeable(f"its kernel wrote over {self.max_output // 1000} kB into the notebook's metadata")
+        nb.metadata = unicode(nb.metadata)
         return nb, resources
 
     def reset_execution_trackers(self) -> None:
@@ -147,6 +189,8 @@ class SandboxedExecute(Execute):
         return left if own is None else min(own, left)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any], index: int) -> tuple[NotebookNode, dict[str, Any]]:
+        if not self._ran and self._assignment:
+            run_sync(self._give)()
         self._ran = True
         if self._facts["died"] is not None:
             if cell.cell_type == "code" and cell.source.strip():
@@ -188,8 +232,8 @@ class SandboxedExecute(Execute):
             raise Ungradeable(f"its cells' outputs passed the {self.max_outputs // 1_000_000} MB a notebook may "
                               "produce")
         if self._facts["died"] is None and self._assignment and cell.cell_type == "code":
-            question = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if cell.metadata.get("nbgrader", {}).get("grade") and question in load(self._assignment).QUESTIONS:
+            question = self._tests.get(index)
+            if question in load(self._assignment).QUESTIONS:
                 try:
                     self._facts["answers"][question] = run_sync(self._ask)(question)
                 except TimeoutError:
@@ -209,12 +253,25 @@ class SandboxedExecute(Execute):
                 kept.append(NotebookNode(output_type="stream", name="stdout", text=f"\n{self._cut}\n"))
                 break
             kept.append(output)
-        cell.outputs = kept
+        cell.outputs = unicode(kept)
         self._used[index] = size(kept)
 
     async def _stop_kernel(self) -> None:
         if self.km is not None and await ensure_async(self.km.is_alive()):
             await ensure_async(self.km.shutdown_kernel(now=True))
+
+    async def _give(self) -> None:
+        """Hand the kernel, before the notebook's first cell, the values of the student whose submission it is
+        (computed here): ``my_values`` gives them whatever the notebook later sets its environment to, so an answer
+        computed with another student's values is not computed there."""
+        assert self.kc is not None and self._assignment is not None
+        try:
+            numbers = json.dumps(dict(my_values(self._assignment, self._student)))
+            code = (f"__import__('ppedu.grading.assignments', fromlist=['give']).give({self._assignment!r}, "
+                    f"{self._student!r}, __import__('json').loads({numbers!r}))")
+            await self.async_wait_for_reply(self.kc.execute(code, silent=True, store_history=False))
+        except Exception:  # values that are not data, a kernel that does not answer: the environment's id then
+            pass
 
     async def _ask(self, question: str) -> Any:
         """``question``'s answers, asked of the kernel on a request of the grader's own (``None``: no answer)."""
@@ -227,13 +284,14 @@ class SandboxedExecute(Execute):
             raise TimeoutError from None
         result = (reply or {}).get("content", {}).get("user_expressions", {}).get("answers", {})
         if not isinstance(result, dict) or result.get("status") != "ok":
-            return {"__raised__": str(result.get("ename", "Error") if isinstance(result, dict) else "Error")[:60],
-                    "message": str(result.get("evalue", "") if isinstance(result, dict) else "")[:300]}
+            failed = result if isinstance(result, dict) else {}
+            return conform({"__raised__": str(failed.get("ename", "Error"))[:60],
+                            "message": str(failed.get("evalue", ""))[:300]})
         text = result.get("data", {}).get("text/plain", "")
         if not isinstance(text, str) or len(text) > self.max_answers:
             return {"__raised__": "TooLarge", "message": f"the answers are over {self.max_answers // 1000} kB"}
-        try:
-            return json.loads(ast.literal_eval(text) or "null")
+        try:  # whatever the kernel sent, held to the answers' schema here
+            return conform(json.loads(ast.literal_eval(text) or "null"))
         except (ValueError, SyntaxError, RecursionError, TypeError, MemoryError):
             return {"__raised__": "Unreadable", "message": "the answers could not be read as data"}
 
@@ -294,6 +352,7 @@ class Evaluate(SandboxedExecute):
         info = resources.get("nbgrader", {})
         student = info.get("student") or student_id()
         values = my_values(self._assignment, student)
+        data = owners_data(self._assignment, student, resources.get("metadata", {}).get("path") or ".")
         forms = {q: f for q, f in load(self._assignment).QUESTIONS.items() if hasattr(f, "code")}
         groups: dict[Code, dict[str, Mapping[str, Sequence[Sequence[Any]]]]] = {}
         for question, form in forms.items():
@@ -301,20 +360,14 @@ class Evaluate(SandboxedExecute):
         for code, requests in groups.items():
             if self.left() <= 0:
                 raise self._over_budget()
-            cells = [Cell(str(c.source), self._test_of(c, requests)) if c.cell_type == "code" else Cell("")
-                     for c in nb.cells]
+            cells = [Cell(str(c.source), self._tests.get(i) if self._tests.get(i) in requests else None)
+                     if c.cell_type == "code" else Cell("") for i, c in enumerate(nb.cells)]
             run = run_functions(cells, code.library, requests, self._assignment, student, dict(values), self.left(),
                                 driver=code.driver, service=code.service, cell_timeout=self.timeout or 120,
-                                use_sandbox=self.sandbox, runner=once(code.ranks))
+                                use_sandbox=self.sandbox, runner=once(code.ranks), data=data)
             if run.stopped and self.left() <= 0:
                 raise self._over_budget()
             for question, functions in requests.items():
                 self._facts["functions"][question] = run.results.get(question, {})
                 self._facts["function_runs"][question] = run.account(cells, question, functions)
         return nb, resources
-
-    @staticmethod
-    def _test_of(cell: NotebookNode, requests: Mapping[str, Any]) -> str | None:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        question = meta.get("grade_id") if meta.get("grade") else None
-        return question if question in requests else None

@@ -11,6 +11,8 @@ holds one.
 'ps1+alice.zip'
 >>> import re; re.fullmatch(COLLECTOR_PATTERN, "ps1+alice.zip").group("assignment", "student_id")
 ('ps1', 'alice')
+>>> [bool(re.fullmatch(COLLECTOR_PATTERN, f"ps1+alice.{kind}")) for kind in ("tar.xz", "tar.bz2", "rar")]
+[True, True, False]
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ from ppedu.grading.students import student_id
 
 #: A course id, as a hand-in's name may hold it.
 ID = r"[A-Za-z0-9][A-Za-z0-9_.@-]*"
+#: What a hand-in may be packed as: ``ppedu handin`` writes a zip; a student may send any of these.
+PACKED = ("zip", "tar", "tar.gz", "tgz", "tar.bz2", "tar.xz")
 #: The name of a hand-in, whole, as nbgrader's ``zip_collect`` reads whose it is (grader/archives.py).
-COLLECTOR_PATTERN = rf"(?P<assignment>[^/+]+)\+(?P<student_id>{ID})\.(?:zip|tar|tar\.gz|tgz)"
+COLLECTOR_PATTERN = (rf"(?P<assignment>[^/+]+)\+(?P<student_id>{ID})\."
+                     rf"(?:{'|'.join(kind.replace('.', chr(92) + '.') for kind in PACKED)})")
 #: The files a hand-in carries: notebooks, and the answers widgets save beside them.
 KINDS = (".ipynb", ".json")
 #: Larger than this, a file is not an answer (nbgrader's intake takes at most 16 MB a file).

@@ -58,8 +58,12 @@ class CellTimeout(Exception):
     """A cell, or a call, ran over its time limit (what the kernel's executor would interrupt)."""
 
 
+#: What a cell stopped at its time limit reports (the grader shows it as it is: it holds nothing the cell chose).
+TIMED_OUT = "CellTimeout: it ran over its time limit and was stopped"
+
+
 def _alarm(signum: int, frame: object) -> None:
-    raise CellTimeout("it ran over its time limit and was stopped")
+    raise CellTimeout(TIMED_OUT.partition(": ")[2])
 
 
 def main(channel: int) -> None:
@@ -72,7 +76,7 @@ def main(channel: int) -> None:
     from ppedu.grading.answers import calls
     from ppedu.grading.assignments import give
 
-    give(request["assignment"], request["student"], request["values"])
+    give(request["assignment"], request["student"], request["values"], request.get("data"))
     driver = None
     if request["driver"]:
         import importlib

@@ -106,12 +106,13 @@ def read(path: Path, assignment: str) -> list[dict[str, Any]]:
 
 def my_data(assignment: str, student: str | None = None, folder: Path | str = ".") -> QuestionData:
     """This student's variant of ``assignment``'s question data, from the ``questions.json`` in ``folder`` (the
-    notebook's own, by default). The variant is ``my_values(assignment, student).variant``."""
-    from ppedu.grading.assignments import my_values
+    notebook's own, by default). The variant is ``my_values(assignment, student).variant``; where the grader handed
+    this student's entries in (:func:`~ppedu.grading.assignments.give`), those."""
+    from ppedu.grading.assignments import _given_data, my_values
 
     values = my_values(assignment, student)
-    pool = read(Path(folder) / FILE, assignment)
-    entries = pool[values["variant"]]
+    given = _given_data.get(assignment) if student is None else None
+    entries = given if given is not None else read(Path(folder) / FILE, assignment)[values["variant"]]
     for name, value in entries.items():
         if isinstance(value, dict) and "rows" in value:
             try:
@@ -119,3 +120,12 @@ def my_data(assignment: str, student: str | None = None, folder: Path | str = ".
             except NotAPicture as problem:
                 raise NoData(f"{FILE}'s {name} is not a grid ({problem}): fetch {assignment} again") from None
     return QuestionData(assignment, values.student, values["variant"], entries)
+
+
+def owners_data(assignment: str, student: str, folder: Path | str = ".") -> dict[str, Any] | None:
+    """``student``'s entries of ``assignment``'s question data in ``folder``, to hand to a run of their notebook's code
+    that has no ``questions.json`` beside it (``None``: the assignment shows none, or it cannot be read)."""
+    try:
+        return dict(my_data(assignment, student, folder).entries)
+    except (NoData, KeyError):
+        return None

@@ -91,6 +91,7 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     wrong getting there (as :class:`~ppedu.grading.execute.Evaluate` records it)."""
     from IPython import get_ipython
 
+    from ppedu.grading.questiondata import owners_data
     from ppedu.grading.ranked import once
     from ppedu.grading.sandbox import unavailable
 
@@ -102,7 +103,7 @@ def run_here(form: Any, question: str, values: Any) -> tuple[dict[str, Any], dic
     requests = {question: form.calls(values)}
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
                         driver=form.code.driver, use_sandbox=unavailable() is None, service=form.code.service,
-                        runner=once(form.code.ranks))
+                        runner=once(form.code.ranks), data=owners_data(values.assignment, values.student))
     return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 

@@ -47,7 +47,7 @@ def once(ranks: int) -> Callable[..., tuple[FunctionRun, int | None]] | None:
 def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
              cell_timeout: float, limits: Any, use_sandbox: bool, service: str | None, *,
-             ranks: int) -> tuple[FunctionRun, int | None]:
+             ranks: int, data: Mapping[str, Any] | None = None) -> tuple[FunctionRun, int | None]:
     """One run of ``cells`` on ``ranks`` sandboxes at once, the relay ``service`` (``module:function``, made for the
     calls' arguments) between them; what it gave and the cell it stopped at (see the module's docstring)."""
     from ppedu.grading import sandbox
@@ -57,7 +57,7 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
         raise ValueError("a run across ranks needs a relay between them")
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent))
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data)
     module, _, attribute = service.partition(":")
     relay = getattr(importlib.import_module(module), attribute)([args for _, _, args in asked])
     ranks = max(1, min(ranks, relay.ranks))  # no sandbox for a rank no call of this run has
@@ -119,7 +119,7 @@ def _start(box: Any, env: dict[str, str], fd: int, request: bytes, use_sandbox: 
 def _merged(outcomes: Sequence[tuple[list[Any], str | None, int | None]], asked: Sequence[tuple[str, str, Any]],
             relay: Any) -> tuple[FunctionRun, int | None]:
     """Every rank's records as one run: each call's results side by side, with what the relay observed of it."""
-    runs = [_collect(records, stopped, asked, code) for records, stopped, code in outcomes]
+    runs = [_collect(records, stopped, asked) for records, stopped, _ in outcomes]
     results: dict[str, dict[str, Any]] = {}
     for k, (test, name, args) in enumerate(asked):
         got = [run.results.get(test, {}).get(name) for run in runs]

@@ -16,13 +16,15 @@ True
 from __future__ import annotations
 
 import asyncio
-import fcntl
+import errno
 import functools
 import json
 import os
+import platform
 import select
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -49,10 +51,19 @@ HOME = "/home/student"
 WORK = f"{HOME}/work"
 LIBRARY = "/grader-library"
 RUN = "/run/ppedu"
-#: When the grader is root, each sandbox runs as a user id of its own, from this base up, held by a lock in a
-#: folder only root can make (see :func:`_user_id`).
-SANDBOX_UIDS = 200_000
+#: When the grader is root, each sandbox runs as a user id no sandbox had before on this machine (see :func:`_user_id`),
+#: counted up from this base in a folder only root can make: systemd's unused range, above the ones it gives containers
+#: (524288–1879048191) and below the ids many tools read as negative.
+SANDBOX_UIDS = 0x7000_0000
+LAST_SANDBOX_UID = 0x7FFF_FFFF
 UID_LOCKS = Path("/run/ppedu-sandbox-uids")
+#: The system calls no sandbox may make, per architecture (the audit architecture, their numbers, the x32 bit): the
+#: kernel's keyrings (add_key, request_key, keyctl), which it keeps per user id, beyond the processes that made them,
+#: and which no namespace of bubblewrap's separates (keyrings(7)); and bpf (objects that can outlive a process). They
+#: fail with EPERM, as in Docker's default profile. Elsewhere no call is filtered (each sandbox's user id is new
+#: anyway).
+BLOCKED_CALLS = {"x86_64": (0xC000_003E, (248, 249, 250, 321), 0x4000_0000),
+                 "aarch64": (0xC000_00B7, (217, 218, 219, 280), 0)}
 #: Files of a notebook's folder copied into its sandbox at most (its bytes are held to the scratch space's size).
 FOLDER_FILES = 500
 #: The largest message a kernel may send (a bigger one closes its connection: the cell then stops the kernel).
@@ -140,7 +151,7 @@ class Sandbox:
         for name, value in env.items():
             args += ["--setenv", name, value]
         return [*args, "--chdir", "/", "--", sys.executable, "-I", "-c", _LAUNCH,
-                repr((self.uid, self._rlimits(), self.workdir is not None)), *argv]
+                repr((self.uid, self._rlimits(), self.workdir is not None, syscall_filter())), *argv]
 
     def _rlimits(self) -> tuple[tuple[str, int], ...]:
         lim = self.limits
@@ -148,19 +159,52 @@ class Sandbox:
                 ("RLIMIT_NOFILE", lim.open_files), ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", lim.processes))
 
 
-#: Run inside the sandbox before the real program: set the limits, leave root, copy the folder, become the program.
+#: Run inside the sandbox before the real program: set the limits, leave root, leave the keyring session it was started
+#: in (for one of its own) and filter its system calls (:data:`BLOCKED_CALLS`), copy the folder, become the program.
 _LAUNCH = f"""
-import ast, os, resource, shutil, sys
-uid, limits, copy = ast.literal_eval(sys.argv[1])
+import ast, ctypes, os, resource, shutil, sys
+uid, limits, copy, program = ast.literal_eval(sys.argv[1])
 for name, value in limits:
     resource.setrlimit(getattr(resource, name), (value, value))
 if os.getuid() == 0:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
+if program:
+    keyctl, code = program
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall(keyctl, 1, None)  # KEYCTL_JOIN_SESSION_KEYRING: a new, empty session
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+    buffer = ctypes.create_string_buffer(code, len(code))
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    filters = Program(len(code) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    if libc.prctl(38, 1, None, 0, 0) or libc.prctl(22, 2, ctypes.addressof(filters), 0, 0):
+        sys.exit("the sandbox's filter of system calls could not be set")
 if copy:
     shutil.copytree("{FOLDER}", "{WORK}", symlinks=True)
     os.chdir("{WORK}")
 os.execv(sys.argv[2], sys.argv[2:])
 """
+
+
+@functools.cache
+def syscall_filter() -> tuple[int, bytes] | None:
+    """keyctl's number and the seccomp program (classic BPF) that makes every call of :data:`BLOCKED_CALLS` fail with
+    EPERM on this machine's architecture (any other architecture's calls, such as 32-bit ones, fail alike); ``None``
+    where the architecture is not listed."""
+    known = BLOCKED_CALLS.get(platform.machine())
+    if known is None:
+        return None
+    arch, numbers, x32 = known
+    load, equal, at_least, give = 0x20, 0x15, 0x35, 0x06
+    code: list[tuple[int, int | str, int | str, int]] = [(load, 0, 0, 4), (equal, 0, "deny", arch), (load, 0, 0, 0)]
+    if x32:
+        code.append((at_least, "deny", 0, x32))
+    code += [(equal, "deny", 0, n) for n in numbers]
+    code += [(give, 0, 0, 0x7FFF_0000), (give, 0, 0, 0x0005_0000 | errno.EPERM)]
+    deny = len(code) - 1
+    program = b"".join(struct.pack("=HBBI", op, *(deny - i - 1 if j == "deny" else j for j in (jt, jf)), k)
+                       for i, (op, jt, jf, k) in enumerate(code))
+    return numbers[2], program
 
 
 def _parents(path: str | Path) -> list[str]:
@@ -203,26 +247,60 @@ def _own_folder(path: Path) -> Path:
     return path
 
 
-@contextmanager
-def _user_id() -> Iterator[int]:
-    """A user id no other sandbox on this machine holds while this one runs (as root; else ours, unused)."""
+def _user_id() -> int:
+    """The user id one sandbox runs as: as root, one no sandbox had before on this machine (what the kernel keeps per
+    user id beyond a process — keyrings, quotas, anything still to be found — then belongs to no later submission),
+    and nobody's (not in the user list, nor a range /etc/subuid or /etc/subgid gives containers); else ours."""
     if os.geteuid() != 0:
-        yield os.geteuid()
-        return
-    locks = _own_folder(UID_LOCKS)
-    for uid in range(SANDBOX_UIDS, SANDBOX_UIDS + 10_000):
-        fd = os.open(locks / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        return os.geteuid()
+    import fcntl  # here: ppedu's check runs on Windows too, without a sandbox
+
+    fd = os.open(_own_folder(UID_LOCKS) / "next", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        uid = max(int(text) if text.isdigit() else 0, SANDBOX_UIDS)
+        given = _subordinate_ranges()
+        while _someones(uid, given):
+            uid += 1
+        if uid > LAST_SANDBOX_UID:
+            raise RuntimeError(f"every sandbox user id has been used ({UID_LOCKS}/next)")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(uid + 1).encode(), 0)
+        return uid
+    finally:
+        os.close(fd)
+
+
+def _subordinate_ranges() -> list[range]:
+    """The ids /etc/subuid and /etc/subgid give users' containers."""
+    ranges = []
+    for name in ("/etc/subuid", "/etc/subgid"):
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            lines = Path(name).read_text().splitlines()
+        except OSError:
             continue
+        for line in lines:
+            fields = line.strip().split(":")
+            if len(fields) == 3 and fields[1].isdigit() and fields[2].isdigit():
+                ranges.append(range(int(fields[1]), int(fields[1]) + int(fields[2])))
+    return ranges
+
+
+def _someones(uid: int, given: Sequence[range]) -> bool:
+    import grp
+    import pwd
+
+    if any(uid in r for r in given):
+        return True
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
         try:
-            yield uid
-        finally:
-            os.close(fd)
-        return
-    raise RuntimeError("every sandbox user id is in use")
+            grp.getgrgid(uid)
+        except KeyError:
+            return False
+    return True
 
 
 @contextmanager
@@ -230,8 +308,8 @@ def prepared(folder: Path | None = None, library: Path | None = None, absent: Se
              env: Mapping[str, str] = {}, limits: Limits = Limits()) -> Iterator[Sandbox]:
     """A sandbox over a private copy of ``folder`` (``None``: no folder) importing the ``ppedu`` at
     ``library`` (by default this process's own). Everything is removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp, _user_id() as uid:
-        base = Path(tmp)  # 0700: only the grader opens it; the sandbox sees what is bound from it
+    with tempfile.TemporaryDirectory(prefix="ppedu-sandbox-") as tmp:
+        base, uid = Path(tmp), _user_id()  # 0700: only the grader opens it; the sandbox sees what is bound from it
         (base / "passwd").write_text(f"root:x:0:0::/root:/bin/false\nstudent:x:{uid}:{uid}::{HOME}:/bin/false\n")
         (base / "group").write_text(f"root:x:0:\nstudent:x:{uid}:\n")
         (base / "absent").mkdir(mode=0o755)

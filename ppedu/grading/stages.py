@@ -5,7 +5,8 @@ evaluating process (:mod:`ppedu.grading.service`) that runs the real chunk on th
 keeps what its backward needs; the chunk's backward is run there too. So what ps5 grades is observed by the grader,
 never reported by the student's process: which examples went through which chunk in what order (a forward's input
 is recognised by its values: a run of the mini-batch's examples, or the output the grader gave for the previous
-chunk), the gradients accumulated in the grader's parameters, and the forwards whose activations it holds. A
+chunk; the order is the order the grader ran them in, from which ps5 counts the activations each GPU holds), the
+gradients accumulated in the grader's parameters, and the forwards the executor still holds once it has returned. A
 forward's activations stay held until the executor lets go of it — its backward has run, autograd has released it
 and nothing refers to its output — which :class:`Lifetimes` tells the grader from the sandbox; telling it early gains
 nothing: what the grader frees is gone, and its backward is refused.
@@ -86,10 +87,8 @@ class _Session:
         self.params = list(model.parameters())
         sizes = [len(x) for x in torch.tensor_split(self.images, self.schedule.microbatches)]
         self.bounds = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
-        self.gpu = self.schedule.placement[0]
         self.forwards: list[_Forward] = []
         self.ops: list[list[Any]] = []
-        self.peak = [0] * self.schedule.p
         self.most_ops = 4 * sum(map(len, self.schedule.stages)) + 64
         self.ended = False
 
@@ -130,9 +129,6 @@ class _Session:
         grad = decode(data, self.images.numel())
         if grad.shape != f.out.shape:
             raise Refused(f"a gradient of shape {tuple(grad.shape)} for an output of shape {tuple(f.out.shape)}")
-        gpu = self.gpu[f.chunk]
-        held = sum(1 for g in self.forwards if not g.released and self.gpu[g.chunk] == gpu)
-        self.peak[gpu] = max(self.peak[gpu], held)
         f.out.backward(grad)
         f.backward = True
         self.ops.append(["B", *(f.rows or (None, None)), f.chunk])
@@ -151,7 +147,7 @@ class _Session:
         grads = [p.grad for p in self.params]
         last = sorted(f.rows or (-1, -1) for f in self.forwards if f.chunk == len(self.chunks) - 1)
         ends = [0, *(b for _, b in last)]
-        return {"ops": self.ops, "peak": list(self.peak), "left": sum(not f.released for f in self.forwards),
+        return {"ops": self.ops, "left": sum(not f.released for f in self.forwards),
                 "covered": all(a == ends[k] for k, (a, _) in enumerate(last)) and ends[-1] == len(self.images),
                 "grads": None if any(g is None for g in grads) else base64.b64encode(
                     torch.cat([g.reshape(-1) for g in grads]).float().numpy().tobytes()).decode()}

@@ -120,6 +120,8 @@ def visible_verdict(form: Any, question: str, facts: Mapping[str, Any], values: 
             result = form.visible(answers, values)
     except Wrong as wrong:
         return 0.0, str(wrong) + (explain(facts.get("function_runs", {}).get(question, {})) if functions else "")
+    except Exception as error:  # data the checks cannot take: this question's loss only, never the notebook's
+        return 0.0, f"This answer could not be checked ({type(error).__name__}): your instructor will look at it."
     if isinstance(result, str):
         return points, result
     return min(points, float(result.score)), str(result)
@@ -146,7 +148,7 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
     from traitlets.config import Config
 
     from ppedu.grading.assignments import load, my_values
-    from ppedu.grading.execute import Evaluate
+    from ppedu.grading.execute import Evaluate, graded_at
     from ppedu.grading.sandbox import unavailable
     from ppedu.grading.students import student_id
 
@@ -168,10 +170,9 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
     forms = load(assignment).QUESTIONS if assignment else {}
     values = my_values(assignment, student) if assignment else {}
     cells = []
-    for index, cell in enumerate(nb.cells):
-        if not (utils.is_grade(cell) and cell.cell_type == "code"):
-            continue
-        question, points = cell.metadata.nbgrader.grade_id, float(cell.metadata.nbgrader["points"])
+    for index, question in graded_at(nb).items():  # of a copied test cell, the last: the one nbgrader grades
+        cell = nb.cells[index]
+        points = float(cell.metadata.nbgrader.get("points", 0))
         if question in forms:
             score, message = visible_verdict(forms[question], question, resources["ppedu"], values, index, points)
             cells.append(CellVerdict(question, score, points, "" if score >= points else message))

@@ -1,12 +1,12 @@
 """Ranks: one operating-system process per rank of a process group, started and cleaned up here.
 
-:func:`run_ranks` starts ``world`` fresh processes (``spawn``: nothing of the caller is inherited, so a notebook's
-kernel can start them), joins them into one process group over a file in a private temporary folder (no port to pick
-or to collide on) and runs ``task(rank, world, *args)`` on each; it gives back what each returned, in rank order. The
-backend is :func:`backend_for`'s: gloo between CPU processes, NCCL where every rank has a GPU of its own. A task that
-raises, a process that dies and a run past ``timeout`` end every process of the run and raise :class:`RanksFailed`,
-naming the rank and its error. A task is a function of an importable module (``spawn`` imports it again in each
-process), such as this package's.
+:func:`run_ranks` starts ``world`` fresh processes (forked from a server that has run nothing, :func:`_context`:
+nothing of the caller is inherited, so a notebook's kernel can start them), joins them into one process group over a
+file in a private temporary folder (no port to pick or to collide on) and runs ``task(rank, world, *args)`` on each;
+it gives back what each returned, in rank order. The backend is :func:`backend_for`'s: gloo between CPU processes,
+NCCL where every rank has a GPU of its own. A task that raises, a process that dies and a run past ``timeout`` end
+every process of the run and raise :class:`RanksFailed`, naming the rank and its error. A task is a function of an
+importable module (each rank imports it), such as this package's.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def run_ranks(task: Callable[..., Any], world: int = 2, *args: Any, timeout: flo
     chosen = backend or backend_for(world).backend
     if chosen not in ("gloo", "nccl"):
         raise ValueError(f"backend is gloo or nccl (got {chosen!r})")
-    context = multiprocessing.get_context("spawn")
+    context = _context()
     results: Any = context.Queue()
     with tempfile.TemporaryDirectory(prefix="ppedu-ranks-") as folder:
         settings = (chosen, os.path.join(folder, "rendezvous"), timeout, task, args)
@@ -101,6 +101,23 @@ def run_ranks(task: Callable[..., Any], world: int = 2, *args: Any, timeout: flo
                     worker.kill()
                     worker.join()
     return _results(got, world, timeout)
+
+
+#: What a rank's server process imports once, before it forks any rank: torch, what the lab's tasks use of it, and
+#: torch._dynamo (with sympy), which an optimizer's first step imports — most of a rank's start otherwise.
+PRELOAD = ("torch", "torch._dynamo", "torch.distributed", "torch.distributed.fsdp", "torch.nn.parallel",
+           "ppedu.ranks.launch")
+
+
+def _context() -> Any:
+    """How ranks start: forked from a server process that imported :data:`PRELOAD` once and ran nothing else
+    (``forkserver``), so a rank is fresh but imports none of it again (several seconds a rank, and the lab starts a
+    dozen); ``spawn`` where a system has no forkserver (Windows)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
 
 
 def _results(got: dict[int, tuple[bool, Any]], world: int, timeout: float) -> list[Any]:

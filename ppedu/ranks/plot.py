@@ -35,7 +35,8 @@ def plot_busbw(rows: Sequence[Measured], fitted: Fit) -> Figure:
     ax.set_xlabel("buffer S (MB)", fontsize=TEXT_PT)
     ax.set_ylabel("busbw (GB/s)", fontsize=TEXT_PT)
     ax.tick_params(labelsize=TEXT_PT)
-    ax.set_title(f"{rows[0].n} ranks: measured (solid) and chapter 12's ring on the fitted link (dashed)",
+    fig.suptitle(f"{rows[0].n} ranks: measured (solid) and chapter 12's ring on the fitted link (dashed)",
                  fontsize=TEXT_PT)
-    ax.legend(fontsize=TEXT_PT, frameon=False, loc="upper left")
+    # beside the axes: inside, the fitted level ran through the legend's labels
+    ax.legend(fontsize=TEXT_PT, frameon=False, loc="upper left", bbox_to_anchor=(1, 1))
     return fig

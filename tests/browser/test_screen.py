@@ -191,7 +191,7 @@ def test_a_slider_moved_on_a_slide_redraws_the_diagram(lab, server):
         # Move comm one step on the slide: the diagram redraws as the simulator says it must (costs per stage: each
         # of the two chunks takes half).
         wanted = describe(simulate(schedules.interleaved_1f1b(4, 8, v=2), Costs(f=0.5, b=0.5, comm=0.05)))
-        lab.slider(explorer, "comm").press("ArrowRight")
+        lab.slider(explorer, "comm").press("ArrowUp")  # on a slide ← and → step the deck
         svg = explorer.locator(".ppedu-diagram svg").first
         page.wait_for_function("([root, w]) => root.querySelector('.ppedu-diagram svg').getAttribute('aria-label') === w",
                                arg=[explorer.element_handle(), wanted])

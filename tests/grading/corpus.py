@@ -419,10 +419,11 @@ PS1: dict[str, Case] = {
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
     "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 2}),
-    # the functions' answers wrong too: a right function earns its points whoever's values the kernel believes
+    # the kernel was handed its owner's values before the first cell (issue 35): the borrowed id changes nothing, the
+    # value answers are the owner's own and right; the functions' answers are wrong
     "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
                        replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
-                       lost=PS1_ALL),
+                       lost={"slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),
@@ -725,11 +726,10 @@ PS5: dict[str, Case] = {
     "solved": Case("ps5"),
     "blank": Case("ps5", release=True, lost=PS5_ALL),
     "library_caller": Case("ps5", release=True, replace={"executor_answer": LIBRARY_EXECUTOR}, lost=PS5_ALL),
-    # reads activations from `saved` but never frees them: right gradients, every GPU holds all its micro-batches
-    # until it returns (GPipe holds them all anyway)
+    # reads activations from `saved` but never frees them until it returns: right gradients, and the schedule's order,
+    # which is what memory is counted from (issue 35: copies its own process keeps are not a peak it could shape)
     "keeps_activations": Case("ps5", edit=lambda nb: setattr(_cell(nb, "executor_answer"), "source", _cell(
-        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]")),
-        lost={"one_f_one_b": 1, "interleaved": 0.6}),
+        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]"))),
     "noisy_stderr": Case("ps5", prepend={"executor_answer": NOISE}, edit=lambda nb: setattr(
         _cell(nb, "executor_answer"), "source", _cell(nb, "executor_answer").source.replace(
             "    order = ", "    import sys, warnings\n    warnings.warn('running')\n"

@@ -1041,9 +1041,9 @@ FORGERS: dict[str, dict[str, Case]] = {
 
 # ---- 4. ps5: the memory trace written by the student -----------------------------------------------
 # Old: the `saved` dict the executor received was the memory record graded, so an executor could run the model
-# unpipelined, or keep every activation, and write the trace the schedule would leave. Now memory is measured from
-# the activations themselves: right loss and gradients keep their points, the memory properties are lost as the
-# real lifetimes say (a GPipe order holds every micro-batch anyway, so its peak stays right when activations pile up).
+# unpipelined, or keep every activation, and write the trace the schedule would leave. Now the grader runs the chunks:
+# right loss and gradients keep their points, the order is the order the grader ran (memory counted from it, issue
+# 35), and what is left once the function has returned is what its real lifetimes say.
 
 UNPIPELINED_FORGED_TRACE = """
 _KEPT = []
@@ -1154,18 +1154,19 @@ PS5_TRACE: dict[str, Case] = {
     # unpipelined and everything kept: both memory properties lost, loss and gradients right
     "h_unpipelined_forged_trace": Case("ps5", release=True, replace={"executor_answer": UNPIPELINED_FORGED_TRACE},
                                        lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2}),
-    # pipelined, `saved` popped on time, activations kept past their backward and the end
+    # pipelined in the schedule's order, `saved` popped on time, activations kept past their backward and the end:
+    # the order is right (memory is counted from it, issue 35), what is still held once it returns is not
     "h_hoards_activations": Case("ps5", release=True, replace={"executor_answer": HOARDS_ACTIVATIONS},
-                                 lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
-    # forwards in order, one backward at the end: every activation alive at once (1F1B's and interleaved's peak
-    # lost), none left after it returns
+                                 lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
+    # forwards in order, one backward at the end (autograd's order, not the schedule's: GPipe's too), none left after
+    # it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
-                                lost={"one_f_one_b": 1, "interleaved": 0.6}),
+                                lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
     # the hoarder again, with the grader's measurement patched from its own cell: the grader runs the chunks and sees
-    # what they hold, so the patch changes nothing (GPipe's peak is right for the hoarder, as without it)
+    # what they hold, so the patch changes nothing
     "h_measurement_patched": Case("ps5", release=True,
                                   replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
-                                  lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2}),
+                                  lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
 }
 
 

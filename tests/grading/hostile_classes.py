@@ -390,11 +390,11 @@ class _Gone(getattr(_grading, "Life" + "times")):
 setattr(_grading, "Life" + "times", _Gone)
 '''
 PS5_CLASS: dict[str, Expect] = {
-    # as hostile.py's h_hoards_activations and h_unpipelined_forged_trace: the memory properties the real lifetimes
-    # break are lost, patch or no patch
+    # as hostile.py's h_hoards_activations and h_unpipelined_forged_trace: what the grader saw is lost, patch or no
+    # patch (the hoarder's order is the schedule's; what it still holds once it returns is not nothing)
     "x_hoarder_quiet_patch": Expect(Case("ps5", release=True,
                                          replace={"executor_answer": QUIET_MEASUREMENT_PATCH + HOARDS_ACTIVATIONS},
-                                         lost={"one_f_one_b": 2, "gpipe": 0.4, "interleaved": 1.2})),
+                                         lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6})),
     "x_unpipelined_quiet_patch": Expect(Case("ps5", release=True, replace={
         "executor_answer": QUIET_MEASUREMENT_PATCH + UNPIPELINED_FORGED_TRACE},
         lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2})),

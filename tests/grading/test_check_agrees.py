@@ -1,18 +1,22 @@
-"""`ppedu check` agrees with the grade (issue 27): for every released assignment whose answers are in the notebook,
-notebooks made from its solution — each answer cell changed in a way nbgrader's semantics accepts (the answer moved
-to a cell of the student's own, fixed in a later cell, given as numpy numbers) or breaks (left blank, text where a
-number goes, broken in a later cell) — are checked as a student checks them and graded as the autograder grades
-them, and on every graded cell: a check that passes earns the cell's points, a check that fails does not. (A wrong
+"""`ppedu check` agrees with the grade (issues 27 and 35): for every released assignment whose answers are in the
+notebook, notebooks made from its solution — each answer cell changed in a way nbgrader's semantics accepts (the answer
+moved to a cell of the student's own, fixed in a later cell, given as numpy numbers, the answer cell itself moved or
+copied above the answers before it) or breaks (left blank, text where a number goes, broken in a later cell) — are
+checked as a student checks them and graded as the autograder grades them, and on every graded cell: a check that
+passes earns the cell's points, a check that fails does not. One semantics, nbgrader's: the notebook as written, top to
+bottom (a moved answer cell runs where it was put; of a copied one, the last copy is the graded cell). (A wrong
 value is invisible to the check, which has no key, and may lose points it did not warn of: those are the only
 differences, and none is made here.) The widget exam is left out: its answers are the saved file's, not the
 notebook's."""
 
 import ast
+import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+from itertools import zip_longest
 
 import nbformat
 import pytest
@@ -23,7 +27,7 @@ from conftest import ROOT, autograded_cells
 from ppedu.grading.verdict import check_notebook
 
 #: What a change does to an answer cell, and whether nbgrader's semantics still grade the answer right.
-KEEPS = ("moved", "fixed_later", "numpy")
+KEEPS = ("moved", "fixed_later", "numpy", "moved_up", "copied_up")
 BREAKS = ("blank", "text", "broken_later")
 #: Notebooks made per assignment.
 EXAMPLES = {"ps1": 4, "ps2": 3, "ps3": 3, "ps4": 3, "ps5": 2, "ps6": 3, "ps7": 3, "ps8": 2, "final": 3}
@@ -43,11 +47,15 @@ def _stand_in(functions, names, value):
 
 
 def change(nb, index, how):
-    """Apply ``how`` to the answer cell at ``index``; the cells it adds go right after it, before its test."""
+    """Apply ``how`` to the answer cell at ``index``; the cells it adds go right after it, before its test. An answer
+    cell moved or copied up (with its metadata, as JupyterLab moves and copies cells) is only marked here: see
+    :func:`move_up`."""
     cell = nb.cells[index]
     functions, names = _defined(cell.source)
     after = []
-    if how == "moved":
+    if how in ("moved_up", "copied_up"):
+        cell.metadata["moving"] = how
+    elif how == "moved":
         after, cell.source = [cell.source], "pass"
     elif how == "fixed_later":
         after, cell.source = [cell.source], _stand_in(functions, names, "None")
@@ -62,6 +70,20 @@ def change(nb, index, how):
     elif how == "broken_later":
         after = [_stand_in(functions, names, "float('nan')")]
     nb.cells[index + 1:index + 1] = [nbformat.v4.new_code_cell(source) for source in after]
+
+
+def move_up(nb):
+    """The answer cells marked by :func:`change` moved (or copied) to just before the first answer cell: above the
+    answers, and the test cells, before them."""
+    first = nb.cells[_answer_cells(nb)[0]]
+    for cell in [c for c in nb.cells if c.metadata.get("moving")]:
+        how = cell.metadata.pop("moving")
+        if how == "moved_up" and cell is first:
+            continue
+        if how == "moved_up":
+            nb.cells.remove(cell)
+        new = cell if how == "moved_up" else nbformat.from_dict(json.loads(json.dumps(cell)))
+        nb.cells.insert(next(i for i, c in enumerate(nb.cells) if c is first), new)
 
 
 def _answer_cells(nb):
@@ -82,7 +104,7 @@ def _draws(assignment, cells):
     draws = [[rng.choice(kinds) for _ in cells] for _ in range(EXAMPLES[assignment])]
     # Each change at least once, each in a cell of its own where there are enough; a keep and a break alternate, so
     # that a notebook of one answer cell (ps5) is kept in one example and broken in the other.
-    for k, how in enumerate(how for pair in zip(KEEPS, BREAKS) for how in pair):
+    for k, how in enumerate(how for pair in zip_longest(KEEPS, BREAKS) for how in pair if how):
         draws[k % len(draws)][k // len(draws) % len(cells)] = how
     return draws
 
@@ -97,6 +119,7 @@ def test_check_passes_exactly_where_the_autograder_gives_the_points(course, assi
         nb = nbformat.read(path, as_version=4)
         for index, how in sorted(zip(cells, hows), reverse=True):  # from the end: indices before stay put
             change(nb, index, how)
+        move_up(nb)
         folder = tmp_path_factory.mktemp(student) / assignment
         shutil.copytree(ROOT / "exercises" / assignment, folder)  # as fetched: the question data beside it
         nbformat.write(nb, folder / f"{assignment}.ipynb")

@@ -46,7 +46,7 @@ def judged(assignment, question, source, student="alice"):
 @pytest.mark.parametrize("name", ASSIGNMENTS)
 def test_values_are_a_function_of_the_student_and_differ_between_students(name):
     assert my_values(name, "alice") == my_values(name, "alice")
-    assert len({tuple(my_values(name, f"student{i}").values()) for i in range(30)}) > 5
+    assert len({repr(my_values(name, f"student{i}")) for i in range(30)}) > 5  # values may hold lists
 
 
 def test_the_student_id_comes_from_the_environment_in_a_documented_order():
@@ -71,10 +71,11 @@ def test_messages_for_ratios_choices_flags_lists_and_missing_names():
     assert "one per GPU" in message(Counts("peaks", 4).read, {"peaks": [1, 2]})
 
 
-def test_an_object_that_claims_to_equal_everything_is_just_its_number_as_data():
+def test_an_object_that_claims_to_equal_everything_is_no_answer():
+    """A subclass of a number, with methods of its own, is not read as its number: it is not an answer (issue 35)."""
     liar = ("class Liar(float):\n    def __eq__(self, other):\n        return True\n\n\n"
             "def idle_share(bubble, m, F, B, W):\n    return Liar(0.123)")
-    assert "returned 0.123" in judged("ps1", "conversion", liar)
+    assert "is a Liar; this answer is a single number" in judged("ps1", "conversion", liar)
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -52,9 +52,10 @@ SHARE = 0.10  # c.LatePolicy.percent_per_day in nbgrader_config.py
 PREFIX = "ppclass"  # the students' login names, which are their course ids: ppclass00, ppclass01, …
 CASES = {name: PS1[name] for name in (
     "solved", "numpy_scalars", "numpy_everywhere", "noisy_stderr", "own_cells", "renamed_test_cell",
-    "copied_test_cell", "system_exit", "blank", "off_by_one", "busy_as_idle", "smaller_1f1b", "closed_form_by_library",
-    "nan", "all_wrong", "name_from_another_cell", "os_exit", "abs_patcher", "liar", "hand_in_forger", "key_thief",
-    "fake_outputs", "more_points", "edited_test_cell", "gradebook_writer", "reader_of_others", "output_bomb")}
+    "copied_test_cell", "system_exit", "blank", "off_by_one", "busy_as_idle", "equal_as_in_chapter_3",
+    "closed_form_by_library", "nan", "all_wrong", "name_from_another_cell", "os_exit", "abs_patcher", "liar",
+    "hand_in_forger", "key_thief", "fake_outputs", "more_points", "edited_test_cell", "gradebook_writer",
+    "reader_of_others", "output_bomb")}
 CASES |= {name: HOSTILE["ps1"][name] for name in (
     "h_notebook_not_json", "h_notebook_truncated", "h_undecodable_bytes", "h_odd_names", "h_extra_files_beside",
     "h_many_files")}
@@ -64,7 +65,7 @@ CASES |= {"solved_again": PS1["solved"], "solved_late": PS1["solved"]}
 LATE = {"solved_late", "off_by_one", "liar", "output_bomb", "h_notebook_truncated", "numpy_everywhere",
         "solved_again", "gradebook_writer"}
 HAND_GRADED, UNTIMED, FORGER = "solved_late", "solved_again", "key_thief"
-MISNAMED, CUT_SHORT, NAMES_A_CLASSMATE = "smaller_1f1b", "nan", "abs_patcher"
+MISNAMED, CUT_SHORT, NAMES_A_CLASSMATE = "equal_as_in_chapter_3", "nan", "abs_patcher"
 
 
 def in_guide(command, like=None):

@@ -75,3 +75,22 @@ def test_the_command_writes_into_the_source_folder(tmp_path, monkeypatch, capsys
     assert (tmp_path / "solutions" / "counting" / FILE).read_text() == questiondata.text("counting")
     assert "nbgrader generate_assignment counting --force" in capsys.readouterr().out
     assert questiondata.main(["ps2"]) == 2 and "ps2 shows no data of its own" in capsys.readouterr().err
+
+
+def test_a_run_of_the_notebooks_functions_reads_the_owners_data_without_the_file(tmp_path, monkeypatch):
+    """The autograder runs a notebook's cells again for its function questions, in a sandbox with no questions.json
+    beside it: the grader hands the owner's entries in, so a cell reading ``my_data`` works there as in the kernel
+    (else every cell after it raised, and the errors that explain a lost question were crowded out)."""
+    from ppedu.grading.evaluate import Cell, Library, run_functions
+    from ppedu.grading.questiondata import owners_data
+
+    data = owners_data("ps1", "alice", ROOT / "solutions" / "ps1")
+    assert data == dict(my_data("ps1", "alice", ROOT / "solutions" / "ps1").entries)
+    monkeypatch.chdir(tmp_path)
+    cells = [Cell("data = my_data('ps1')\ndef f():\n    return data.m"), Cell("", test="q")]
+    prelude = Cell("from ppedu.grading import my_data")
+    for given, expected in ((data, [[[], data["m"]]]), (None, None)):
+        run = run_functions([prelude, *cells], Library(("ppedu.grading",)), {"q": {"f": [()]}}, "ps1", "alice",
+                            dict(my_values("ps1", "alice")), 120, use_sandbox=False, data=given)
+        assert run.results["q"]["f"] == expected, run
+        assert bool(run.errors) == (given is None), run.errors

@@ -63,14 +63,19 @@ def load(assignment: str) -> ModuleType:
     return importlib.import_module(f"ppedu.grading.assignments.{assignment}")
 
 
-#: Values handed in by whoever runs a notebook's code outside a kernel (the evaluator's harness, where the
-#: modules that derive them may be absent): :func:`my_values` gives these.
+#: Values (and question data) handed in by whoever runs a notebook's code outside a kernel (the evaluator's harness,
+#: where the modules that derive them may be absent, and no ``questions.json`` is beside it): :func:`my_values` and
+#: :func:`~ppedu.grading.questiondata.my_data` give these.
 _given: dict[str, Values] = {}
+_given_data: dict[str, dict[str, Any]] = {}
 
 
-def give(assignment: str, student: str, numbers: Mapping[str, Any]) -> None:
-    """From now on :func:`my_values` of ``assignment`` is ``numbers``, the values of ``student``."""
+def give(assignment: str, student: str, numbers: Mapping[str, Any], data: Mapping[str, Any] | None = None) -> None:
+    """From now on :func:`my_values` of ``assignment`` is ``numbers``, the values of ``student``, and its question
+    data ``data`` (their variant's entries), if given."""
     _given[assignment] = Values(assignment, student, dict(numbers))
+    if data is not None:
+        _given_data[assignment] = dict(data)
 
 
 def my_values(assignment: str, student: str | None = None) -> Values:

@@ -1,14 +1,16 @@
 """ps5 — the pipeline executor: the student writes the loop that runs a schedule op by op on the
-chunks of the course's MNIST model, graded against the unpipelined model (loss and every gradient)
-and by how long activations live (freed at each backward, none left at the end).
+chunks of the course's MNIST model, graded against the unpipelined model (loss and every gradient),
+against the schedule (each GPU's operations in its order, each after what it needs: so each GPU holds the activations
+the schedule holds) and by what is left once it returns.
 
 The student's ``run_pipeline`` is run by :func:`run` in the sandbox, the notebook's cells run before it, where
 neither ppedu's executor nor PyTorch's pipelining is installed, on chunks that the grader runs
 (:mod:`ppedu.grading.stages`): every forward and backward it asks for is carried out in the evaluating process, on
-the grader's copy of the model. So what :func:`report` judges against the unpipelined model was seen by the grader —
-which examples went through which chunk in what order, the gradients in the grader's parameters, the activations
-the grader held per GPU at each backward and still holds at the end — but for the loss the function returns, which
-counts only if every example went through the grader's last chunk.
+the grader's copy of the model. So what :func:`report` judges was seen by the grader — which examples went through
+which chunk in what order, the gradients in the grader's parameters, the forwards it still holds at the end — but for
+the loss the function returns, which counts only if every example went through the grader's last chunk. Memory is
+counted from the order the grader ran (a forward holds its micro-batch's activations on its GPU until its backward),
+never from what the student's process keeps or says it let go of: copies it keeps cannot shape it.
 
 >>> values("alice")["p"] in (2, 3, 4)
 True
@@ -96,14 +98,16 @@ class Report:
 
 PROPERTIES = (("returns the mini-batch's mean loss, as the whole model computes it", 0.2),
               ("every gradient equals the unpipelined model's", 0.4),
-              ("activations freed at each backward: peak per GPU as the schedule's", 0.2),
+              ("each GPU runs the schedule's operations in its order, each after what it needs (so it holds what the "
+               "schedule holds)", 0.2),
               ("no activation still held once it has returned", 0.2))
 
 
 def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collection[Spec] = ()) -> Report:
     """Judge ``runs`` (``[[spec, what run() gave, what the grader saw], …]``, as data) on every spec against the
-    unpipelined model; the specs in ``hidden`` are the autograder's own, never named. Only the loss is the function's
-    own word, and it counts only if every example went through the grader's last chunk."""
+    unpipelined model and the schedule; the specs in ``hidden`` are the autograder's own: of them a message names
+    nothing, neither the spec nor a number or word the student's code chose. Only the loss is the function's own word,
+    and it counts only if every example went through the grader's last chunk."""
     import numpy as np
     import torch
     from torch.nn.functional import cross_entropy
@@ -114,7 +118,7 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
     failures: dict[str, str] = {}
     given = {tuple(run[0]): run[1:] for run in runs if isinstance(run, list) and run} if isinstance(runs, list) else {}
     for spec in specs:
-        secret = tuple(spec) in hidden  # no number of it in a message, nor what the student's code said of it
+        secret = tuple(spec) in hidden
         where = "(on a schedule the autograder chose, not shown)" if secret else f"({spec[0]}, p={spec[1]}, m={spec[2]})"
         if not isinstance(runs, list):
             why = "is not defined: write it in its cell and run that cell" if runs is None else f"is a {kind(runs)}"
@@ -124,8 +128,8 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
         if isinstance(out, dict) and out.get("__raised__") == "NotImplementedError":
             failures = dict.fromkeys(props, "— the function is still the stub")
             break
-        if problem := raised(out):  # on a hidden schedule, only the error's name: its message may echo the schedule
-            failures = dict.fromkeys(props, f"{where}: your function {problem.split(':')[0] if secret else problem}")
+        if problem := raised(out):  # on a hidden schedule, the grader's words: what it raised is the student's choice
+            failures = dict.fromkeys(props, f"{where}: your function {'raised an error' if secret else problem}")
             break
         if not isinstance(out, dict):
             failures = dict.fromkeys(props, f"{where}: your function was not run on this schedule")
@@ -140,60 +144,93 @@ def report(runs: object, specs: Sequence[Spec], points: float, hidden: Collectio
             whole_loss = float(cross_entropy(model(images), labels))
         loss = out.get("loss")
         if isinstance(loss, bool) or not isinstance(loss, (int, float)):
-            failures.setdefault(props[0], f"{where}: returned a {kind(loss)}, not the loss (a number)")
+            failures.setdefault(props[0], f"{where}: " + ("did not return the loss as a number" if secret else
+                                                          f"returned a {kind(loss)}, not the loss (a number)"))
         elif not seen.get("covered"):
             failures.setdefault(props[0], f"{where}: not every example went once through the last chunk, so the "
                                 "number returned is not the loss of what your function ran")
         elif not abs(loss - whole_loss) <= TOLERANCE * max(1.0, abs(whole_loss)):
-            failures.setdefault(props[0], f"{where}: {loss:.6g} is not the mean loss over the mini-batch "
-                                "(weight each micro-batch's mean loss by its share of the examples)")
+            failures.setdefault(props[0], f"{where}: {'what it returned' if secret else f'{loss:.6g}'} is not the mean "
+                                "loss over the mini-batch (weight each micro-batch's mean loss by its share of the "
+                                "examples)")
         grads = seen.get("grads")
         own = np.frombuffer(base64.b64decode(grads), dtype=np.float32) if isinstance(grads, str) else None
-        if own is None:
+        if own is None or own.size != reference.numel():
             failures.setdefault(props[1], f"{where}: some parameters have no gradient (did every B run a backward?)")
         else:
             worst = float(np.abs(own - reference.numpy()).max())
             if not worst <= TOLERANCE:
-                failures.setdefault(props[1], f"{where}: differ by up to {worst:.2g}")
-        if off := _not_the_schedules(schedule, seen, secret):
+                failures.setdefault(props[1], f"{where}: " + ("they differ from the unpipelined model's" if secret
+                                                              else f"differ by up to {worst:.2g}"))
+        if off := _not_the_schedules(schedule, seen["ops"], secret):
             failures.setdefault(props[2], f"{where}: {off}")
         if seen.get("left"):
-            failures.setdefault(props[3], f"{where}: {seen['left']} forwards' activations still held (your code "
-                                "still refers to their outputs, or kept their graph)")
+            failures.setdefault(props[3], f"{where}: {'some' if secret else seen['left']} forwards' activations still "
+                                "held (your code still refers to their outputs, or kept their graph)")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, "")) for prop, share in PROPERTIES)
     return Report(specs[0][0], float(points), results)
 
 
-def _not_the_schedules(schedule: Any, seen: Mapping[str, Any], secret: bool) -> str | None:
-    """Why the forwards and backwards the grader ran are not the schedule's, or hold more or fewer activations at
-    once; ``None`` when they are the schedule's and hold what it holds."""
+def _not_the_schedules(schedule: Any, ops: Sequence[Any], secret: bool) -> str | None:
+    """Why the forwards and backwards the grader ran, in the order it ran them, are not the schedule's: an operation
+    on what is not one micro-batch, one run more or fewer times than once, one before what it needs, or a GPU whose
+    operations are not in the schedule's order (and the activations it then held at once, counted from that order);
+    ``None`` when every GPU ran exactly the schedule's operations in its order."""
     from collections import Counter
 
-    from ppedu.simulate import simulate
+    from ppedu.ops import Op
 
     bounds = [0, *accumulate(_sizes(schedule))]
     micro = {(a, b): i for i, (a, b) in enumerate(zip(bounds, bounds[1:]))}
-    ran: Counter[tuple[str, int, int]] = Counter()
-    for kind_, a, b, chunk in seen["ops"]:
+    gpu = schedule.placement[0]
+    ran: list[list[Any]] = [[] for _ in schedule.stages]
+    done: set[Any] = set()
+    needed: str | None = None
+    for kind_, a, b, chunk in ops:
         if a is None:
-            return (f"chunk {chunk} ran on an input that is not the output the chunk before it gave, nor a "
-                    "micro-batch's examples (pass each on unchanged)")
+            return (f"{'a chunk' if secret else f'chunk {chunk}'} ran on an input that is not the output the chunk "
+                    "before it gave, nor a micro-batch's examples (pass each on unchanged)")
         if (a, b) not in micro:
             return "a chunk ran on several micro-batches at once (the whole mini-batch?), not one micro-batch at a time"
-        ran[kind_, micro[a, b], chunk] += 1
-    want = Counter((op.kind, op.microbatch, op.chunk) for stage in schedule.stages for op in stage)
-    if ran != want:
-        extra = ran - want
-        kind_, i, chunk = next(iter(extra or want - ran))
-        if secret:
-            return "its forwards and backwards are not the schedule's, each once"
-        return f"{kind_} of micro-batch {i} on chunk {chunk} ran {'more' if extra else 'fewer'} times than the schedule's once"
-    peak, want_peak = seen.get("peak"), list(simulate(schedule).peak_activations)
-    if peak != want_peak:
-        s = next((i for i, (a, b) in enumerate(zip(peak, want_peak)) if a != b), 0) if isinstance(peak, list) else 0
-        return ("a GPU held more or fewer at once than the schedule" if secret else
-                f"GPU {s} held {peak[s] if isinstance(peak, list) else '?'} at once, the schedule {want_peak[s]}")
+        op = Op(kind_, micro[a, b], chunk)
+        need = op.needs(schedule.chunks)
+        if needed is None and need is not None and need not in done:
+            needed = f"{_named(op)} ran before {_named(need)}, whose output it needs"
+        done.add(op)
+        ran[gpu[chunk]].append(op)
+    want = [list(stage) for stage in schedule.stages]
+    have, should = Counter(op for stage in ran for op in stage), Counter(op for stage in want for op in stage)
+    if have != should:
+        extra = have - should
+        op = next(iter(extra or should - have))
+        return ("its forwards and backwards are not the schedule's, each once" if secret else
+                f"{_named(op)} ran {'more' if extra else 'fewer'} times than the schedule's once")
+    if needed is not None:
+        return "an operation ran before one whose output it needs" if secret else needed
+    for g, (got, expected) in enumerate(zip(ran, want)):
+        if got != expected:
+            if secret:
+                return "a GPU did not run its operations in the schedule's order"
+            k = next(k for k, (x, y) in enumerate(zip(got, expected)) if x != y)
+            held, peak = _peak(got), _peak(expected)
+            return (f"GPU {g} ran {_named(got[k])} where the schedule runs {_named(expected[k])} (its operation "
+                    f"{k + 1}): run each GPU's operations in the schedule's order" +
+                    (f"; so GPU {g} held the activations of {held} forward(s) at once, where the schedule holds {peak}"
+                     if held != peak else ""))
     return None
+
+
+def _named(op: Any) -> str:
+    return f"{op.kind} of micro-batch {op.microbatch} on chunk {op.chunk}"
+
+
+def _peak(ops: Sequence[Any]) -> int:
+    """The most activations a GPU running ``ops`` in this order holds at once: a forward's until its backward."""
+    held = peak = 0
+    for op in ops:
+        held += 1 if op.kind == "F" else -1
+        peak = max(peak, held)
+    return peak
 
 
 def _sizes(schedule: Any) -> list[int]:
