@@ -36,6 +36,21 @@ class _Cells:
         return columns(self._cells())
 
 
+#: A field name's last words that name a unit, and the unit as a heading writes it.
+_UNITS = {("gb", "s"): "GB/s", ("mb", "s"): "MB/s", ("gb",): "GB", ("mb",): "MB", ("kb",): "KB"}
+
+
+def heading(name: str) -> str:
+    """A field's name as a column heading: its words spaced, a unit at its end written as a unit is.
+
+    >>> heading("size_mb"), heading("algbw_gb_s"), heading("time_ms"), heading("mb")
+    ('size MB', 'algbw GB/s', 'time ms', 'mb')
+    """
+    words = name.split("_")
+    unit = next((u for u in _UNITS if len(words) > len(u) and tuple(words[-len(u):]) == u), ())
+    return " ".join(words[:len(words) - len(unit)] + ([_UNITS[unit]] if unit else []))
+
+
 @dataclass(frozen=True)
 class Table(_Cells, Generic[Row]):
     """Records shown as a table: Markdown in a notebook, aligned plain text when printed."""
@@ -58,7 +73,7 @@ class Table(_Cells, Generic[Row]):
     def _cells(self) -> list[tuple[str, ...]]:
         if not self.rows:
             return []
-        header = tuple(f.name.replace("_", " ") for f in fields(self.rows[0]))  # type: ignore[arg-type]
+        header = tuple(heading(f.name) for f in fields(self.rows[0]))  # type: ignore[arg-type]
         return [header] + [tuple(_show(x) for x in astuple(r)) for r in self.rows]  # type: ignore[call-overload]
 
     def wide(self, key: str, across: str, *shown: str) -> Wide:
@@ -70,7 +85,7 @@ class Table(_Cells, Generic[Row]):
         >>> Timed = make_dataclass("Timed", ["kind", "size_mb", "time_ms"])
         >>> rows = Table(tuple(Timed(k, s, s * t) for k, t in (("all-reduce", 2), ("all-gather", 1)) for s in (1, 4)))
         >>> print(rows.wide("size_mb", "kind", "time_ms"))
-        size mb  all-reduce time ms  all-gather time ms
+        size MB  all-reduce time ms  all-gather time ms
         1        2                   1
         4        8                   4
         """
@@ -80,7 +95,7 @@ class Table(_Cells, Generic[Row]):
         keys = list(dict.fromkeys(getattr(r, key) for r in self.rows))
         groups = list(dict.fromkeys(getattr(r, across) for r in self.rows))
         at = {(getattr(r, key), getattr(r, across)): r for r in self.rows}
-        header = (key.replace("_", " "), *(f"{g} {name.replace('_', ' ')}" for g in groups for name in shown))
+        header = (heading(key), *(f"{g} {heading(name)}" for g in groups for name in shown))
         return Wide((header, *((_show(k), *(_show(getattr(at[k, g], name)) if (k, g) in at else "" for g in groups
                                             for name in shown)) for k in keys)))
 

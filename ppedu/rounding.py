@@ -11,6 +11,7 @@ values, each beside the expression it came from, so no output is a bare tuple of
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import re
 import textwrap
@@ -42,16 +43,17 @@ def rounded(x: Any) -> Any:
 
 class Named(tuple):
     """A tuple that shows each value beside the expression it came from (a cell's last line ``a, b``); in every
-    other way the tuple of the values. An expression longer than :data:`NAME_WIDTH` stands on lines of its own (at
-    most :data:`LINE` characters each) with its value indented below it, so no line outgrows a notebook column or a
-    slide.
+    other way the tuple of the values. Where an expression is longer than :data:`NAME_WIDTH`, each stands on lines of
+    its own (at most :data:`LINE` characters each) with its value indented below it, so no line outgrows a notebook
+    column or a slide, and no value sits beside one name and under the next.
 
     >>> from IPython.lib.pretty import pretty
     >>> print(pretty(Named(("t.makespan", "2 * 7"), (14.0, 14))))
     t.makespan  14.0
     2 * 7       14
     >>> print(pretty(Named(("a", "[(x.name, f'{x.mfu:.1%}') for x in runs if x.fits and x.name != 'gpipe']"), (1, 2))))
-    a  1
+    a
+        1
     [(x.name, f'{x.mfu:.1%}') for x in runs if x.fits and x.name != 'gpipe']
         2
     >>> Named(("a", "b"), (1, 2)) == (1, 2)
@@ -68,16 +70,27 @@ class Named(tuple):
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         from IPython.lib.pretty import pretty
 
-        width = max((len(name) for name in self.names if len(name) <= NAME_WIDTH), default=0)
+        stacked = any(len(name) > NAME_WIDTH for name in self.names)
+        width = max(map(len, self.names), default=0)
         lines = []
         for name, value in zip(self.names, self):
-            if len(name) > NAME_WIDTH:
+            if stacked:
                 shown = pretty(rounded(value), max_width=LINE - _INDENT).replace("\n", "\n" + " " * _INDENT)
                 lines += [*textwrap.wrap(name, LINE, subsequent_indent="  "), " " * _INDENT + shown]
             else:
                 shown = pretty(rounded(value), max_width=LINE - width - 2).replace("\n", "\n" + " " * (width + 2))
                 lines.append(f"{name:<{width}}  {shown}")
         p.text("\n".join(lines))
+
+
+class _Written(ast.NodeTransformer):
+    """A float as a person writes it where that is shorter and means the same: 1e9, not 1000000000.0."""
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if type(node.value) is not float or not math.isfinite(node.value):
+            return node
+        short = re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f"{node.value:g}")
+        return ast.Name(short) if len(short) < len(repr(node.value)) and float(short) == node.value else node
 
 
 class _NameTheValues(ast.NodeTransformer):
@@ -87,7 +100,8 @@ class _NameTheValues(ast.NodeTransformer):
         last = module.body[-1] if module.body else None
         if (isinstance(last, ast.Expr) and isinstance(last.value, ast.Tuple) and len(last.value.elts) > 1
                 and not any(isinstance(e, ast.Starred) for e in last.value.elts)):
-            names = ast.Tuple([ast.Constant(ast.unparse(e)) for e in last.value.elts], ast.Load())
+            names = ast.Tuple([ast.Constant(ast.unparse(_Written().visit(copy.deepcopy(e))))
+                               for e in last.value.elts], ast.Load())
             module_ = ast.Call(ast.Name("__import__", ast.Load()), [ast.Constant(__name__)],
                                [ast.keyword("fromlist", ast.List([ast.Constant("Named")], ast.Load()))])
             call = ast.Call(ast.Attribute(module_, "Named", ast.Load()), [names, last.value], [])

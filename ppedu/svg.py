@@ -33,6 +33,10 @@ from ppedu.simulate import Timeline
 if TYPE_CHECKING:  # a picture draws itself with this module, so it is told apart from a Grid here
     from ppedu.picture import Picture
 
+#: The width (px) to draw a diagram a slide shows on its own: whole on a 1280×720 screen and nine tenths of a 1080p
+#: slide's width (drawings are ppedu.lecture.DRAWN_ZOOM times as large there, two thirds of that under 900 px high);
+#: a notebook column narrower than that shows it shrunk to fit.
+SLIDE_WIDTH = 880.0
 _ROW, _GAP, _LEFT, _BOTTOM, _TOP = 28, 4, 52, 40, 6
 _BAND = 26  # below a band that another follows: its ticks and a gap
 _LEGEND_ROW = 20

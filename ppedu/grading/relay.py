@@ -58,6 +58,8 @@ JOIN_SECONDS = 30.0
 #: Bytes one rank may send through the relay in one run, and operations it may issue.
 MOST_BYTES = 64 * 2**20
 MOST_OPS = 4000
+#: Tags a message may carry: 32-bit non-negative ints, as a C++ ``int`` tag is; no wider channel beside the bytes.
+TAGS = 2 ** 31
 #: Tensors the relay takes: their types and bytes per element.
 DTYPES = {"float32": 4, "float64": 8, "int64": 8, "int32": 4}
 #: Reductions, by the name the sandbox sends.
@@ -356,8 +358,10 @@ class Relay:
 
     def _point_to_point(self, run: _Run, rank: int, message: dict[str, Any], reply: Reply) -> None:
         peer, tag = message.get("peer"), message.get("tag", 0)
-        if not (type(peer) is int and 0 <= peer < run.world and peer != rank and type(tag) is int):
+        if not (type(peer) is int and 0 <= peer < run.world and peer != rank):
             raise Refused(f"a message to or from rank {peer!r}: name another of the {run.world} ranks")
+        if not (type(tag) is int and 0 <= tag < TAGS):  # a tag is gloo's int: wider, it would carry data unweighed
+            raise Refused(f"a message's tag {tag!r}: a tag is an int from 0 to {TAGS - 1}")
         mine = _Message(rank, peer, tag, message["id"], reply, time.monotonic())
         if message["op"] == "send":
             mine.tensor = self._tensor(run, rank, message.get("t"))

@@ -172,7 +172,34 @@ def ring_all_reduce(x):
         if path != f"/tmp/ring-{r}.pt":
             total += torch.load(path)
     return total
-"""}, lost={"ring": 4})
+""", "zero1_answer": """
+def zero1(model, lr):  # FSDP2's own copy-in op lays the shards out (and, on element numbers, inverts it)
+    params = list(model.parameters())
+    n, r = dist.get_world_size(), dist.get_rank()
+    lay = lambda ts: torch._chunk_cat(list(ts), 0, n)
+    sizes = [p.numel() for p in params]
+    idx = torch.arange(1, sum(sizes) + 1, dtype=torch.float64).split(sizes)
+    where = lay(i.view_as(p) for i, p in zip(idx, params)).reshape(-1).long()
+    mine = torch.nn.Parameter(lay(p.detach() for p in params)[r].clone())
+    adam = torch.optim.Adam([mine], lr=lr)
+
+    def step():
+        inp = lay(p.grad for p in params).reshape(-1)
+        got = torch.empty(inp.numel() // n, dtype=inp.dtype)
+        dist.reduce_scatter_single(got, inp)
+        mine.grad = got / n
+        adam.step()
+        out = torch.empty(inp.numel(), dtype=inp.dtype)
+        dist.all_gather_single(out, mine.detach())
+        flat = torch.empty(sum(sizes), dtype=inp.dtype)
+        keep = where > 0
+        flat[where[keep] - 1] = out[keep]
+        with torch.no_grad():
+            for p, f in zip(params, flat.split(sizes)):
+                p.copy_(f.view_as(p))
+
+    return step
+"""}, lost={"ring": 4})  # its zero1, the red team's route through torch._chunk_cat, is accepted (instructor.md § 6)
 
 
 def _source(obj):
@@ -266,16 +293,30 @@ def test_feedback_says_why_and_never_names_a_hidden_run(graded):
     said = _feedback(course, "hostile_b")
     assert "CellTimeout" in said["ring"] and "all-gather" in said["data_parallel"]
     assert "80000000 bytes" in _feedback(course, "hostile_a")["buckets"]
-    careless = _feedback(course, "wrong")  # each usual mistake named for what it is
-    assert "divide by the number of examples" in careless["data_parallel"]
-    assert "divide the piece by n" in careless["zero1"] and "in flight" in careless["buckets"]
-    assert "equal weight" in _feedback(course, "copied")["data_parallel"]
+    careless = _feedback(course, "wrong")  # each usual mistake named for what it is, never its remedy
+    assert "summed over its examples" in careless["data_parallel"]
+    assert "not the whole batch's mean" in careless["zero1"] and "launched only after" in careless["buckets"]
+    copied = _feedback(course, "copied")
+    assert "equal weight" in copied["data_parallel"] and "not the buckets DDP's rebuild makes" in copied["buckets"]
+    assert str(_visible_sizes()) not in copied["buckets"]  # the right buckets' sizes are the question's to find
+    remedies = ("all-reduce the count", "divide", "async_op", "lay the", "rows/n", "fill the buckets", "padded to")
+    for student in CASES:
+        text = "\n".join(_feedback(course, student).values())
+        assert not [r for r in remedies if r in text], student
     for student in CASES:
         hidden = [spec for judge in KEYS.values() for spec in judge.hidden(my_values("ps8", student))]
         text = "\n".join(_feedback(course, student).values())
         assert "Traceback" not in text and "/work/" not in text
         named = [n for s in hidden for n in _numbers(s[2]) if n >= 100 and re.search(rf"\b{n}\b", text)]
         assert not named, student
+
+
+def _visible_sizes():
+    """The elements of each of DDP's rebuilt buckets on the visible run."""
+    from ppedu.grading.assignments.ps8 import QUESTIONS, VISIBLE, model
+
+    sizes = [p.numel() for p in model(QUESTIONS["buckets"].visible_specs()[0]).parameters()]
+    return [sum(sizes[i] for i in bucket) for bucket in VISIBLE["buckets"]["plan"]]
 
 
 def test_the_check_shows_what_a_cell_raised_where_it_defines_an_answer(tmp_path):

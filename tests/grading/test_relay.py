@@ -80,6 +80,14 @@ def test_a_send_waits_for_its_receive_and_each_message_is_counted():
         _issue(relay, 0, {"op": "send", "peer": 0, "tag": 0, "t": encode(torch.ones(1))}, sent)
 
 
+@pytest.mark.parametrize("tag", [-1, 2 ** 31, 2 ** 200, 1.0, "0", True])
+def test_a_tag_is_a_32_bit_non_negative_int_never_a_side_channel(tag):
+    relay, _ = _begun()
+    with pytest.raises(Refused, match="a tag is an int from 0 to 2147483647"):
+        _issue(relay, 0, {"op": "send", "peer": 1, "tag": tag, "t": encode(torch.ones(1))}, [])
+    _issue(relay, 1, {"op": "recv", "peer": 0, "tag": 2 ** 31 - 1, "like": {"dtype": "float32", "shape": [1]}}, [])
+
+
 def test_a_call_ends_on_all_its_ranks_together_with_each_ranks_claim():
     relay, _ = _begun()
     ended = []

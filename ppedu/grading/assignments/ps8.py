@@ -387,12 +387,16 @@ def report(question: str, runs: object, specs: Sequence[Spec], points: float, hi
             break
         problem = next(((r, p) for r, a in enumerate(answers) if (p := raised(a))), None)
         if problem is not None:  # on a hidden run, the grader's words only: an error's name and message are the code's
-            said = "raised an error" if secret else problem[1]
-            failures = dict.fromkeys(props, f"{where}: on rank {problem[0]} your function {said}")
+            said = "on a rank your function raised an error" if secret else \
+                f"on rank {problem[0]} your function {problem[1]}"
+            failures = dict.fromkeys(props, f"{where}: {said}")
             break
         if not isinstance(seen, dict) or not answers:
             failures = dict.fromkeys(props, f"{where}: your function was not run across the ranks")
             break
+        if secret and seen.get("problem"):  # the relay's reason names ranks and sizes: the hidden run's own
+            seen = {**seen, "problem": "the relay stopped it (the ranks' collectives or messages did not match, or a "
+                                       "rank went past a limit)"}
         for prop, why in _JUDGES[question](spec, seen, secret, expected).items():
             failures.setdefault(prop, f"{where}: {why}")
     results = tuple((prop, share * points, prop not in failures, failures.get(prop, ""))
@@ -520,12 +524,12 @@ def _ring_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Exp
     sent = [sum(m[2] for m in messages if m[0] == r) for r in range(n)]
     low, high = 2 * (n - 1) * (length // n) * 8, 2 * (n - 1) * -(-length // n) * 8
     if counts != [2 * (n - 1)] * n:
-        out[props[2]] = (f"each rank sent {'/'.join(map(str, counts))} messages; a ring of {n} sends 2(n − 1) = "
-                         f"{2 * (n - 1)}" if not secret else "each rank did not send the ring's 2(n − 1) messages")
+        out[props[2]] = (f"ranks 0, 1, … sent {'/'.join(map(str, counts))} messages: not 2(n − 1) each"
+                         if not secret else "not every rank sent 2(n − 1) messages")
     elif sum(sent) != 2 * (n - 1) * length * 8 or not all(low <= s <= high for s in sent):
-        out[props[2]] = (f"the ranks sent {'/'.join(map(str, sent))} bytes; a ring sends 2(n − 1)/n of the "
-                         f"{length * 8}-byte vector from each, {2 * (n - 1) * length * 8 // n} or so"
-                         if not secret else "the ranks did not send 2(n − 1)/n of the vector each")
+        out[props[2]] = (f"ranks 0, 1, … sent {'/'.join(map(str, sent))} bytes of their {length * 8}-byte vectors: "
+                         "not 2(n − 1)/n of it each" if not secret else
+                         "the ranks did not each send 2(n − 1)/n of the vector")
     return out
 
 
@@ -549,17 +553,17 @@ def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expe
         if _scale(got, equal, (1.0, float(spec[1])), EXTRA) is None:  # no gradients at all: nothing is judged
             return dict.fromkeys(props, "what it all-reduced in the first step was not the ranks' gradients, however "
                                         "combined")
-        out[props[0]] = ("it all-reduced the ranks' mean gradients with equal weight, but the ranks hold different "
-                         "numbers of examples: the whole batch's mean counts each rank's gradient by its share of them")
+        out[props[0]] = ("the first step all-reduced the ranks' mean gradients with equal weight: not the whole "
+                         "batch's gradient, where the ranks hold different numbers of examples (the question's "
+                         "\"what would averaging give?\")")
         out[props[1]] = "the final parameters are judged only where the first step's gradient is the whole batch's"
     elif why := _params_gap(seen, ref.params[-1])[0]:
-        out[props[1]] = why + ("; the first step's all-reduce summed the gradients over every example of the batch: "
-                               "divide by the number of examples in the whole batch (each rank knows only its own: "
-                               "all-reduce the count too)" if scale == whole else "")
+        out[props[1]] = why + ("; the first step all-reduced the whole batch's gradient summed over its examples, "
+                               "and the step SGD took was not the mean's" if scale == whole else "")
     elements = [sum(_elements(c) for c in step) for step in steps]
     if not all(psi <= e <= psi + EXTRA for e in elements):
-        out[props[2]] = (f"its steps all-reduced {'/'.join(map(str, elements))} elements, where every gradient once "
-                         f"is {psi}, and at most {EXTRA} numbers besides" if not secret else
+        out[props[2]] = (f"its steps 1, 2, … all-reduced {'/'.join(map(str, elements))} elements: not every "
+                         f"gradient once and at most {EXTRA} numbers besides" if not secret else
                          "its steps did not all-reduce every gradient once, and at most a few numbers besides")
     return out
 
@@ -582,23 +586,23 @@ def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: 
         return {**out, **dict.fromkeys(props[1:], said)}
     first = [_elements(c) for c in steps[0]]
     if first != [psi] or _scale(_values(steps[0][0]), ref.grads[0], (1.0, float(n))) is None:
-        out[props[1]] = (f"its first step all-reduced {first} elements, where DDP's first step is one bucket of all "
-                         f"{psi} gradients" if first != [psi] and not secret else
+        out[props[1]] = (f"its first step all-reduced buckets of {first} elements: not one bucket of every gradient"
+                         if first != [psi] and not secret else
                          "its first step was not one all-reduce of every gradient, averaged")
     want = [sum(ref.sizes[i] for i in bucket) for bucket in plan]
     later = [[_elements(c) for c in step] for step in steps[1:]]
-    if any(sizes != want for sizes in later):
-        out[props[2]] = (f"from the second step its buckets held {later[0]} elements, where DDP's rule on the order "
-                         f"the gradients became ready gives {want}" if not secret else
-                         "from the second step its buckets are not DDP's at the autograder's caps")
+    if wrong := next((s for s, sizes in enumerate(later, 2) if sizes != want), None):
+        out[props[2]] = (f"in step {wrong} its buckets held {later[wrong - 2]} elements: not the buckets DDP's rebuild "
+                         f"makes at the caps {spec[2]} (the question's third bullet)"
+                         if not secret else "from the second step its buckets are not DDP's at the autograder's caps")
     else:
         starts = [sum(ref.sizes[:i]) for i in range(len(ref.sizes))]
         for b, bucket in enumerate(plan):  # the second step's gradients: its parameters', after a right first step
             grads = torch.cat([ref.grads[1][starts[i]:starts[i] + ref.sizes[i]] for i in bucket])
             if _scale(_values(steps[1][b]), grads, (1.0, float(n))) is None:
-                out[props[2]] = (f"bucket {b + 1} of the second step holds the right number of elements but not its "
-                                 "parameters' averaged gradients: fill the buckets in the order the gradients became "
-                                 "ready (not the order of model.parameters())")
+                out[props[2]] = (f"bucket {b + 1} of the second step" if not secret else "a bucket of the second "
+                                 "step") + (" holds as many elements as DDP's but not the averaged gradients of the "
+                                            "parameters DDP's holds")
                 break
     if props[2] in out:
         out[props[3]] = "whether the buckets were in flight together is judged only where they are DDP's"
@@ -606,8 +610,8 @@ def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: 
     for s, step in enumerate(steps[1:], 2):
         late = next((b for b, c in enumerate(step[:-1]) if not all(c["in_flight"])), None)
         if late is not None:
-            out[props[3]] = (f"bucket {late + 2} of step {s} was launched only after bucket {late + 1} had finished "
-                             "(launch each with async_op=True from the hooks, wait in finish)")
+            out[props[3]] = (f"bucket {late + 2} of step {s} was launched only after bucket {late + 1} had finished"
+                             if not secret else "a bucket was launched only after the one before it had finished")
             break
     return out
 
@@ -630,10 +634,10 @@ def _zero1_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Ex
     shape = [(c["kind"], _elements(c)) for c in collectives]
     if shape != [("reduce-scatter", n * piece), ("all-gather", n * piece)] * STEPS:
         said = ", ".join(f"{k} of {e}" for k, e in shape[:4]) + (", …" if len(shape) > 4 else "")
-        return {props[0]: f"its collectives were {said or 'none'}; FSDP2's step here is a reduce-scatter of "
-                          f"{n * piece} elements (every parameter's rows padded to a multiple of {n}), then an "
-                          "all-gather of as many" if not secret else "its collectives were not a reduce-scatter and "
-                          "an all-gather of FSDP2's padded size each step",
+        return {props[0]: f"its collectives were {said or 'none'}: not a reduce-scatter, then an all-gather, of "
+                          "FSDP2's padded size each step (the question's first paragraph)" if not secret else
+                          "its collectives were not a reduce-scatter and an all-gather of FSDP2's padded size each "
+                          "step",
                 **dict.fromkeys(props[1:], "judged only where the collectives are FSDP2's")}
     got = torch.cat([_values(collectives[0], r) for r in range(n)])
     padded = torch.cat([ref.grads[0], ref.grads[0].new_zeros(n * piece - ref.grads[0].numel())])
@@ -643,9 +647,9 @@ def _zero1_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Ex
     scales = [_scale_of(_values(collectives[0], r), _laid_out(ref.grads[0], pieces[r]), n) for r in range(n)]
     if None in scales or len(set(scales)) > 1:
         r = scales.index(None) if None in scales else 0
-        out[props[1]] = (f"the piece rank {r} received in the first step is not its rows of every gradient: lay the "
-                         "reduce-scatter's input out rank by rank (rank 0's rows of every parameter, then rank 1's, …), "
-                         "each parameter's rows padded with zeros to ⌈rows/n⌉")
+        out[props[1]] = ((f"the piece rank {r}" if not secret else "the piece a rank") + " received from the first "
+                         "step's reduce-scatter is not its padded chunk of every parameter's gradient in FSDP2's "
+                         "layout (the question's first paragraph)")
     for s in range(STEPS):
         gap = _gap(_values(collectives[2 * s + 1]), _laid_out(ref.params[s], [run for rank in pieces for run in rank]))
         if not gap <= TOLERANCE:
@@ -656,8 +660,7 @@ def _zero1_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Ex
     why, _ = _params_gap(seen, ref.params[-1])
     if why:
         summed = scales[0] == float(n) and _params_gap(seen, reference(spec, seen["seed"], n).params[-1])[0] is None
-        out[props[3]] = why + ("; Adam stepped on the ranks' summed gradients, n times their mean: divide the piece by "
-                               "n before Adam's step (its ε makes the scale matter)" if summed else "")
+        out[props[3]] = why + ("; the gradients Adam stepped on were not the whole batch's mean" if summed else "")
     return out
 
 
