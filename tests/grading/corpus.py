@@ -423,7 +423,7 @@ PS1: dict[str, Case] = {
     # value answers are the owner's own and right; the functions' answers are wrong
     "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
                        replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
-                       lost={"slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
+                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 2}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),
