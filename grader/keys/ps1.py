@@ -12,8 +12,11 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
 from typing import Any
 
 from grader.questiondata import variant
@@ -149,7 +152,7 @@ class FormulaJudge:
 
 def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     """Inputs each function is also called on that the student never sees, their own (a hash of their id); for
-    the fewest micro-batches, one where the answer lies below m = p and one where it does not."""
+    the fewest micro-batches, one whose target is met exactly and one of any."""
     def pick_(what: str, choices: Any) -> Any:
         return pick("ps1-hidden", v.student, f"{name}:{what}", tuple(choices))
 
@@ -164,9 +167,10 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         m, w = pick_("m", range(4, 65)), pick_("w", (0.5, 1.0))
         return (p - 1 - w * (p - 1), m, 1.0, 2.0 + w, w), (pick_("x", (0.0, 3.5, 12.0)), m, 1.5, 3.0, 1.0)
     if name == "fewest_microbatches":
-        grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3) for c in (1, 2, 3, 4)]
-        below = [case for case in grid if case[2] > 1 and _fewest(name, case) < case[0]]
-        return pick_("below", below), pick_("above", [case for case in grid if case not in below])
+        grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3)
+                for c in (0.1, 0.25, 0.75, 2.0, 3.5)]
+        exact = [case for case in grid if _gpipe_fewest(*case).denominator == 1]
+        return pick_("exact", exact), pick_("any", grid)
     return ((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0)),),)
 
 
@@ -208,20 +212,46 @@ def _idle_share_why(name: str, args: tuple[Any, ...], got: float, want: float) -
     return "a step on one GPU is its idle time plus its busy time, m passes of F and B."
 
 
+def _gpipe_bubble(p: int, m: int, c: float) -> float:
+    """GPipe's idle ÷ total slots on ``p`` equally fast GPUs, a forward 1 and a backward 2, each hand-over ``c``."""
+    return simulate(schedules.gpipe(p, m), Costs(f=1, b=2, comm=c)).bubble_ratio
+
+
+def _meets(p: int, m: int, target: float, c: float) -> bool:
+    return _gpipe_bubble(p, m, c) <= target + 1e-12  # a target met exactly counts as met
+
+
+def _gpipe_fewest(p: int, target: float, c: float) -> Fraction:
+    """The least real m meeting the target, solved from GPipe's step with hand-overs, ``3m + (p − 1)(3 + 2c)``: each
+    of the ``p − 1`` links is crossed once by the first forward and once by the last backward on the longest chain."""
+    fill, t = (p - 1) * (3 + 2 * Fraction(str(c))), Fraction(str(target))
+    return fill * (1 - t) / (3 * t)
+
+
+@cache
 def _fewest(name: str, args: tuple[Any, ...]) -> float:
-    p, target, v = args
-    return formulas.microbatches_for(target, p, v)  # the simulator's fewest m (tests/test_formulas.py checks)
+    """The fewest m whose simulated bubble meets the target: the closed form's, checked against the simulator at it
+    and one below, and walked from there on the simulator should the two disagree."""
+    p, target, c = args
+    m = max(1, math.ceil(_gpipe_fewest(p, target, c)))
+    while m > 1 and _meets(p, m - 1, target, c):
+        m -= 1
+    while not _meets(p, m, target, c):
+        m += 1
+    return m
 
 
 def _fewest_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
-    p, target, v = args
+    p, target, c = args
     if got < 1 or got != int(got):
         return "the answer is a number of micro-batches: a whole number, at least 1."
-    if formulas.bubble_ratio(p, int(got), v) > target + 1e-12:
-        below = " (below m = p interleaving idles more than its closed form says)" if v > 1 and got < p else ""
-        return f"with m = {int(got)} the bubble is still above {target:g}{below}."
+    if c and got == formulas.microbatches_for(target, p):
+        return (f"that is the count with free hand-overs; here each takes {c:g}: find GPipe's step with them first "
+                "(how many hand-overs lie on its longest chain?), then its idle ÷ total.")
+    if not _meets(p, int(got), target, c):
+        return f"with m = {int(got)} GPipe's bubble is still above {target:g} when every hand-over takes {c:g}."
     return (f"with m = {int(got)} the target is met, but a smaller m meets it too: find the fewest (a target met "
-            "exactly counts as met; mind a float that should be whole, such as 12.000000000000002).")
+            "exactly counts as met; mind a float that should be whole, such as 14.000000000000002).")
 
 
 KEYS: dict[str, Any] = {

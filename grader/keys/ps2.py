@@ -1,8 +1,11 @@
 """ps2's keys — memory. Peak activations of GPipe and 1F1B from the simulator; interleaved 1F1B's peak on GPU j, in
-whole stages, from the simulator (its closed form is the warm-up of chapter 4 plus one, in chunks); a block's
-activations from ppedu's inventory (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width
-of keys, values and MLP, no dropout); the student's stage in GB, with 16 bytes per parameter for mixed-precision Adam
-(Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded by hand.
+whole stages, from the simulator, for m a multiple of p and for m < p (one round, which the formula sheet's form does
+not cover: its warm-up's (v − 1)p becomes (v − 1)m; tests/grading/test_derivations.py checks the form); a parallel
+block's activations (GPT-J's and PaLM's, which ppedu does not model) from ppedu's inventory of a sequential one
+(:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width of keys, values and MLP, no
+dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per
+parameter for mixed-precision Adam (Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded
+by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> key = _memory_key(my_values("ps2", "alice"))
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from grader.keys.ps1 import FormulaJudge
@@ -43,13 +47,26 @@ def _peaks_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[st
     return "Simulate the schedule and read `peak_activations`: this part is open-library."
 
 
+@cache
+def _interleaved_peaks(p: int, m: int, v: int) -> tuple[float, ...]:
+    return tuple(simulate(schedules.interleaved_1f1b(p, m, v)).peak_stage_activations)
+
+
 def _interleaved_peak(name: str, args: tuple[Any, ...]) -> float:
     p, m, v, j = args
-    return simulate(schedules.interleaved_1f1b(p, m, v)).peak_stage_activations[j]
+    return _interleaved_peaks(p, m, v)[j]
+
+
+def _sheets_peak(p: int, m: int, v: int, j: int) -> float:
+    """The formula sheet's interleaved peak, which holds for m a multiple of p (the 2021 paper's groups of p)."""
+    return min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v
 
 
 def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     p, m, v, j = args
+    if m < p and abs(got - _sheets_peak(p, m, v, j)) < 1e-9:
+        return ("that is the formula sheet's peak, which holds for m a multiple of p; with fewer micro-batches than "
+                "GPUs, what does GPU j run before its first backward?")
     if abs(got - min(p - j, m)) < 1e-9:
         return ("that is 1F1B's peak; interleaving's GPU j warms up with more chunks' forwards before its first "
                 "backward.")
@@ -60,11 +77,21 @@ def _interleaved_why(name: str, args: tuple[Any, ...], got: float, want: float) 
     return "count the forwards GPU j runs before its first backward (chapter 4's warm-up), in chunks of 1/v of a stage."
 
 
-def _block_bytes(name: str, args: tuple[Any, ...]) -> float:
+def _sequential_parts(args: tuple[Any, ...]) -> dict[str, float]:
+    """ppedu's inventory of a standard (sequential, pre-norm) block of that shape: what a student's copy gives."""
     s, b, h, heads, kv_heads, ffn, gated, flash = args
     block = Model("asked", layers=1, hidden=h, vocab=1, seq=s, microbatch=b, heads=heads, kv_heads=kv_heads, ffn=ffn,
                   gated=bool(gated), flash_attention=bool(flash))
-    return sum(block.block_activations("none").values())
+    return block.block_activations("none")
+
+
+def _block_bytes(name: str, args: tuple[Any, ...]) -> float:
+    """A parallel block's (GPT-J's, PaLM's: ``x + Attention(Norm(x)) + MLP(Norm(x))``), from the sequential block's
+    inventory: one norm, not two, so one norm input; and the MLP reads the tensor attention reads, kept once."""
+    parts = _sequential_parts(args)
+    parts["norm inputs"] /= 2
+    del parts["MLP input"]
+    return sum(parts.values())
 
 
 def _block_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
@@ -72,13 +99,16 @@ def _block_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str
     sbh = s * b * h
     if abs(got - 34 * sbh) < 1e-6 * want:
         return "34·s·b·h is a standard block's with dropout; count this block's parts: its keys and values, its MLP."
+    if abs(got - sum(_sequential_parts(args).values())) < 1e-6 * want:
+        return ("that is a standard block's, attention then the MLP, each behind its own norm; in a parallel block "
+                "both read one norm's output: which tensors are no longer there, and which is kept once, not twice?")
     if not flash and abs(got - (want - 2 * b * heads * s * s)) < 1e-6 * want:
         return "without FlashAttention the s × s attention scores are kept too: 2 bytes each, per head."
     if flash and abs(got - (want - 4 * b * heads * s)) < 1e-6 * want:
         return "FlashAttention keeps one fp32 statistic per query and head for its backward: 4·b·heads·s bytes."
-    return ("count part by part, in 16-bit values: the two norms' inputs, attention's input, queries, keys and values "
-            "(keys and values shrink with fewer kv heads), the projection's input, the MLP's input and its hidden "
-            "activations (two of width ffn, three gated), and what the attention core keeps.")
+    return ("count part by part, in 16-bit values: what the one norm and the input that attention and the MLP share "
+            "keep, queries, keys and values (keys and values shrink with fewer kv heads), the projection's input, the "
+            "MLP's hidden activations (two of width ffn, three gated), and what the attention core keeps.")
 
 
 def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
@@ -87,7 +117,9 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
 
     if name == "interleaved_peak":
         p = choose("p", range(2, 9))
-        return (p, p * choose("k", (1, 2, 4)), choose("v", (2, 3, 4)), choose("j", range(p))),
+        few = [(q, m, c, j) for q in range(3, 9) for m in range(2, q) for c in (2, 3, 4) for j in range(q)
+               if _interleaved_peak(name, (q, m, c, j)) != _sheets_peak(q, m, c, j)]
+        return (p, p * choose("k", (1, 2, 4)), choose("v", (2, 3, 4)), choose("j", range(p))), choose("few", few)
     h = choose("h", (2048, 3072, 6144))
     return ((choose("s", (1024, 8192)), choose("b", (1, 4)), h, h // 64, choose("kv", (1, 4, h // 64)),
              choose("ffn", (2 * h, 4 * h)), choose("gated", (0, 1)), choose("flash", (0, 1))),)

@@ -4,10 +4,15 @@ pictured grid of 1F1B run in waves (question data made here: ``shown(k)``; count
 simulator), and the schedule for a real model on a given cluster (:mod:`ppedu.cluster`'s plan). The written reasons
 are graded by hand.
 
+Every student's costs have ``W > min(F, B − W)`` (``ps4._sound``, whose docstring does not say so): there DeepSeek's
+ZB1P formula ``(p − 1)(F + B − 2W)`` is wrong, so quoting it scores nothing.
+
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps4", "alice")
 >>> g = params(v["variant"])
 >>> _grid_key(v)["T"] == (g["m"] + 2 * (g["p"] - 1)) * (1 + g["b"]) and _choice_key(v)["schedule"] in CHOICES
+True
+>>> v["W"] > min(v["F"], v["B"] - v["W"])
 True
 """
 

@@ -3,10 +3,13 @@ staleness of orders run asynchronously (each update where its gradient is comple
 the DualPipeV row of DeepSeek's table agrees with the simulation (compared here, the student
 builds the comparison). The written proofs are graded by hand.
 
+Every student's costs have ``b > 2·min(f, w)`` (``ps6._sound``, whose docstring does not say so): there the one-chunk
+bound ``(p − 1)f + m(f + b + w)`` is wrong, so quoting it scores nothing.
+
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps6", "alice")
 >>> f, b, w = scan_costs(v)
->>> _scan_key(v)["smallest_fb"] == f + w
+>>> _scan_key(v)["smallest_fb"] == f + w and v["b"] > 2 * min(v["f"], v["w"])
 True
 """
 

@@ -29,10 +29,10 @@ PS1_WRONG = {
     "q2_answer": "bubble_1f1b = 1.5 * bubble\ncompared_with_gpipe = 'larger'",
     "q3s_answer": "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k",  # every GPU slow
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
-    "q4_answer": "def fewest_microbatches(p, target, v):\n    return p",
+    "q4_answer": "def fewest_microbatches(p, target, c):\n    return p",
     "q5_answer": "def idle_share(bubble, m, F, B, W):\n    return bubble / (m * (F + B))",  # Megatron's ratio
 }
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2,
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3,
            "conversion": 2}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
@@ -362,11 +362,11 @@ PS1: dict[str, Case] = {
                                                                 "    return formulas.bubble_ratio(p, m)\n\n\n"
                                                                 "def bubble_interleaved(p, m, v):\n"
                                                                 "    return (p - 1) / (v * m + p - 1)"},
-                                   prepend={"q3_answer": "from ppedu import formulas\n"}, lost={"closed_form": 2}),
+                                   prepend={"q3_answer": "from ppedu import formulas\n"}, lost={"closed_form": 1}),
     "closed_form_by_simulation": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                                                    "def bubble_interleaved(p, m, v):\n"
                                                                    "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
-                                      lost={"closed_form": 2}),
+                                      lost={"closed_form": 1}),
     "nan": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return float('nan')"},
                 lost={"conversion": 2}),
     # W counted again on top of DeepSeek's whole backward
@@ -375,15 +375,15 @@ PS1: dict[str, Case] = {
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
-                          lost={"closed_form": 2}),
-    "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 2}),
+                          lost={"closed_form": 1}),
+    "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 3}),
     # right work that must not lose points
     "numpy_scalars": Case("ps1", replace={"q1a_answer": NUMPY_PS1, "q1b_answer": NUMPY_PS1B}),
     "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\nbubble_1f1b = np.float32(bubble_1f1b)\n"
                                                          "compared_with_gpipe = np.str_(compared_with_gpipe)",
                                             "q4_answer": "import numpy as np\n_fewest = fewest_microbatches\n\n\n"
-                                                         "def fewest_microbatches(p, target, v):\n"
-                                                         "    return np.int64(_fewest(p, target, v))",
+                                                         "def fewest_microbatches(p, target, c):\n"
+                                                         "    return np.int64(_fewest(p, target, c))",
                                             "q5_answer": "import numpy as np\n_share = idle_share\n\n\n"
                                                          "def idle_share(*args):\n    return np.array(_share(*args))"}),
     "noisy_stderr": Case("ps1", prepend={"q1a_answer": NOISE, "q5_answer": NOISE},
@@ -396,9 +396,9 @@ PS1: dict[str, Case] = {
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
     "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
-                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
+                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 2}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 2, "microbatches": 2, "conversion": 2}),
+                                       lost={"closed_form": 1, "microbatches": 3, "conversion": 2}),
     # a cell that raises before it defines its function: the function is missing, and the message says why
     "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 2}),
     # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
@@ -411,7 +411,7 @@ PS1: dict[str, Case] = {
     "deleted_test_cell": Case("ps1", edit=_delete("conversion")),
     "more_points": Case("ps1", edit=_points("one_f_one_b", 100)),
     "edited_test_cell": Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
-                             edit=_edit_test("closed_form", "print('✓ closed_form: correct')"), lost={"closed_form": 2}),
+                             edit=_edit_test("closed_form", "print('✓ closed_form: correct')"), lost={"closed_form": 1}),
     "copied_test_cell": Case("ps1", edit=_duplicate("gpipe_slots")),
     "renamed_answer_cell": Case("ps1", edit=_rename("q5_answer", "my_answer")),
     "retyped_answer_cell": Case("ps1", edit=_retype("q5_answer")),
@@ -423,7 +423,7 @@ PS1: dict[str, Case] = {
     # value answers are the owner's own and right; the functions' answers are wrong
     "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
                        replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
-                       lost={"slow_form": 2, "closed_form": 2, "microbatches": 2, "conversion": 2}),
+                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 2}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),
@@ -479,13 +479,15 @@ PS2: dict[str, Case] = {
                                                    "    return _kept(s, b, h, heads, kv_heads, ffn, gated, 1) - "
                                                    "(0 if flash else 4 * b * heads * s)"},
                       lost={"block": 2}),
-    # the inventory from the library: out of reach while it is checked
+    # the inventory from the library: out of reach while it is checked, and not this question's block
     "block_by_library": Case("ps2", replace={"q2f_answer": "from ppedu.cluster import Model\n\n\n"
                                                            "def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
                                                            "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated),"
                                                            " flash_attention=bool(flash))\n"
                                                            "    return sum(x.block_activations().values())"},
-                             lost={"block": 2}),  # the main kernel has the library: its uses of the function stand
+                             # the main kernel has the library, but its block is a sequential one: the sizes built on
+                             # it are wrong too
+                             lost={"block": 2, "s_act": 1, "gpu0": 1, "fits": 2}),
 }
 
 LIBRARY_SCHEDULES = """

@@ -216,7 +216,8 @@ def _ppedu_forged():
     two = slow.bubble_ratio
     truth = {"bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m),
              "bubble_interleaved": lambda p, m, w: formulas.bubble_ratio(p, m, w),
-             "fewest_microbatches": lambda p, t, w: formulas.microbatches_for(t, p, w),
+             "fewest_microbatches": lambda p, t, c: max(1, __import__("math").ceil(  # GPipe, hand-overs c
+                 (p - 1) * (3 + 2 * c) * (1 - t) / (3 * t) - 1e-9)),
              "idle_share": lambda bubble, m, f, b, w: formulas.to_idle_total(bubble / (m * (f + b)))}
     _PPEDU_FORGED.update({
         "gpipe_slots": {"T": slow.makespan, "total_slots": slow.total_slots},
@@ -288,7 +289,7 @@ except Exception:
 SLOW_WRONG_FUNCTIONS = {
     "q3_answer": "import time\n\n\ndef bubble_ratio(p, m):\n    time.sleep(0.05)\n    return (p - 1) / (m + p)\n\n\n"
                  "def bubble_interleaved(p, m, v):\n    time.sleep(0.05)\n    return 0.0",
-    "q4_answer": "import time\n\n\ndef fewest_microbatches(p, target, v):\n    time.sleep(0.05)\n    return p",
+    "q4_answer": "import time\n\n\ndef fewest_microbatches(p, target, c):\n    time.sleep(0.05)\n    return p",
     "q5_answer": "import time\n\n\ndef idle_share(bubble, m, F, B, W):\n    time.sleep(0.05)\n"
                  "    return bubble / (m * (F + B))",
 }
@@ -666,34 +667,33 @@ def _copy_installed(source: str, name: str) -> Folder:
 
 UNHIDING: dict[str, dict[str, Case]] = {
     "ps1": {
-        "h_code_snapshot": Case("ps1", replace={"q3_answer": CODE_SNAPSHOT}, lost={"closed_form": 2}),
-        "h_private_module_copy": Case("ps1", replace={"q3_answer": PRIVATE_MODULE_COPY}, lost={"closed_form": 2}),
-        "h_hide_list_relabelled": Case("ps1", replace={"q3_answer": RELABELLED}, lost={"closed_form": 2}),
+        "h_code_snapshot": Case("ps1", replace={"q3_answer": CODE_SNAPSHOT}, lost={"closed_form": 1}),
+        "h_private_module_copy": Case("ps1", replace={"q3_answer": PRIVATE_MODULE_COPY}, lost={"closed_form": 1}),
+        "h_hide_list_relabelled": Case("ps1", replace={"q3_answer": RELABELLED}, lost={"closed_form": 1}),
         "h_hiding_disabled": Case("ps1", append={"q1a_answer": HIDING_DISABLED},
                                   replace={"q3_answer": LIBRARY_FORMS,
                                            "q5_answer": "from ppedu import formulas\n\n\n"
                                                         "def idle_share(bubble, m, F, B, W):\n"
                                                         "    return formulas.to_idle_total(bubble / (m * (F + B)))"},
-                                  lost={"closed_form": 2, "conversion": 2}),
+                                  lost={"closed_form": 1, "conversion": 2}),
         "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL},
                                          replace={"q3_answer": MEMO_LOOKUP},
-                                         lost={"closed_form": 2}),
+                                         lost={"closed_form": 1}),
         "h_table_shipped_in_folder": Case("ps1", replace={"q3_answer": TABLE_FILE}, folder=_bubble_table,
-                                          lost={"closed_form": 2}),
+                                          lost={"closed_form": 1}),
         "h_pycache_and_sourceless_module": Case("ps1", replace={"q3_answer": FROM_SHIPPED_MODULE
                                                                 + "from mathhelp import bubble_ratio as _b\n"},
-                                                folder=_pycache_module, lost={"closed_form": 2}),
+                                                folder=_pycache_module, lost={"closed_form": 1}),
         "h_shadow_ppedu_without_hiding": Case("ps1", replace={"q3_answer": LIBRARY_FORMS},
                                               folder=_write("ppedu/__init__.py", SELF_REPLACING_PPEDU),
-                                              lost={"closed_form": 2}),
+                                              lost={"closed_form": 1}),
         # the function leans on an import made in another cell: the notebook runs whole, as nbgrader runs it, so
-        # `math` is there (the old evaluator's NameError is gone) and the function is judged on its values: its
-        # interleaved floor is wrong on an input the autograder chose
+        # `math` is there (the old evaluator's NameError is gone) and the function is judged on its values: it
+        # counts each hand-over once, not on the way up and down
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
-def fewest_microbatches(p, target, v):
-    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)
-    return max(m, p if v > 1 else 1)
-"""}, lost={"microbatches": 2}),
+def fewest_microbatches(p, target, c):
+    return max(1, math.ceil((p - 1) * (3 + c) * (1 - target) / (3 * target) - 1e-9))
+"""}, lost={"microbatches": 3}),
     },
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
@@ -1019,7 +1019,7 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_ipython_config_forger": Case("ps1", replace=PS1_WRONG, folder=_config_files, lost=PS1_ALL),
         "h_numpy_shadow_forger": Case("ps1", replace=PS1_WRONG, folder=_numpy_shadow, lost=PS1_ALL),
         # in the fresh interpreter: exiting when called, writing on every descriptor — that question only
-        "h_exits_when_called": Case("ps1", replace={"q3_answer": EXIT_ON_CALL}, lost={"closed_form": 2}),
+        "h_exits_when_called": Case("ps1", replace={"q3_answer": EXIT_ON_CALL}, lost={"closed_form": 1}),
         "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 2}),
     },
     "ps3": {
@@ -1365,7 +1365,7 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
-                                     lost={"closed_form": 2, "microbatches": 2, "conversion": 2}),
+                                     lost={"closed_form": 1, "microbatches": 3, "conversion": 2}),
         "h_invalid_cell_ids": Case("ps1", raw=_ids(lambda i: f"cell #{i} (copy)")),
         "h_duplicate_cell_ids": Case("ps1", raw=_ids(lambda i: "cell")),
         "h_lone_surrogates": Case("ps1", raw=_json_raw(_surrogates)),
@@ -1501,10 +1501,8 @@ MAGICS_AND_STRAYS = {
     "q3_answer": "from __future__ import annotations\n\n\n"
                  + RIGHT_CLOSED_FORMS.replace("(p, m):", "(p: int, m: int) -> float:")
                  + "\n\n\n%time bubble_ratio(4, 4)\n!echo checked\nprint(bubble_interleaved(4, 8, 2))",
-    "q4_answer": "import math\n\n\ndef fewest_microbatches(p, target, v):\n"
-                 "    m = math.ceil((p - 1) * (1 - target) / (v * target) - 1e-9)\n"
-                 "    if v == 1 or m >= p:\n        return max(m, 1)\n"
-                 "    return min(p, math.ceil((1 - target) * (v * p - 1) / (v - 1 + target) - 1e-9))\n\n\n"
+    "q4_answer": "import math\n\n\ndef fewest_microbatches(p, target, c):\n"
+                 "    return max(1, math.ceil((p - 1) * (3 + 2 * c) * (1 - target) / (3 * target) - 1e-9))\n\n\n"
                  "input('press enter to go on')",
 }
 

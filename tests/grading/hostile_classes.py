@@ -209,11 +209,11 @@ CLASS_2: dict[str, Expect] = {
     "x_fixed_in_a_later_cell": Expect(Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
                                            edit=_after("q3_answer", RIGHT_CLOSED_FORMS))),
     "x_broken_in_a_later_cell": Expect(Case("ps1", edit=_after("q3_answer", PS1_WRONG["q3_answer"]),
-                                            lost={"closed_form": 2}), {"closed_form": ("bubble_ratio",)}),
+                                            lost={"closed_form": 1}), {"closed_form": ("bubble_ratio",)}),
     # the same after the test cell: nbgrader's test ran before it, and so does the grader's (the fix is too late,
     # the break harmless)
     "x_fixed_after_its_test": Expect(Case("ps1", replace={"q3_answer": PS1_WRONG["q3_answer"]},
-                                          edit=_after("closed_form", RIGHT_CLOSED_FORMS), lost={"closed_form": 2})),
+                                          edit=_after("closed_form", RIGHT_CLOSED_FORMS), lost={"closed_form": 1})),
     "x_broken_after_its_test": Expect(Case("ps1", edit=_after("closed_form", PS1_WRONG["q3_answer"]))),
 }
 

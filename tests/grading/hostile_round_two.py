@@ -157,7 +157,7 @@ CLASS_1: dict[str, Expect] = {
     "x1_object_named_after_input": Expect(Case("ps1", edit=leaky("ps1", "x1_object_named_after_input", "return"),
                                                lost=function_points("ps1")), {"microbatches": ("not shown",)}),
     "x1_cell_error_from_the_harness": Expect(Case("ps1", prepend={"q3_answer": HARNESS_REQUEST},
-                                                  lost={"closed_form": 2}), {"closed_form": ("raised an error",)}),
+                                                  lost={"closed_form": 1}), {"closed_form": ("raised an error",)}),
     "x1_exit_status_spells_the_input": Expect(Case("ps1", edit=leaky("ps1", "x1_exit_status_spells_the_input", "exit",
                                                                      ("conversion",)), lost={"conversion": 2}),
                                               {"conversion": ("exited or crashed",)}),
@@ -385,7 +385,7 @@ def _helper_in_a_later_answer(move: str) -> Callable[[Any], None]:
     def edit(nb: Any) -> None:
         q4, q5 = _answer(nb, "q4_answer"), _answer(nb, "q5_answer")
         q5.source += "\n\n\n" + q4.source.replace("def fewest_microbatches(", "def _fewest(")
-        q4.source = "def fewest_microbatches(p, target, v):\n    return _fewest(p, target, v)"
+        q4.source = "def fewest_microbatches(p, target, c):\n    return _fewest(p, target, c)"
         at = nb.cells.index(q4)
         if move == "moved":
             nb.cells.remove(q5)
@@ -486,7 +486,7 @@ CLASS_5: dict[str, Expect] = {
     "x5_float_that_interrupts": Expect(Case("ps1", append={"q1a_answer": FLOAT_THAT_INTERRUPTS},
                                             lost={"gpipe_slots": 1}), {"gpipe_slots": ("single number",)}),
     "x5_tensor_that_exits": Expect(Case("ps1", append={"q1b_answer": TENSOR_THAT_EXITS}, lost={"gpipe_idle": 1})),
-    "x5_ratio_that_closes": Expect(Case("ps1", append={"q3_answer": RATIO_THAT_CLOSES}, lost={"closed_form": 2})),
+    "x5_ratio_that_closes": Expect(Case("ps1", append={"q3_answer": RATIO_THAT_CLOSES}, lost={"closed_form": 1})),
 }
 #: ps3: a list that equals everything, returned for a schedule: not an answer.
 CLASS_5_PS3: dict[str, Expect] = {
@@ -523,7 +523,7 @@ CLASS_6: dict[str, Expect] = {
     # kept: a notebook cut short is graded from the cells that can be read, with a note
     # (cut inside q4's answer: that cell and every one after it cannot be read)
     "x6_cut_short": Expect(Case("ps1", raw=lambda raw: raw[: raw.index(b"def fewest_microbatches")],
-                                lost={"microbatches": 2, "conversion": 2}),
+                                lost={"microbatches": 3, "conversion": 2}),
                            {"*": ("not a complete notebook file",)}),
 }
 

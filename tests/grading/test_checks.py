@@ -218,27 +218,58 @@ FEWEST = """
 import math
 
 
-def fewest_microbatches(p, target, v):
-    m = math.ceil((p - 1) * (1 - target) / (v * target) - TOLERANCE)
-    if v == 1 or m >= p:
-        return max(m, 1)
-    return FLOOR
+def fewest_microbatches(p, target, c):
+    return max(1, math.ceil((p - 1) * (3 + LATENCIES) * (1 - target) / (3 * target) - TOLERANCE))
 """
 
 
 @pytest.mark.parametrize("student", ["alice", "bob", "carol"])
-def test_ps1s_fewest_micro_batches_need_the_boundary_and_interleavings_floor_thought_out(student):
-    below = "min(p, math.ceil((1 - target) * (v * p - 1) / (v - 1 + target) - TOLERANCE))"
-    right = FEWEST.replace("FLOOR", below)
+def test_ps1s_fewest_micro_batches_need_gpipes_step_with_hand_overs_worked_out(student):
+    right = FEWEST.replace("LATENCIES", "2 * c")
     assert judged("ps1", "microbatches", right.replace("TOLERANCE", "1e-9"), student) == "correct"
-    said = judged("ps1", "microbatches", right.replace("TOLERANCE", "0"), student)  # 28 for 27.000000000000004
+    said = judged("ps1", "microbatches", right.replace("TOLERANCE", "0"), student)  # 15 at (4, 0.3, 1.5): 14.000…02
     assert "a smaller m meets it too" in said
-    said = judged("ps1", "microbatches", FEWEST.replace("FLOOR", "m").replace("TOLERANCE", "1e-9"), student)
-    assert "below m = p interleaving idles more" in said  # 2 at (3, 0.2, 4)
-    said = judged("ps1", "microbatches", FEWEST.replace("FLOOR", "p").replace("TOLERANCE", "1e-9"), student)
-    assert "not on one the autograder chose" in said  # p is too many at a loose target: only hidden cases show it
-    library = "from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, v):\n    return formulas.microbatches_for(target, p, v)"
+    said = judged("ps1", "microbatches", FEWEST.replace("LATENCIES", "c").replace("TOLERANCE", "1e-9"), student)
+    assert "is still above 0.2" in said  # each link's hand-over counted once, not up and down
+    # the chapters' count, ppedu's function copied: free hand-overs, wrong wherever a hand-over costs anything
+    copied = """
+def fewest_microbatches(p, target, c):
+    m = max(1, int((p - 1) * (1 - target) / target))
+    while (p - 1) / (m + p - 1) > target + 1e-12:
+        m += 1
+    return m
+"""
+    assert "the count with free hand-overs" in judged("ps1", "microbatches", copied, student)
+    library = ("from ppedu import formulas\n\n\ndef fewest_microbatches(p, target, c):\n"
+               "    return formulas.microbatches_for(target, p)")
     assert "is not available while this question is checked" in judged("ps1", "microbatches", library, student)
+
+
+PARALLEL_BLOCK = """
+def block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):
+    kept = NORMS + 2 + 2 + 4 * kv_heads / heads + 2 + MLP_INPUT + (6 if gated else 4) * ffn / h
+    return kept * s * b * h + (4 * b * heads * s if flash else 2 * b * heads * s * s)
+"""
+
+
+def test_ps2s_interleaved_peak_asks_past_the_formula_sheet():
+    right = ("def interleaved_peak(p, m, v, j):\n"
+             "    return min(2 * (p - j - 1) + (v - 1) * min(m, p) + 1, m * v) / v")
+    assert judged("ps2", "interleaved_peak", right) == "correct"
+    sheet = right.replace("min(m, p)", "p")  # the formula sheet's form: m a multiple of p only
+    assert "that is the formula sheet's peak" in judged("ps2", "interleaved_peak", sheet)
+
+
+def test_ps2s_block_is_a_parallel_one_that_ppedus_inventory_does_not_give():
+    right = PARALLEL_BLOCK.replace("NORMS", "2").replace("MLP_INPUT", "0")
+    assert judged("ps2", "block", right) == "correct"
+    # chapter 8's standard block, as ppedu.cluster's inventory counts it, transcribed: two norms, the MLP's own input
+    transcribed = PARALLEL_BLOCK.replace("NORMS", "4").replace("MLP_INPUT", "2")
+    assert "that is a standard block's" in judged("ps2", "block", transcribed)
+    library = ("from ppedu.cluster import Model\n\n\ndef block_bytes(s, b, h, heads, kv_heads, ffn, gated, flash):\n"
+               "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated), flash_attention=bool(flash))\n"
+               "    return sum(x.block_activations().values())")
+    assert "is not available while this question is checked" in judged("ps2", "block", library)
 
 
 STUDENTS = [f"student{i}" for i in range(300)]

@@ -1,4 +1,4 @@
-"""The facts the written answers of ps4, ps6 and ps7 rest on, held against the simulator and ppedu.cluster over ranges
+"""The facts the answers of ps1, ps2, ps4, ps6 and ps7 rest on, held against the simulator and ppedu.cluster over ranges
 of costs and sizes — not at f = b = w alone. Each closed form here is the one the model answer derives; the oracle is
 the simulation (or the library's own count), which nobody wrote for these questions."""
 
@@ -18,6 +18,27 @@ FEW = settings(max_examples=40, deadline=None)
 
 def worst_idle(t):
     return max(t.makespan - busy for busy in t.busy_per_stage)
+
+
+@FEW
+@given(p=st.integers(2, 9), v=st.integers(2, 4), m=st.integers(1, 27), data=st.data())
+def test_interleavings_peak_for_fewer_micro_batches_than_gpus(p, v, m, data):
+    """ps2 Q1b: GPU j's peak is its warm-up plus one, in chunks of 1/v: 2(p − j − 1) + (v − 1)·min(m, p) + 1, at most
+    v·m — for m a multiple of p (the formula sheet's) and for m < p, one round, where the sheet's form overcounts."""
+    m = m if m < p else p * (m // p)
+    j = data.draw(st.integers(0, p - 1))
+    peak = simulate(build("interleaved", p, m, v)).peak_stage_activations[j]
+    assert math.isclose(peak, min(2 * (p - j - 1) + (v - 1) * min(m, p) + 1, v * m) / v)
+
+
+@FEW
+@given(p=st.integers(2, 10), m=st.integers(1, 24), f=COST, b=COST, c=st.sampled_from((0.0, 0.1, 0.25, 1.0, 3.5)))
+def test_gpipes_step_with_hand_overs_pays_each_link_twice(p, m, f, b, c):
+    """ps1 Q4b: with every hand-over taking c, GPipe's step is m(f + b) + (p − 1)(f + b + 2c) for any f and b — the
+    first forward's climb and the last backward's descent — so its bubble is (p − 1)(f + b + 2c) of it."""
+    t = simulate(build("gpipe", p, m), Costs(f=f, b=b, comm=c))
+    step = m * (f + b) + (p - 1) * (f + b + 2 * c)
+    assert math.isclose(t.makespan, step) and math.isclose(t.bubble_ratio, (p - 1) * (f + b + 2 * c) / step)
 
 
 @FEW

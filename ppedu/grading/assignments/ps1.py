@@ -1,13 +1,13 @@
 """ps1 — slot counting and bubble ratios with one slow GPU, on each student's own grid and numbers: GPipe's grid with
 one GPU twice as slow, counted from its picture (made on the instructors' side and released as data,
 ``questions.json``); 1F1B on the same GPUs, with the reason it differs written (graded by hand); GPipe's makespan with
-a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters and, from
-them, the fewest micro-batches for a target bubble; and a bubble stated as DeepSeek-V3's table states it, turned into
-a share of the step. Each function is checked
-where ppedu (its simulator, its formulas) has no code. Nothing here draws or simulates the grid.
+a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters, and the
+fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves); and a bubble
+stated as DeepSeek-V3's table states it, turned into a share of the step. Each function is checked where ppedu (its
+simulator, its formulas) has no code. Nothing here draws or simulates the grid.
 
 >>> sorted(values("alice"))
-['m', 'p', 'slow', 'target', 'v', 'variant']
+['c', 'm', 'p', 'slow', 'target', 'v', 'variant']
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from ppedu.grading.questions import Question
 from ppedu.grading.students import Picker, draw, variant
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
+#: Question 4b's hand-over latencies, in forward-pass times.
+LATENCIES = (0.25, 0.5, 1.0, 1.5)
 #: The question data's pool: each student counts one of these variants' grids.
 VARIANTS = 48
 
@@ -34,7 +36,7 @@ def values(student: str) -> dict[str, Any]:
 def _draw(pick: Picker) -> dict[str, Any]:
     p = pick("p", range(3, 9))
     return {"p": p, "m": pick("m", range(4, 17)), "slow": pick("slow", range(8)) % p, "v": pick("v", range(2, 5)),
-            "target": pick("target", TARGETS)}
+            "target": pick("target", TARGETS), "c": pick("c", LATENCIES)}
 
 
 def _slots_sanity(a: Mapping[str, Any], v: Mapping[str, Any]) -> list[str]:
@@ -83,9 +85,10 @@ QUESTIONS: dict[str, Any] = {
                                     "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
                                    else ((v["p"], v["m"]),)),
-    # (4, 0.2, 1) meets its target exactly at m = 12; (3, 0.2, 4) needs m = p, where interleaving's form starts.
-    "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.1, 1), (4, 0.2, 1), (8, 0.05, 2), (3, 0.2, 4))},
-                                    lambda name, v: ((v["p"], v["target"], 1), (v["p"], v["target"], v["v"]))),
+    # GPipe with a hand-over latency c: (4, 0.2, 0.5) meets its target exactly at m = 16; c = 0 is the chapters' case
+    "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.2, 0.5), (4, 0.1, 0), (8, 0.05, 1.5),
+                                                             (4, 0.3, 1.5))},
+                                    lambda name, v: ((v["p"], v["target"], v["c"]),)),
     # DeepSeek-V3's Table 2 states a schedule's bubble as idle time per GPU, B being the whole backward (W in it)
     "conversion": FormulaQuestion({"idle_share": ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1))},
                                   lambda name, v: ((v["p"] - 1, v["m"], 1, 2, 1),)),

@@ -1,7 +1,8 @@
-"""ps2 — memory: peak activations (read off the simulator, then interleaving's as a closed form and the textbook's claim
-about it checked), a block's activations part by part as a function of its shape, a stage's activations and weights
-in GB for the student's own model, GPU 0 at its peak under GPipe and 1F1B, what fits in 80 GB, and the choice between
-a schedule and recomputation, with its reason (graded by hand). The functions are checked where ppedu has no code.
+"""ps2 — memory: peak activations (read off the simulator, then interleaving's as a closed form, for fewer
+micro-batches than GPUs too, and the textbook's claim about it checked), a parallel block's activations (GPT-J's and
+PaLM's, a block ppedu does not model) part by part as a function of its shape, a stage's activations and weights in GB
+for the student's own model, GPU 0 at its peak under GPipe and 1F1B, what fits in 80 GB, and the choice between a
+schedule and recomputation, with its reason (graded by hand). The functions are checked where ppedu has no code.
 
 >>> values("alice")["p"] in (4, 6, 8)
 True
@@ -37,9 +38,9 @@ def _draw(pick: Picker) -> dict[str, Any]:
 
 QUESTIONS: dict[str, Any] = {
     "peaks": Question((Counts("peak_gpipe"), Counts("peak_1f1b"))),
-    "interleaved_peak": FormulaQuestion({"interleaved_peak": ((4, 8, 2, 0), (4, 8, 2, 3), (2, 2, 3, 1))},
+    "interleaved_peak": FormulaQuestion({"interleaved_peak": ((4, 8, 2, 0), (4, 8, 2, 3), (2, 2, 3, 1), (6, 4, 3, 4))},
                                         lambda name, v: ((v["p"], 2 * v["p"], v["v"], 0),
-                                                         (v["p"], 3 * v["p"], v["v"], 1))),
+                                                         (v["p"], v["p"] - 1, v["v"], 1))),
     "block": FormulaQuestion({"block_bytes": ((4096, 1, 4096, 32, 32, 16384, 0, 1),
                                               (2048, 2, 4096, 32, 8, 11008, 1, 0))},
                              lambda name, v: ((v["seq"], v["microbatch_size"], v["hidden"], v["heads"], v["kv_heads"],

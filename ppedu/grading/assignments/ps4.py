@@ -7,7 +7,7 @@ The written answers are graded by hand in nbgrader's formgrader; this module hol
 ones. The pictured order and its simulation are the grader's (``grader/keys/ps4.py``).
 
 >>> v = values("alice")
->>> v["W"] > min(v["F"], v["B"] - v["W"]) and v["variant"] in range(VARIANTS)
+>>> v["B"] > v["W"] > 0 and v["variant"] in range(VARIANTS)
 True
 """
 
@@ -55,8 +55,8 @@ def _draw(pick: Picker) -> dict[str, Any]:
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """DeepSeek's ZB1P formula is wrong on the student's own costs: W longer than the forward or the input-gradient
-    pass (it holds only where W ≤ min(F, B − W))."""
+    """Costs on which a shortcut the question warns against would not come out right by chance (the instructors'
+    key, ``grader/keys/ps4.py``, says which)."""
     return v["W"] > min(v["F"], v["B"] - v["W"])
 
 
