@@ -43,12 +43,22 @@ def group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the marker
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = group(item)
         if name:
             item.add_marker(pytest.mark.xdist_group(name))
+    result = yield
+    # xdist 3.8 puts a test's group into its id by rewriting ``item._nodeid``, which pytest 9 no longer reads (the id
+    # is ``item._id``): without this every group was split across the workers and each made the module's fixtures.
+    if getattr(config.option, "loadgroup", False) and items and hasattr(items[0], "_id"):
+        from _pytest.nodeid import coerce_node_id
+
+        for item in items:
+            if (name := group(item)) and "@" not in item.nodeid:
+                item._id = coerce_node_id(f"{item.nodeid}@{name}")
+    return result
 
 
 @pytest.fixture(scope="session")

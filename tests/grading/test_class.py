@@ -40,8 +40,9 @@ from hostile import HOSTILE
 sys.path.insert(0, str(ROOT / "hub"))
 from trial import Accounts  # noqa: E402
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("bwrap"),
-                                reason="a class of Unix users needs root on Linux, and grading needs bubblewrap")
+pytestmark = [pytest.mark.system("class"),  # Unix users, root's services and the sandboxes' uids: one class at a time
+              pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("bwrap"),
+                                 reason="a class of Unix users needs root on Linux, and grading needs bubblewrap")]
 
 GUIDE = "".join(section(s) for s in ("The exchange, the class list, release and collect", "Autograde, in a sandbox",
                                      "Feedback and grades", "Students on their own laptops"))

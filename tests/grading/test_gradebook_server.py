@@ -23,8 +23,9 @@ from conftest import make_course
 from test_autograde import _submit
 from test_class import CASES
 
-pytestmark = pytest.mark.skipif(bool(postgres.unavailable()) or not shutil.which("bwrap"),
-                                reason=postgres.unavailable() or "grading needs bubblewrap")
+pytestmark = [pytest.mark.system("class"),  # Unix users, root's services and the sandboxes' uids: one class at a time
+              pytest.mark.skipif(bool(postgres.unavailable()) or not shutil.which("bwrap"),
+                                 reason=postgres.unavailable() or "grading needs bubblewrap")]
 STUDENTS = {f"pg{i:02d}": case for i, case in enumerate(CASES)}
 STOP_AFTER = 10  # progress lines before the server is killed
 

@@ -36,9 +36,11 @@ from guide import section
 sys.path.insert(0, str(ROOT / "hub"))
 from trial import ADD_USER, HTTPError, User, deployed_as_documented, make_hub, terminal  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("npm") or not shutil.which("bwrap"),
-    reason="a hub with real users needs root on Linux, Node.js (the proxy) and bubblewrap (`make test` installs them)")
+pytestmark = [pytest.mark.system("class"),  # Unix users, root's services and the sandboxes' uids: one class at a time
+              pytest.mark.skipif(
+                  sys.platform != "linux" or os.geteuid() != 0 or not shutil.which("npm") or not shutil.which("bwrap"),
+                  reason="a hub with real users needs root on Linux, Node.js (the proxy) and bubblewrap "
+                         "(`make test` installs them)")]
 
 GUIDE = section("Running a class on JupyterHub")
 SOLVED = ROOT / "solutions" / "ps1" / "ps1.ipynb"

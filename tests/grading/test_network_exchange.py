@@ -35,8 +35,9 @@ from test_class import (CASES, _remove_stale_class, _students_python, _work, as_
 sys.path.insert(0, str(ROOT / "hub"))
 from trial import Accounts  # noqa: E402
 
-pytestmark = pytest.mark.skipif(bool(sshd.unavailable()) or not shutil.which("bwrap"),
-                                reason=sshd.unavailable() or "grading needs bubblewrap")
+pytestmark = [pytest.mark.system("class"),  # Unix users, root's services and the sandboxes' uids: one class at a time
+              pytest.mark.skipif(bool(sshd.unavailable()) or not shutil.which("bwrap"),
+                                 reason=sshd.unavailable() or "grading needs bubblewrap")]
 PREFIX = "ppnet"  # the students' login names (their course ids): ppnet00, ppnet01, …
 TEACHER = f"{PREFIX}-teacher"
 FORGER, VICTIM, READER = "key_thief", "solved", "reader_of_others"
