@@ -207,7 +207,8 @@ def expected(school, late=frozenset(), untimed=frozenset(), hand_graded=frozense
         raw = AUTO - sum(spec.lost.values()) + (WRITTEN if case in hand_graded else 0)
         is_late = case in late and case not in untimed
         penalty = round(raw * SHARE, 2) if is_late else 0  # part of a day late: one day's share
-        status = [f"awaiting manual grading ({WRITTEN:g} point)" if answered and case not in hand_graded else "graded"]
+        awaiting = f"awaiting manual grading ({WRITTEN:g} point{'s' if WRITTEN != 1 else ''})"
+        status = [awaiting if answered and case not in hand_graded else "graded"]
         status += ["late 1 day"] if is_late else []
         status += ["no usable submission time (timestamp.txt): lateness not judged"] if case in untimed else []
         rows[name] = (f"{raw:g}", f"{penalty:g}", f"{round(raw - penalty, 2):g}", f"{AUTO + WRITTEN:g}",
@@ -253,8 +254,9 @@ def through_the_exchange(school, course):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "ppedu") as gb:  # what the formgrader's score box does
         grades = [g for nb in gb.find_submission("ps1", names[HAND_GRADED]).notebooks for g in nb.grades
                   if g.auto_score is None]
-        assert len(grades) == 1
-        grades[0].manual_score, grades[0].needs_manual_grade = grades[0].max_score, False
+        assert sum(g.max_score for g in grades) == WRITTEN  # every written answer, each scored in full
+        for grade in grades:
+            grade.manual_score, grade.needs_manual_grade = grade.max_score, False
         gb.db.commit()
     seen["export"], _ = instructor(course, "nbgrader export", school)
     seen["rows"], seen["csv"] = exported(course)
