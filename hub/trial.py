@@ -68,32 +68,6 @@ class Accounts:
         self.made.clear()
 
 
-@dataclass
-class Deployment:
-    """A hub deployed by ``make hub`` for a trial (:func:`deployed_as_documented`), and its people."""
-
-    tag: str
-    base: Path
-    settings: dict
-    accounts: Accounts
-    output: str
-
-    def add(self, who: str, role: str) -> tuple[str, str]:
-        """A person of the trial (role: "instructors" or "students"); their login name and password."""
-        name = f"{self.tag}-{who}"
-        return name, self.accounts.add(name, self.settings[role])
-
-    @property
-    def settings_file(self) -> Path:
-        return Path(self.settings["data"]) / "hub" / "ppedu-hub.json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 #: The guide's places (``make hub``'s defaults), and a file that marks a data folder a trial made.
 PREFIX, DATA = Path("/opt/ppedu"), Path("/srv/ppedu")
 TRIAL_MARK = ".made-by-a-trial"
