@@ -338,6 +338,11 @@ def accounts(args: argparse.Namespace, data: Path) -> str:
         data.mkdir(parents=True, exist_ok=True)
         run("useradd", "--system", "--user-group", "--create-home", "--home-dir", data / "grader", "--shell",
             "/bin/bash", args.grader)
+    home = Path(_home(args.grader))
+    if not home.is_dir():  # the account outlived its data folder (removed by hand): its home made as useradd makes it
+        home.mkdir(parents=True)
+        run("chown", f"{args.grader}:{args.grader}", home)
+        home.chmod(0o755)
     return args.grader
 
 

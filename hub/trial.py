@@ -153,6 +153,7 @@ def deployed_as_documented(root: Path) -> Iterator[Deployment]:
         raise RuntimeError(f"{DATA} holds a class: a trial on the documented defaults would replace it")
     existing = {name for name in ("ppedu-instructors", "ppedu-students", "grader-ppedu")
                 if not subprocess.run(["getent", "group", name], capture_output=True).returncode}
+    grader_existed = not subprocess.run(["id", "grader-ppedu"], capture_output=True).returncode
     profile_existed = PROFILE.exists()
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / TRIAL_MARK).write_text("made by hub/trial.py\n")
@@ -173,7 +174,7 @@ def deployed_as_documented(root: Path) -> Iterator[Deployment]:
         if ppedu_hub.exists() and (DATA / "hub" / "ppedu-hub.json").exists():
             subprocess.run([str(ppedu_hub), "stop"], capture_output=True, timeout=600)
         accounts.remove()
-        if "grader-ppedu" not in existing:
+        if not grader_existed:
             subprocess.run(["userdel", "grader-ppedu"], capture_output=True)
         for group in {"ppedu-instructors", "ppedu-students", "grader-ppedu"} - existing:
             subprocess.run(["groupdel", group], capture_output=True)

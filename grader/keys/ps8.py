@@ -50,7 +50,7 @@ def ddp_plan(order: Sequence[int], nbytes: Sequence[int], cap: int, first_cap: i
     """DDP's rebuilt buckets: the parameters in ``order``, a bucket closed once it holds at least its limit in bytes —
     ``first_cap`` for the first, ``cap`` for every later one.
 
-    >>> ddp_plan([3, 2, 1, 0], [800, 80, 800, 80], cap=1000, first_cap=50)
+    >>> ddp_plan([3, 2, 1, 0], [800, 80, 800, 80], cap=850, first_cap=50)
     [[3], [2, 1], [0]]
     """
     plan: list[list[int]] = [[]]

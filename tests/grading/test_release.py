@@ -37,5 +37,5 @@ def test_grade_ids_are_unique_and_points_add_up(name):
         text = "\n".join(c.source for c in cells(path) if c.cell_type == "markdown")
         total = re.search(r"\*\*(\d+) points?\.\*\*", text)
         assert total and int(total[1]) == sum(p for _, p in graded)
-        stated = [int(n) for n in re.findall(r"^## \d+\..*\((\d+) points?\)", text, re.M)]
+        stated = [int(n) for n in re.findall(r"^## \d+\..*\((\d+) points?[,)]", text, re.M)]
         assert sum(stated) == int(total[1])
