@@ -748,8 +748,6 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn):
                 grads[i, c - 1] = x.grad
     return loss
 
-
-run_recomputed = run_pipeline
 """
 #: The same executor with the order made without the simulator: a unit-time replay of the lists (each op at the
 #: first time its GPU is free and its input done), sorted by time — simulate's order, computed by hand, not a loop
@@ -798,7 +796,7 @@ def _order(schedule):
         raise RuntimeError("stuck")
     return order
 """
-PS5_ALL = {"one_f_one_b": 2.5, "gpipe": 1, "interleaved": 1.5, "deadlock": 1.5, "recomputed": 2.5}
+PS5_ALL = {"one_f_one_b": 3, "gpipe": 1, "interleaved": 1, "deadlock": 2, "recomputed": 2}
 PS5_RECOMPUTATION = 0.3 * PS5_ALL["recomputed"]
 
 
@@ -813,12 +811,14 @@ PS5: dict[str, Case] = {
     "blank": Case("ps5", release=True, lost=PS5_ALL),
     "library_caller": Case("ps5", release=True, replace={"executor_answer": LIBRARY_EXECUTOR}, lost=PS5_ALL),
     # ppedu's run_schedule trimmed into both answers: the simulator it orders by is not there, so nothing runs
-    "trimmed_library_executor": Case("ps5", release=True, replace={"executor_answer": TRIMMED_LIBRARY_EXECUTOR},
+    "trimmed_library_executor": Case("ps5", release=True, replace={"executor_answer": TRIMMED_LIBRARY_EXECUTOR,
+                                                                   "recompute_answer": "run_recomputed = run_pipeline"},
                                      lost=PS5_ALL),
     # simulate's order made by hand, not a loop of GPUs: every right order keeps its points; the deadlock is not
     # reported (nothing named), and it does not recompute
-    "global_order": Case("ps5", release=True, replace={"executor_answer": GLOBAL_ORDER_EXECUTOR},
-                         lost={"deadlock": 1.5, "recomputed": PS5_RECOMPUTATION}),
+    "global_order": Case("ps5", release=True, replace={"executor_answer": GLOBAL_ORDER_EXECUTOR,
+                                                       "recompute_answer": "run_recomputed = run_pipeline"},
+                         lost={"deadlock": PS5_ALL["deadlock"], "recomputed": PS5_RECOMPUTATION}),
     "no_recomputation": Case("ps5", replace={"recompute_answer": NO_RECOMPUTATION},
                              lost={"recomputed": PS5_RECOMPUTATION}),
     "graph_at_f_too": Case("ps5", replace={"recompute_answer": GRAPH_AT_F_TOO}, lost={"recomputed": PS5_RECOMPUTATION}),
@@ -828,7 +828,7 @@ PS5: dict[str, Case] = {
     "keeps_activations": Case("ps5", edit=lambda nb: setattr(_cell(nb, "executor_answer"), "source", _cell(
         nb, "executor_answer").source.replace("    while any(todo):", "    hoard = _HOARD\n    while any(todo):").replace(
         "                kept[i, c] = x if recompute", "                hoard.append(out)\n                kept[i, c] = x if recompute"
-        ) + "\n\n_HOARD = []\n"), lost={"one_f_one_b": 0.5, "gpipe": 0.2, "interleaved": 0.3, "recomputed": PS5_RECOMPUTATION}),
+        ) + "\n\n_HOARD = []\n"), lost={"one_f_one_b": 0.6, "gpipe": 0.2, "interleaved": 0.2, "recomputed": PS5_RECOMPUTATION}),
     "noisy_stderr": Case("ps5", prepend={"executor_answer": NOISE}, edit=lambda nb: setattr(
         _cell(nb, "executor_answer"), "source", _cell(nb, "executor_answer").source.replace(
             "    last, examples = ", "    import sys, warnings\n    warnings.warn('running')\n"

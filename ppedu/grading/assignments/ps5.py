@@ -399,10 +399,10 @@ def unwrap(runs: object) -> object:
 
 
 QUESTIONS: dict[str, Any] = {
-    "one_f_one_b": ExecutorQuestion("one_f_one_b", 2.5, (("1f1b", 2, 4, 1), ("1f1b", 4, 6, 1))),
+    "one_f_one_b": ExecutorQuestion("one_f_one_b", 3, (("1f1b", 2, 4, 1), ("1f1b", 4, 6, 1))),
     "gpipe": ExecutorQuestion("gpipe", 1, (("gpipe", 3, 3, 1),)),
-    "interleaved": ExecutorQuestion("interleaved", 1.5, (("interleaved", 2, 4, 2),)),
-    "deadlock": ExecutorQuestion("deadlock", 1.5, (("deadlock", 2, 3, 1),), mode="deadlock"),
-    "recomputed": ExecutorQuestion("recomputed", 2.5, (("1f1b", 3, 4, 1), ("gpipe", 2, 3, 1)), "run_recomputed",
+    "interleaved": ExecutorQuestion("interleaved", 1, (("interleaved", 2, 4, 2),)),
+    "deadlock": ExecutorQuestion("deadlock", 2, (("deadlock", 2, 3, 1),), mode="deadlock"),
+    "recomputed": ExecutorQuestion("recomputed", 2, (("1f1b", 3, 4, 1), ("gpipe", 2, 3, 1)), "run_recomputed",
                                    "recompute"),
 }
