@@ -254,9 +254,10 @@ def _deadlock(schedule: Any, out: Mapping[str, Any], ops: Sequence[Any], secret:
     blocked = {g: stage[len(got)] for g, (got, stage) in enumerate(zip(ran, schedule.stages)) if len(got) < len(stage)}
     for g, (got, stage) in enumerate(zip(ran, schedule.stages)):
         if got != list(stage[:len(got)]):
-            k = next(k for k, (x, y) in enumerate(zip(got, stage)) if x != y)
+            k = next((k for k, (x, y) in enumerate(zip(got, stage)) if x != y), len(stage))
             problems.setdefault(0, "a GPU did not run its operations in its list's order" if secret else
-                                f"GPU {g} ran {got[k]!r} where its list has {stage[k]!r} (its operation {k + 1})")
+                                f"GPU {g} ran {got[k]!r} " + (f"where its list has {stage[k]!r} (its operation {k + 1})"
+                                                             if k < len(stage) else "after the end of its list"))
     if needed := _before_its_input(schedule, log):
         problems.setdefault(0, "an operation ran before one whose output it needs" if secret else needed)
     for g, op in blocked.items():
@@ -270,7 +271,9 @@ def _deadlock(schedule: Any, out: Mapping[str, Any], ops: Sequence[Any], secret:
         return {**problems, 1: "it raised no error"}
     message = str(out.get("message", ""))
     unnamed = [(g, op) for g, op in blocked.items() if not re.search(rf"(?<![\w]){re.escape(repr(op))}(?!\w)", message)]
-    if unnamed or not blocked:
+    if not blocked:
+        problems[1] = "no GPU was left blocked (the lists were not run as the GPUs would)"
+    elif unnamed:
         problems[1] = ("its message does not name every GPU's blocked operation (as `Op` prints one, e.g. F1c0)" if secret
                        else "its message does not name " + ", ".join(f"GPU {g}'s {op!r}" for g, op in unnamed))
     return problems
