@@ -174,7 +174,8 @@ def _largest_job(gpu_mtbf_h: float, stall_s: float, persist_s: float, restart_s:
 def _moe(layers: int, hidden: int, kv_width: int, ffn: int, experts: int, top_k: int, shared_ffn: int, vocab: int,
          active: bool) -> float:
     """The question's mixture of experts: :mod:`ppedu.cluster`'s count (heads of 128, gated experts, a router) and, in
-    every block, a gated shared expert ``shared_ffn`` wide with its gate (``hidden`` weights), which every token uses."""
+    every block, a gated shared expert ``shared_ffn`` wide with its gate (``hidden`` weights), which every token
+    uses."""
     model = Model("the question's", layers=layers, hidden=hidden, vocab=vocab, heads=hidden // 128,
                   kv_heads=kv_width // 128, ffn=ffn, gated=True, experts=experts, top_k=top_k)
     return float(model.active_params if active else model.params) + layers * (3 * hidden * shared_ffn + hidden)
@@ -192,7 +193,8 @@ def _mfu(efficiency: float, p: int, m: int, output: float) -> float:
 def _best_batch(b_noise: float, p: int, d: int, v: int, overhead: float) -> float:
     """The global batch reaching the target in the least time: steps ``1 + B_noise/B`` over the minimum (McCandlish
     et al.), each an interleaved 1F1B step of ``B/d + (p − 1)/v`` forward-and-backward times (the simulator's, equal
-    costs; tests/grading/test_derivations.py) and the overhead; minimised numerically on log B, not by the derivative."""
+    costs; tests/grading/test_derivations.py) and the overhead; minimised numerically on log B, not by the
+    derivative."""
     time = lambda log_b: (1 + b_noise / math.exp(log_b)) * (math.exp(log_b) / d + (p - 1) / v + overhead)  # noqa: E731
     return math.exp(_golden(time, math.log(1e-6), math.log(1e12)))
 

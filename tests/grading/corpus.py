@@ -961,7 +961,8 @@ PS7: dict[str, Case] = {
     # the student's own model searched numerically (the persist time added to the restart): the reasoning is the
     # model, which this is; the closed form's derivation is 6b's, graded by hand
     "failures_searched_on_own_model": Case("ps7", replace={"q6_answer": PS7_LIBRARY_ROUTES["route_goodput_bisection"][2]
-                                                           .replace("+ restart_s) / mtbf", "+ persist_s + restart_s) / mtbf")}),
+                                                           .replace("+ restart_s) / mtbf",
+                                                                    "+ persist_s + restart_s) / mtbf")}),
     # MFU with the output layer's work slowing the step but not counted as the model's
     "mfu_output_not_counted": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q7_answer"), "source", _cell(
         nb, "q7_answer").source.replace("3 * m * (p + output)", "3 * m * p")), lost={"mfu": 1}),
