@@ -16,7 +16,6 @@ import random
 import shutil
 import subprocess
 import sys
-from itertools import zip_longest
 
 import nbformat
 import pytest
@@ -102,9 +101,9 @@ def _draws(assignment, cells):
     every change is made somewhere."""
     rng, kinds = random.Random(assignment), KEEPS + BREAKS
     draws = [[rng.choice(kinds) for _ in cells] for _ in range(EXAMPLES[assignment])]
-    # Each change at least once, each in a cell of its own where there are enough; a keep and a break alternate, so
-    # that a notebook of one answer cell (ps5) is kept in one example and broken in the other.
-    for k, how in enumerate(how for pair in zip_longest(KEEPS, BREAKS) for how in pair if how):
+    # Each change at least once, each in a cell of its own where there are enough; keeps take the even places and
+    # breaks the odd, so that a notebook of one answer cell (ps5) is kept in one example and broken in the other.
+    for k, how in [*((2 * j, how) for j, how in enumerate(KEEPS)), *((2 * j + 1, how) for j, how in enumerate(BREAKS))]:
         draws[k % len(draws)][k // len(draws) % len(cells)] = how
     return draws
 
