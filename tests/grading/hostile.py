@@ -44,7 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from corpus import PS1_ALL, PS1_WRONG, PS2_ALL, PS2_WRONG, PS3_ALL, PS4_ALL, PS5_ALL, PS5_ORDER, REACH, SPOIL, Case, ps5_lost
+from corpus import (PS1_ALL, PS1_WRONG, PS2_ALL, PS2_WRONG, PS3_ALL, PS4_ALL, PS5_ALL, PS5_ORDER, REACH, SPOIL, Case,
+                    ps5_lost)
 
 Folder = Callable[[Path, dict[str, str]], None]
 COUNTING_ALL = {"count": 3, "mark": 2, "path": 2, "causes": 2}

@@ -274,8 +274,8 @@ def _deadlock(schedule: Any, out: Mapping[str, Any], ops: Sequence[Any], secret:
     if not blocked:
         problems[1] = "no GPU was left blocked (the lists were not run as the GPUs would)"
     elif unnamed:
-        problems[1] = ("its message does not name every GPU's blocked operation (as `Op` prints one, e.g. F1c0)" if secret
-                       else "its message does not name " + ", ".join(f"GPU {g}'s {op!r}" for g, op in unnamed))
+        problems[1] = ("its message does not name every GPU's blocked operation (as `Op` prints one, e.g. F1c0)"
+                       if secret else "its message does not name " + ", ".join(f"GPU {g}'s {op!r}" for g, op in unnamed))
     return problems
 
 
