@@ -263,7 +263,7 @@ PS1_CLASS: dict[str, Expect] = {**CLASS_0, **CLASS_2, **CLASS_4, **BEYOND, **CRO
 # unpipelined executor scored 10/10, and the instructor was not told to read the cell.
 QUIET_MEASUREMENT_PATCH = '''
 _grading = __import__("ppedu.grad" + "ing.assignments.ps5", fromlist=["_"])
-_simulate, _last = simulate, {}
+_simulate, _last = __import__("ppedu").simulate, {}  # no code where the answer runs: the patch still loads
 _make = getattr(_grading, "_set" + "ting")
 
 
