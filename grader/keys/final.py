@@ -6,7 +6,9 @@ the order rather than on filling and draining, and the steps one more micro-batc
 2 is the fastest schedule and micro-batch count under a memory budget against the simulator, within the 1 % the
 question states. Question 3's fastest makespan with one slow GPU is the larger of two lower bounds no order beats,
 which some warm-up reaches (tests/grading/test_final.py searches the orders); question 4's two-level all-reduce is
-arithmetic. Question 5's table is the planner's, released as text. The written answers are graded by hand.
+arithmetic. Question 5's table is the planner's, released as text. Question 7's goodput of checkpoints written in the
+background is chapter 14's first-order model with the lost work counted back to the last checkpoint on storage, which
+no function of ppedu computes. The written answers are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("final", "alice")
@@ -20,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -234,6 +237,59 @@ def _two_level_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
              choose("b_out", (12.5e9, 50e9))),)
 
 
+def async_goodput(gpus: int, gpu_mtbf_h: float, c: float, w: float, r: float) -> float:
+    """Question 7: the share of time that trains when a checkpoint stalls training ``c`` seconds (a copy to host
+    memory) and is written to storage in the background for ``w``, usable after a failure only once written.
+
+    A failure at a moment ``u`` uniform over an interval ``τ ≥ w`` (the next snapshot waits for the write) loses ``u``,
+    or ``τ + u`` while the write is still running (probability ``w/τ``): ``τ/2 + w`` on average, ``w`` whatever ``τ``.
+    The waste ``c/τ + (τ/2 + w + r)/MTBF`` is convex in ``τ``: least at Young–Daly's ``√(2c·MTBF)`` for the stall
+    alone, or at ``w`` where that is shorter than the write (tests/grading/test_final.py checks both by search).
+
+    >>> round(async_goodput(16384, 50_000, 5, 120, 600), 4), round(async_goodput(8192, 25_000, 2, 300, 900), 4)
+    (0.9043, 0.8705)
+    """
+    mtbf = gpu_mtbf_h * 3600 / gpus
+    interval = max(math.sqrt(2 * c * mtbf), w)
+    return 1 - c / interval - (interval / 2 + w + r) / mtbf
+
+
+def _async_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    gpus, gpu_mtbf_h, c, w, r = args
+    mtbf = gpu_mtbf_h * 3600 / gpus
+
+    def near(x: float) -> bool:
+        return abs(got - x) <= 1e-6 * abs(x)
+
+    def first_order(stall: float, interval: float, lost: float) -> float:
+        return 1 - stall / interval - (interval / 2 + lost + r) / mtbf
+
+    young_daly = math.sqrt(2 * c * mtbf)
+    if near(first_order(c + w, math.sqrt(2 * (c + w) * mtbf), 0)):
+        return "that is a checkpoint that stops training for c + W; here training stops for c only."
+    if near(first_order(c, young_daly, 0)):
+        return ("that counts a checkpoint as usable the moment training resumes; a failure while it is written finds "
+                "only the one before it on storage.")
+    if young_daly < w and near(first_order(c, young_daly, w)):
+        return "at that interval a snapshot would start before the previous one is on storage (the interval is < W)."
+    if near(100 * want):
+        return "a share of time is asked for (a number between 0 and 1), not a percentage."
+    return ("for a failure at any moment of an interval, count the work lost back to the last checkpoint on storage, "
+            "then choose the interval that loses the least.")
+
+
+def _async_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    def choose(what: str, choices: Any) -> Any:
+        return pick("final-hidden", v.student, f"async:{what}", tuple(choices))
+
+    gpus, mtbf_h = choose("gpus", (1024, 2048, 6144, 24576)), choose("mtbf_h", (20_000, 40_000, 80_000))
+    c, stall = choose("c", (1, 3, 8)), choose("stall", (0.5, 1.5, 4.0))
+    # one write shorter than Young–Daly's interval for the stall, one longer (the write then sets the interval)
+    short = math.sqrt(2 * stall * mtbf_h * 3600 / 32768)
+    return ((gpus, mtbf_h, c, choose("w", (30, 90, 150)), choose("r", (120, 450, 1200))),
+            (32768, mtbf_h, stall, math.ceil(short * choose("over", (1.3, 1.8, 2.5))), choose("r2", (60, 300))))
+
+
 KEYS: dict[str, Any] = {
     "grid_T": Keyed(QUESTIONS["grid_T"], _grid_key, _grid_hint),
     "grid_path": Keyed(QUESTIONS["grid_path"], _grid_key, _grid_hint),
@@ -241,4 +297,6 @@ KEYS: dict[str, Any] = {
     "slow": FormulaJudge(QUESTIONS["slow"], lambda name, args: fastest(*args), _slow_why, _slow_hidden, rel=1e-9),
     "two_level": FormulaJudge(QUESTIONS["two_level"], lambda name, args: two_level(*args), _two_level_why,
                               _two_level_hidden, rel=1e-6),
+    "async_checkpoint": FormulaJudge(QUESTIONS["async_checkpoint"], lambda name, args: async_goodput(*args), _async_why,
+                                     _async_hidden, rel=1e-9),
 }

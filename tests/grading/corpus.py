@@ -775,7 +775,8 @@ PS6: dict[str, Case] = {
                                                "q4b_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2,
+             "async_checkpoint": 2}  # 1c, 3b, 4b, 5, 6, 7b by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -783,6 +784,20 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
         if batch % m == 0 and p * s * act <= room:
             times.append((m + p - 1) * (o + s * f + o + s * (b + w)))
     return min(times)"""
+_ASYNC_LIBRARY = """from ppedu.cluster import reliability
+
+
+def async_goodput(N, gpu_mtbf_h, c, W, R):
+    mtbf = gpu_mtbf_h * 3600 / N
+    return reliability.goodput(reliability.young_daly(c, mtbf), c, mtbf, R)"""
+_ASYNC_BLOCKING = """def async_goodput(N, gpu_mtbf_h, c, W, R):
+    mtbf, C = gpu_mtbf_h * 3600 / N, c + W
+    tau = (2 * C * mtbf) ** 0.5
+    return 1 - C / tau - (tau / 2 + R) / mtbf"""
+_ASYNC_UNBOUND = """def async_goodput(N, gpu_mtbf_h, c, W, R):
+    mtbf = gpu_mtbf_h * 3600 / N
+    tau = (2 * c * mtbf) ** 0.5
+    return 1 - c / tau - (tau / 2 + W + R) / mtbf"""
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
@@ -814,8 +829,15 @@ FINAL: dict[str, Case] = {
                                                      "    n = N * g\n"
                                                      "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
                       lost={"two_level": 2}),
+    # chapter 14's goodput called from the library: the write left out (and ppedu is not where the cell runs)
+    "async_library_call": Case("final", replace={"q7_answer": _ASYNC_LIBRARY}, lost={"async_checkpoint": 2}),
+    # the write taken as part of a blocking checkpoint: C = c + W at its Young–Daly interval
+    "async_as_blocking": Case("final", replace={"q7_answer": _ASYNC_BLOCKING}, lost={"async_checkpoint": 2}),
+    # the write lost per failure, but the interval never held at W: right only where the write does not bind
+    "async_interval_below_the_write": Case("final", replace={"q7_answer": _ASYNC_UNBOUND},
+                                           lost={"async_checkpoint": 2}),
     "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
-                                                 "q5_answer": "no idea", "q6_answer": ""}),
+                                                 "q5_answer": "no idea", "q6_answer": "", "q7b_answer": ""}),
 }
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,
