@@ -7,9 +7,8 @@ grid and the table reach students as data (``questions.json``, made on the instr
 on their own where ppedu has no code, on inputs the student does not see; the written answers are graded by hand
 with the published rubric. Nothing here draws, simulates or counts.
 
->>> sorted(values("alice"))
-['ckpt_c', 'ckpt_gpus', 'ckpt_mtbf_h', 'ckpt_r', 'ckpt_w', 'nodes', 'per_node', 'slow_k', 'slow_m', 'slow_p', 'slow_s',
- 'variant']
+>>> " ".join(sorted(values("alice")))
+'ckpt_c ckpt_gpus ckpt_mtbf_h ckpt_r ckpt_w nodes per_node slow_k slow_m slow_p slow_s variant'
 """
 
 from __future__ import annotations
