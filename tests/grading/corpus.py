@@ -842,6 +842,96 @@ FINAL: dict[str, Case] = {
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,
            "failures": 1, "mfu": 1, "layout": 1, "batch": 1}  # the written ones by hand
+
+#: The red team's routes with the student release only (issue 34), each written as a student would paste it: the
+#: library's formula or walk transcribed (ppedu is not there when the functions run), or a numeric search on a formula
+#: the library or the old question gave. Each answers the chapter's case, not the question's variant: nothing earned.
+PS7_LIBRARY_ROUTES: dict[str, tuple[str, str, str]] = {
+    # 1a: three collectives.cost rings added up (the node's steps as rings)
+    "route_three_costs": ("q1a_answer", "hierarchical", """
+def hierarchical_allreduce_seconds(nodes, per_node, nbytes, alpha_in, bandwidth_in, alpha_out, bandwidth_out):
+    k, n = per_node, nodes
+    rs = (k - 1) * alpha_in + nbytes * (k - 1) / k / bandwidth_in
+    ar = 2 * (n - 1) * alpha_out + 2 * (nbytes / k) * (n - 1) / n / bandwidth_out
+    return rs + ar + rs"""),
+    # 2a: tensor.block_collectives with sequence parallelism, each collective costed as cost() does (10 rings)
+    "route_block_collectives": ("q2_answer", "tensor", """
+def ulysses_block_seconds(t, tokens, hidden, kv_width, alpha, bandwidth):
+    nbytes = 2 * tokens * hidden
+    return 10 * ((t - 1) * alpha + nbytes * (t - 1) / t / bandwidth)"""),
+    # 2a: tensor parallelism's four all-reduces
+    "route_four_allreduces": ("q2_answer", "tensor", """
+def ulysses_block_seconds(t, tokens, hidden, kv_width, alpha, bandwidth):
+    nbytes = 2 * tokens * hidden
+    return 4 * (2 * (t - 1) * alpha + 2 * nbytes * (t - 1) / t / bandwidth)"""),
+    # 4a: parallel.data_parallel's ZeRO-3 over every GPU with ring(), on the slower link
+    "route_data_parallel": ("q4a_answer", "zero_step", """
+def hsdp_step_seconds(params, per_node, nodes, m, alpha_in, bandwidth_in, alpha_out, bandwidth_out):
+    d = per_node * nodes
+    one = (d - 1) * alpha_out + 2 * params * (d - 1) / d / bandwidth_out
+    return 3 * m * one"""),
+    # 4b: sharding.fsdp_step's walk transcribed (its reshard_after_forward is a bool: g read as resharding)
+    "route_fsdp_step": ("q4b_answer", "fsdp", """
+def fsdp_peak_gb(units, unit_params, d, g):
+    n, w, grad = int(units), 2 * unit_params, 2 * unit_params
+    sharded, held, peak = n * unit_params * 16 / d, set(), 0.0
+    for i in range(n):
+        for j in range(i, min(n, i + 2)):
+            held.add(j)
+        peak = max(peak, sharded + w * len(held))
+        held.discard(i)
+    for i in reversed(range(n)):
+        for j in range(max(0, i - 1), i + 1):
+            held.add(j)
+        peak = max(peak, sharded + w * len(held) + grad)
+        held.discard(i)
+    return peak / 1e9"""),
+    # 5b: cluster.Model(..., experts, top_k).params and .active_params transcribed (no shared expert)
+    "route_model_params": ("q5c_answer", "moe", """
+def _count(layers, hidden, kv_width, ffn, experts, used, vocab):
+    block = 2 * hidden * hidden + 2 * hidden * kv_width + used * 3 * hidden * ffn + hidden * experts + 2 * hidden
+    return layers * block + 2 * vocab * hidden + hidden
+
+
+def moe_total_params(layers, hidden, kv_width, ffn, experts, top_k, shared_ffn, vocab):
+    return _count(layers, hidden, kv_width, ffn, experts, experts, vocab)
+
+
+def moe_active_params(layers, hidden, kv_width, ffn, experts, top_k, shared_ffn, vocab):
+    return _count(layers, hidden, kv_width, ffn, experts, top_k, vocab)"""),
+    # 6a: bisection on reliability.goodput at young_daly, the stall as the checkpoint
+    "route_goodput_bisection": ("q6_answer", "failures", """
+import math
+
+
+def largest_job_gpus(gpu_mtbf_h, stall_s, persist_s, restart_s, goodput):
+    def good(n):
+        mtbf = gpu_mtbf_h * 3600 / n
+        tau = math.sqrt(2 * stall_s * mtbf)
+        return 1 - stall_s / tau - (tau / 2 + restart_s) / mtbf
+    low, high = 1e-9, 1e12
+    for _ in range(200):
+        mid = (low * high) ** 0.5
+        low, high = (mid, high) if good(mid) >= goodput else (low, mid)
+    return (low * high) ** 0.5"""),
+    # 7a: the MFU fitted on the simulator's equal stages
+    "route_simulator_fit": ("q7_answer", "mfu", """
+def pipeline_mfu(efficiency, p, m, output):
+    return efficiency * m / (m + p - 1)"""),
+    # 9a: the old question's own formula minimised numerically (a plain 1F1B step, no overhead)
+    "route_minimise_formula": ("q9a_answer", "batch", """
+import math
+
+
+def best_batch(b_noise, p, d, v, overhead):
+    time = lambda x: (1 + b_noise / math.exp(x)) * (math.exp(x) / d + p - 1)
+    low, high = math.log(1e-6), math.log(1e12)
+    for _ in range(300):
+        a, b = high - 0.618 * (high - low), low + 0.618 * (high - low)
+        low, high = (low, b) if time(a) < time(b) else (a, high)
+    return math.exp((low + high) / 2)"""),
+}
+
 PS7: dict[str, Case] = {
     "solved": Case("ps7"),
     "blank": Case("ps7", release=True, lost=PS7_ALL),
@@ -853,29 +943,28 @@ PS7: dict[str, Case] = {
     "whole_bucket_across": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q1a_answer"), "source", _cell(
         nb, "q1a_answer").source.replace("(nbytes / k) / bandwidth_out", "nbytes / bandwidth_out")),
         lost={"hierarchical": 1}),
-    # sequence parallelism costed as tensor parallelism's four all-reduces: the backward's re-gathers forgotten
-    "sequence_as_tensor": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
-        nb, "q2_answer").source.replace("return 10 * half", "return 8 * half")), lost={"tensor": 1}),
+    # Ulysses with every GPU sending its share of the whole sequence (the split of the rows forgotten)
+    "ulysses_whole_sequence": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q2_answer"), "source", _cell(
+        nb, "q2_answer").source.replace("2 * tokens / t *", "2 * tokens *")), lost={"tensor": 1}),
     # the library behind a closed form: not installed where the cell runs on its own
-    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Link, Model\n"
-                                                        "from ppedu.cluster.collectives import cost\n"
-                                                        "from ppedu.cluster.tensor import block_collectives\n\n\n"
-                                                        "def tp_block_seconds(t, tokens, hidden, sequence, alpha, bw):\n"
-                                                        "    m = Model('x', layers=2, hidden=hidden, vocab=1, seq=tokens)\n"
-                                                        "    return sum(cost(c.kind, c.nbytes, t, Link('l', bw, alpha))"
-                                                        ".seconds for c in block_collectives(m, t, sequence))"},
+    "library_inside": Case("ps7", replace={"q2_answer": "from ppedu.cluster import Link\n"
+                                                        "from ppedu.cluster.collectives import cost\n\n\n"
+                                                        "def ulysses_block_seconds(t, tokens, hidden, kv, alpha, bw):\n"
+                                                        "    link = Link('l', bw, alpha)\n"
+                                                        "    return 2 * sum(cost('all-to-all', 2 * tokens / t * w, t, "
+                                                        "link).seconds for w in (hidden, kv, kv, hidden))"},
                            lost={"tensor": 1}),
     # chapter 12's threshold for a full block pair: the causal mask forgotten
     "full_pairs": Case("ps7", replace={"q3_answer": "def zigzag_min_tokens(flops, bandwidth, width, kv_width):\n"
                                                     "    return flops * kv_width / (width * bandwidth)"},
                        lost={"ring_attention": 1}),
-    # ZeRO's per-step counts of chapter 13 beside a pipeline: the micro-batches forgotten
-    "zero_once_a_step": Case("ps7", replace={"q4a_answer": "def zero_step_sent_gb(stage, params, d, m):\n"
-                                                           "    return (3 if stage == 3 else 2) * (d - 1) / d * 2 * params / 1e9"},
-                             lost={"zero_step": 1}),
-    # FSDP's peak: every unit's weights held (reshard ignored), or no gradients counted
-    "fsdp_never_reshards": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4b_answer"), "source", _cell(
-        nb, "q4b_answer").source.replace("(2 if reshard else units)", "units")), lost={"fsdp": 1}),
+    # HSDP's all-reduce across the nodes on the whole gradients, not a GPU's shard of them
+    "hsdp_whole_gradients_across": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4a_answer"), "source", _cell(
+        nb, "q4a_answer").source.replace("(2 * params / k) / bandwidth_out", "2 * params / bandwidth_out")),
+        lost={"zero_step": 1}),
+    # FSDP's peak with every held shard forgotten (reshard onto g read as a full reshard)
+    "fsdp_shards_forgotten": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q4b_answer"), "source", _cell(
+        nb, "q4b_answer").source.replace(" + (units - 2) * 2 * unit_params / g", "")), lost={"fsdp": 1}),
     # padding counted against the even share, not the buffers
     "padding_of_the_average": Case("ps7", replace={"q5b_answer": "def no_drop_padding(max_load, tokens, experts, top_k):\n"
                                                                  "    return max_load * experts / (tokens * top_k) - 1"},
@@ -883,18 +972,22 @@ PS7: dict[str, Case] = {
     # a mixture of experts counted without its router: off by layers × hidden × experts
     "moe_without_router": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q5c_answer"), "source", _cell(
         nb, "q5c_answer").source.replace(" + hidden * experts + 2 * hidden", " + 2 * hidden")), lost={"moe": 1}),
-    # the batch where the bubble alone is small enough (m = p): the noise scale left out
-    "batch_without_noise": Case("ps7", replace={"q9a_answer": "def best_batch(b_noise, p, d):\n    return p * d"},
+    # the batch where the fill and drain alone are small enough (m = p): the noise scale left out
+    "batch_without_noise": Case("ps7", replace={"q9a_answer": "def best_batch(b_noise, p, d, v, overhead):\n"
+                                                              "    return p * d"},
                                 lost={"batch": 1}),
-    # goodput at the job's size with the restarts left out
-    "restarts_forgotten": Case("ps7", replace={"q6_answer": "def largest_job_gpus(gpu_mtbf_h, checkpoint_s, restart_s, "
-                                                            "goodput):\n    return gpu_mtbf_h * 3600 * (1 - goodput) ** 2 "
-                                                            "/ (2 * checkpoint_s)"},
-                               lost={"failures": 1}),
-    # MFU with the recomputed forwards counted as the model's (that is HFU)
-    "mfu_counts_recomputation": Case("ps7", replace={"q7_answer": "def pipeline_mfu(efficiency, p, m, full_recompute):\n"
-                                                                  "    return efficiency * m / (m + p - 1)"},
-                                     lost={"mfu": 1}),
+    # the largest job with the persist time left out of what a failure loses
+    "persist_forgotten": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q6_answer"), "source", _cell(
+        nb, "q6_answer").source.replace("r, lost = stall_s, persist_s + restart_s,", "r, lost = stall_s, restart_s,")),
+        lost={"failures": 1}),
+    # the student's own model searched numerically (the persist time added to the restart): the reasoning is the
+    # model, which this is; the closed form's derivation is 6b's, graded by hand
+    "failures_searched_on_own_model": Case("ps7", replace={"q6_answer": PS7_LIBRARY_ROUTES["route_goodput_bisection"][2]
+                                                           .replace("+ restart_s) / mtbf",
+                                                                    "+ persist_s + restart_s) / mtbf")}),
+    # MFU with the output layer's work slowing the step but not counted as the model's
+    "mfu_output_not_counted": Case("ps7", edit=lambda nb: setattr(_cell(nb, "q7_answer"), "source", _cell(
+        nb, "q7_answer").source.replace("3 * m * (p + output)", "3 * m * p")), lost={"mfu": 1}),
     # a layout that fits but is slow; one that does not use every GPU
     "layout_slowest": Case("ps7", append={"q8a_answer": "slow = [r for r in rows if r.fits][-1]\n"
                                                         "t, p, d, schedule = slow.t, slow.p, slow.d, slow.schedule"},
@@ -907,6 +1000,9 @@ PS7: dict[str, Case] = {
                                                "q4c_answer": "", "q5d_answer": "", "q6b_answer": "", "q7b_answer": "",
                                                "q7c_answer": "",
                                                "q8b_answer": "", "q9b_answer": ""}),
+    # every red-team route at once: each of those parts earns nothing
+    **{name: Case("ps7", replace={cell: source.strip()}, lost={question: 1})
+       for name, (cell, question, source) in PS7_LIBRARY_ROUTES.items()},
 }
 
 CORPUS: dict[str, dict[str, Case]] = {"ps1": PS1, "ps2": PS2, "ps3": PS3, "ps4": PS4, "ps5": PS5, "ps6": PS6, "ps7": PS7,

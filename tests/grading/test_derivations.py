@@ -140,15 +140,67 @@ def test_a_snake_hands_over_v_times_what_1f1b_does(p, k, v):
 
 
 def test_fsdp2s_peak_unit_by_unit():
-    """ps7 Q4b: the shards, two units' gathered weights (all of them without resharding) and one unit's gradients."""
+    """ps7 Q4b's base, chapter 13's walk: the shards, two units' gathered weights (all of them without resharding)
+    and one unit's gradients."""
     for n in (2, 5, 80):
         for reshard in (True, False):
             peak = fsdp_step([3e8] * n, 16, PRECISIONS["bf16"], reshard).peak
             assert math.isclose(peak, n * 3e8 * 16 / 16 + (2 if reshard else n) * 2 * 3e8 + 2 * 3e8)
 
 
+@FEW
+@given(n=st.integers(2, 40), g=st.sampled_from((1, 2, 4, 8)), d=st.sampled_from((16, 64)))
+def test_fsdp2s_reshard_onto_g_lies_between_the_two_walks(n, g, d):
+    """ps7 Q4b: the key's walk with a post-forward reshard onto g GPUs is chapter 13's walk without resharding at
+    g = 1, at most it and at least the walk that reshards fully; the model answer's closed form,
+    shards + 2u(3 + (n − 2)/g), is what it finds."""
+    from grader.keys.ps7 import _fsdp_to_g
+
+    u = 3e8
+    walk = _fsdp_to_g(n, u, d, g) * 1e9
+    full, kept = (fsdp_step([u] * n, d, PRECISIONS["bf16"], r).peak for r in (True, False))
+    assert full - 1e-3 <= walk <= kept + 1e-3
+    assert g > 1 or math.isclose(walk, kept)
+    assert math.isclose(walk, n * u * 16 / d + 2 * u * (3 + (n - 2) / g))
+
+
+@FEW
+@given(p=st.integers(2, 12), m=st.integers(1, 40), x=st.sampled_from((0.0, 0.1, 0.25, 0.7, 2.0)), f=COST, b=COST)
+def test_1f1bs_step_with_a_slower_last_stage(p, m, x, f, b):
+    """ps7 Q7a: with the last stage's forward and backward 1 + x times the others', 1F1B's step is the climb of the
+    first forward, the last stage's m forwards and backwards back to back, and the last backward's descent:
+    (p − 1)(f + b) + m(1 + x)(f + b), for any f and b and m < p too."""
+    slow = lambda c: tuple([c] * (p - 1) + [c * (1 + x)])  # noqa: E731
+    step = simulate(one_f_one_b(p, m), Costs(f=slow(f), b=slow(b))).makespan
+    assert math.isclose(step, (p - 1) * (f + b) + m * (1 + x) * (f + b))
+
+
+@FEW
+@given(p=st.integers(2, 8), v=st.integers(2, 4), rounds=st.integers(1, 5))
+def test_interleaved_1f1bs_step_fills_and_drains_in_chunks(p, v, rounds):
+    """ps7 Q9: interleaved 1F1B under equal costs (a stage's forward and backward f + b, each chunk 1/v of it) takes
+    (m + (p − 1)/v)(f + b) for m a whole number of rounds of p."""
+    m = rounds * p
+    step = simulate(build("interleaved", p, m, v), Costs(f=1 / v, b=2 / v)).makespan
+    assert math.isclose(step, 3 * (m + (p - 1) / v))
+
+
+@FEW
+@given(tau=st.sampled_from((50.0, 300.0, 1000.0)), persist=st.sampled_from((0.0, 30.0, 120.0, 700.0, 2500.0)))
+def test_an_asynchronous_checkpoints_failure_loses_half_an_interval_and_its_persist_time(tau, persist):
+    """ps7 Q6: snapshots every τ, each durable P later (later ones may start first): a failure at a uniformly random
+    moment loses, on average, τ/2 + P of work since the last durable snapshot — for P above τ too."""
+    points = 20_000
+    lost = 0.0
+    for i in range(points):
+        t = 10 * tau + 5 * persist + (i + 0.5) / points * tau  # a failure within one interval, long after the start
+        lost += t - tau * math.floor((t - persist) / tau)  # the newest snapshot durable by t
+    assert math.isclose(lost / points, tau / 2 + persist, rel_tol=1e-3)
+
+
 def test_mixtrals_published_totals():
-    """ps7 Q5c: Mixtral 8x7B counted as the question counts it is the paper's "47B" held and "13B" used."""
+    """ps7 Q5b's base: Mixtral 8x7B counted as the question counts it (its shared expert aside) is the paper's "47B"
+    held and "13B" used."""
     mixtral = Model("Mixtral 8x7B", layers=32, hidden=4096, vocab=32000, heads=32, kv_heads=8, ffn=14336, gated=True,
                     experts=8, top_k=2)
     assert round(mixtral.params / 1e9) == 47 and round(mixtral.active_params / 1e9) == 13
