@@ -15,6 +15,8 @@ on time: it is flagged, and loses nothing until you say when it came.
 (0.9, 9.0)
 >>> rule.penalty("final", 17.0, 60), rule.penalty("final", 17.0, 0)  # a timed exam a minute late: all of it
 (17.0, 0.0)
+>>> rule.penalty("counting", 15.0, 60)  # the counting exam is timed too
+15.0
 >>> Standing("alice", "ps1", "graded", raw=8.0, penalty=0.8, max_score=10.0, days_late=1).text()
 'graded; late 1 day'
 """
