@@ -878,7 +878,8 @@ PS6: dict[str, Case] = {
                                                "q4b_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2,
+             "checkpoints": 2}  # 1c, 3b, 4b, 5, 6, 7b by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -886,6 +887,19 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
         if batch % m == 0 and p * s * act <= room:
             times.append((m + p - 1) * (o + s * f + o + s * (b + w)))
     return min(times)"""
+_CKPT_LIBRARY = """from ppedu.cluster import reliability
+
+
+def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    return reliability.goodput(reliability.young_daly(c2, mtbf), c2, mtbf, R2)"""
+_CKPT_STORAGE_ALONE = """def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    return 1 - (2 * c2 / mtbf) ** 0.5 - R2 / mtbf"""
+_CKPT_WHOLE_RATE = """def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    t1, t2 = (2 * c1 * mtbf) ** 0.5, (2 * c2 * mtbf) ** 0.5
+    return 1 - c1 / t1 - c2 / t2 - (q * (t1 / 2 + R1) + (1 - q) * (t2 / 2 + R2)) / mtbf"""
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
@@ -917,8 +931,14 @@ FINAL: dict[str, Case] = {
                                                      "    n = N * g\n"
                                                      "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
                       lost={"two_level": 2}),
+    # chapter 14's goodput called from the library, storage alone (and ppedu is not where the cell runs)
+    "ckpt_library_call": Case("final", replace={"q7_answer": _CKPT_LIBRARY}, lost={"checkpoints": 2}),
+    # the same in arithmetic: the snapshots left out
+    "ckpt_storage_alone": Case("final", replace={"q7_answer": _CKPT_STORAGE_ALONE}, lost={"checkpoints": 2}),
+    # both levels at Young–Daly's interval for the whole job's failures, not each for its own share
+    "ckpt_whole_rate": Case("final", replace={"q7_answer": _CKPT_WHOLE_RATE}, lost={"checkpoints": 2}),
     "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
-                                                 "q5_answer": "no idea", "q6_answer": ""}),
+                                                 "q5_answer": "no idea", "q6_answer": "", "q7b_answer": ""}),
 }
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,
