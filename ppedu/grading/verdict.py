@@ -175,7 +175,8 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
         points = float(cell.metadata.nbgrader.get("points", 0))
         if question in forms:
             score, message = visible_verdict(forms[question], question, resources["ppedu"], values, index, points)
-            cells.append(CellVerdict(question, score, points, "" if score >= points else message))
+            # a pass keeps its words too: where the visible test checks only form it says so (values at grading)
+            cells.append(CellVerdict(question, score, points, message))
         else:  # not one of ppedu's questions (the widget exam's): nbgrader's reading of the cell's output
             score, points = _points(cell)
             cells.append(CellVerdict(question, score, points, _message(cell)))

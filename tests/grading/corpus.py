@@ -768,6 +768,15 @@ GLOBAL_ORDER_EXECUTOR = TRIMMED_LIBRARY_EXECUTOR.replace(
     if len(order) < sum(map(len, schedule.stages)):
         raise RuntimeError("the order does not finish")
     order.sort(key=lambda op: start[op])""")
+#: The red team's route (round two): the order from ppedu's replay loop (the simulator's core) on the schedule's
+#: columns; it runs where ppedu.replay is withheld like the simulator, so nothing runs.
+REPLAY_ORDER_EXECUTOR = TRIMMED_LIBRARY_EXECUTOR.replace(
+    "    order = [e.op for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage))]",
+    """    from ppedu.replay import replay
+    columns = schedule.columns
+    ops, n = list(columns.ops), len(columns.ops)
+    ran = replay([int(x) for x in columns.start], [int(x) for x in columns.needs], [0.0] * n, [1.0] * n)
+    order = [ops[k] for k in sorted(range(n), key=lambda k: (ran.start[k], int(columns.stage[k])))]""")
 #: A right per-GPU loop that does not recompute: full marks but for recomputation's own share.
 NO_RECOMPUTATION = """
 def run_recomputed(schedule, chunks, xs, ys, loss_fn):
@@ -826,6 +835,9 @@ PS5: dict[str, Case] = {
     "global_order": Case("ps5", release=True, replace={"executor_answer": GLOBAL_ORDER_EXECUTOR,
                                                        "recompute_answer": "run_recomputed = run_pipeline"},
                          lost={"deadlock": PS5_ALL["deadlock"], "recomputed": PS5_RECOMPUTATION}),
+    "replay_order": Case("ps5", release=True, replace={"executor_answer": REPLAY_ORDER_EXECUTOR,
+                                                       "recompute_answer": "run_recomputed = run_pipeline"},
+                         lost=PS5_ALL),
     "no_recomputation": Case("ps5", replace={"recompute_answer": NO_RECOMPUTATION},
                              lost={"recomputed": PS5_RECOMPUTATION}),
     "graph_at_f_too": Case("ps5", replace={"recompute_answer": GRAPH_AT_F_TOO}, lost={"recomputed": PS5_RECOMPUTATION}),

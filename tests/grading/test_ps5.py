@@ -136,6 +136,14 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     except RuntimeError as error:
         raise RuntimeError(str(error).split(",")[0]) from None
 '''
+#: Names every operation of the lists (the red team's route to the naming point): not where each GPU stopped.
+NAMES_EVERY_OP = '''
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
+    try:
+        return drive(schedule, chunks, xs, ys, loss_fn, recompute=False)
+    except RuntimeError:
+        raise RuntimeError(" ".join(repr(op) for stage in schedule.stages for op in stage)) from None
+'''
 
 ALL = {"one_f_one_b": 3, "gpipe": 1, "interleaved": 1, "deadlock": 2, "recomputed": 2}
 
@@ -150,13 +158,15 @@ ALL = {"one_f_one_b": 3, "gpipe": 1, "interleaved": 1, "deadlock": 2, "recompute
     ("recomputes_twice", {"recomputed": 1.0}),  # an extra forward is no operation of the schedule's: order too
     ("never_stops", {"deadlock": 0}),
     ("names_one", {"deadlock": 1}),
+    ("names_every_op", {"deadlock": 1}),
 ])
 def test_each_executor_scores_what_it_does(monkeypatch, case, expected):
     namespace = answers(*{"solution": (), "trimmed": [("executor_answer", TRIMMED), ("recompute_answer", "")],
                           "recompute_hoarder": [("recompute_answer", RECOMPUTE_HOARDER)],
                           "recomputes_twice": [("recompute_answer", RECOMPUTES_TWICE)],
                           "never_stops": [("executor_answer", _cell("executor_answer") + NEVER_STOPS)],
-                          "names_one": [("executor_answer", _cell("executor_answer") + NAMES_ONE)]}[case])
+                          "names_one": [("executor_answer", _cell("executor_answer") + NAMES_ONE)],
+                          "names_every_op": [("executor_answer", _cell("executor_answer") + NAMES_EVERY_OP)]}[case])
     for question, points in expected.items():
         score, report = grade(monkeypatch, namespace, question)
         assert score == points, report

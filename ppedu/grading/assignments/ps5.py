@@ -270,12 +270,20 @@ def _deadlock(schedule: Any, out: Mapping[str, Any], ops: Sequence[Any], secret:
                             "naming each GPU's blocked operation")
         return {**problems, 1: "it raised no error"}
     message = str(out.get("message", ""))
-    unnamed = [(g, op) for g, op in blocked.items() if not re.search(rf"(?<![\w]){re.escape(repr(op))}(?!\w)", message)]
+    named = set(re.findall(r"(?<!\w)[FBW]\d+c\d+(?!\w)", message))
+    unnamed = [(g, op) for g, op in blocked.items() if repr(op) not in named]
+    # a message may say what each blocked operation waits for, but naming every operation is not finding the blocked
+    waited = {repr(op) for op in blocked.values()} | {repr(op.needs(schedule.chunks)) for op in blocked.values()}
+    extra = sorted(named - waited)
     if not blocked:
         problems[1] = "no GPU was left blocked (the lists were not run as the GPUs would)"
     elif unnamed:
         problems[1] = ("its message does not name every GPU's blocked operation (as `Op` prints one, e.g. F1c0)"
                        if secret else "its message does not name " + ", ".join(f"GPU {g}'s {op!r}" for g, op in unnamed))
+    elif extra:
+        problems[1] = ("its message also names operations that are not blocked" if secret else
+                       f"its message also names operations that are not blocked ({', '.join(extra[:4])}"
+                       f"{', …' if len(extra) > 4 else ''})")
     return problems
 
 
@@ -363,10 +371,12 @@ def _sizes(schedule: Any) -> list[int]:
     return [EXAMPLES // m + (i < EXAMPLES % m) for i in range(m)]
 
 
-#: What the executor's run has: torch and ppedu, but no executor (ppedu's, PyTorch's pipelining) and no simulator (its
-#: order would be one call away); its chunks are run by the grader (:func:`serve`).
+#: What the executor's run has: torch and ppedu, but no executor (ppedu's, PyTorch's pipelining) and neither the
+#: simulator nor its replay loop (either's order would be one call away); its chunks are run by the grader
+#: (:func:`serve`).
 CODE = Code(Library(("ppedu", "ppedu.mnist", "ppedu.mnist.data", "ppedu.mnist.models", "ppedu.grading.assignments.ps5"),
-                    torch=True, absent=("torch.distributed.pipelining",), withheld=("ppedu.simulate",)),
+                    torch=True, absent=("torch.distributed.pipelining",),
+                    withheld=("ppedu.simulate", "ppedu.replay")),
             "ppedu.grading.assignments.ps5:run", "ppedu.grading.assignments.ps5:serve")
 
 
