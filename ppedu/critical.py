@@ -3,10 +3,10 @@
 Walk back from the operation that ends last. Each operation started either when its input arrived — the simulator
 records which arrival set its start (``Timeline.waited``) — or as soon as its GPU was free, when the operation before
 it on that GPU ended. Following that, op by op, reaches an operation that started at time 0. Every step of the chain
-is work or an input in transit, so the chain is as long as the step: shorten any operation on it and the step
-shortens (until another chain takes over); shorten one off it and nothing changes. That is what a grid is read for
-when a schedule is unfamiliar: which passes the step waits on, and so which idle slots are the order's and which the
-dependencies'.
+is work or an input in transit, so the chain is as long as the step: lengthen any operation on it and the step
+lengthens; shorten one off it and nothing changes (shortening one on it need not help either: another chain may be as
+long). That is what a grid is read for when a schedule is unfamiliar: which passes the step waits on, and so which idle
+slots are the order's and which the dependencies'.
 
 >>> from ppedu import simulate
 >>> from ppedu.schedules import gpipe

@@ -7,7 +7,7 @@ lies and from what held the input up:
 - ``hand-over``: the ``comm`` latency inside the gap on the chain that set the waiting op's start
   (each input on it that set an op's start spent ``start - end`` of it in transit);
 - ``fill`` / ``drain``: the pipeline filling (a GPU waiting before its first backward) or
-  draining (after its last forward, and at the end of the step);
+  draining (once it has run its last forward and its first backward, and at the end of the step);
 - ``pair``: an overlapped F&B pair held back until its backward's input is in too;
 - in the steady state between them, whatever held the input up where its chain of waits began:
   ``imbalance`` (a GPU with more work than this one), ``deferred W`` (a weight-gradient pass the
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: The causes, each with what it means (the order of the roll-up).
 CAUSES: dict[str, str] = {
     "fill": "the pipeline filling: waiting for work before the GPU's first backward",
-    "drain": "the pipeline draining: after the GPU's last forward",
+    "drain": "the pipeline draining: after the GPU's last forward and its first backward",
     "hand-over": "the latency of an activation or gradient on its way from another GPU",
     "imbalance": "a slower neighbour: the input was held up by a GPU with more work",
     "deferred W": "the input was held up behind a weight-gradient pass the schedule ran first",

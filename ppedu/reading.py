@@ -28,7 +28,7 @@ Cell = tuple[int, int]
 #: Why an idle cell is of its sort, as a student is told when they sorted it otherwise.
 _WHY = {
     "fill": "the pipeline is still filling there (GPU {s} has not run its first backward yet)",
-    "drain": "the pipeline is draining there (GPU {s} has run its last forward)",
+    "drain": "the pipeline is draining there (GPU {s} has run its last forward and its first backward)",
     "order": ("that is the order's own: GPU {s} has run a backward and has forwards still to run, so the pipeline is "
               "neither filling nor draining; the order left it waiting for an input"),
 }

@@ -11,6 +11,7 @@ from grader.keys import counting as key
 from ppedu import simulate
 from ppedu.grading.assignments.counting import VARIANTS
 from ppedu.grid import grid
+from ppedu.idle import SORTS
 from ppedu.picture import COVERED, Picture
 from ppedu.schedules import GROUPED, SCHEDULES, VIRTUAL, build
 from ppedu.schedules.one_f_one_b import with_warmups
@@ -101,3 +102,61 @@ def test_every_order_idles_beyond_the_fewest_any_order_has_which_gpipe_and_1f1b_
                 mine = [e for e in t.events if e.stage == j]
                 assert min(e.start for e in mine) == j * f and t.makespan - max(e.end for e in mine) == j * b
                 assert t.makespan - sum(e.end - e.start for e in mine) == (p - 1) * (f + b)
+
+
+def _sorted_by_question_5(g):
+    """Per idle cell ``(GPU, step)``, question 5's sort from the picture alone: filling before the GPU's first
+    backward, draining once it has run its last forward and its first backward, the order's own between its first
+    backward and its last forward; and how many idle cells lie after a GPU's last forward and before its first
+    backward."""
+    ops = [op for stage in g.timeline.schedule.stages for op in stage]
+    out, between = {}, 0
+    for s, row in enumerate(g.rows):
+        kinds = ["" if c < 0 else ops[c].kind for c in row]
+        first_b, last_f = kinds.index("B"), max(t for t, kind in enumerate(kinds) if kind == "F")
+        for t, c in enumerate(row):
+            if c < 0:
+                sorts = {"fill": t < first_b, "drain": t > last_f and t > first_b, "order": first_b < t < last_f}
+                assert sum(sorts.values()) == 1, (s, t)  # the three definitions never overlap
+                out[s, t] = next(sort for sort, holds in sorts.items() if holds)
+                between += last_f < t < first_b
+    return out, between
+
+
+@pytest.mark.parametrize("question", ["count", "read"])
+def test_question_5s_sorts_are_the_keys_on_every_grid(question):
+    between = 0
+    for k in range(VARIANTS):
+        g = key.grid(k, QUESTIONS[question])
+        causes = g.causes()
+        mine, n = _sorted_by_question_5(g)
+        assert mine == {(s, t): SORTS[causes[s][t]] for s, t in mine}, k
+        between += n
+    # idle after a GPU's last forward but before its first backward is filling, by the key and by the wording
+    # ("draining" asks for the first backward too): a careful student meets such cells
+    assert between
+
+
+def test_lengthening_any_operation_on_a_critical_path_lengthens_the_step_where_shortening_one_may_not():
+    ties = 0
+    for k in range(VARIANTS):
+        t = key.grid(k, "path").timeline
+        durations = {op: 1.0 for stage in t.schedule.stages for op in stage}
+        for e in t.critical_path():
+            longer, shorter = dict(durations), dict(durations)
+            longer[e.op], shorter[e.op] = 1.5, 0.5
+            assert simulate(t.schedule, durations=longer).makespan == t.makespan + 0.5
+            ties += simulate(t.schedule, durations=shorter).makespan == t.makespan
+    assert ties  # question 4 says "lengthen", not "shorten": chains of the same length are common
+
+
+def test_question_3s_gpipe_and_1f1b_only_fill_and_drain_as_question_5_sorts_them():
+    f, b = (float(x) for x in (key.COUNT_COSTS.f, key.COUNT_COSTS.b))
+    for p, m in product((3, 4), (4, 5, 6)):
+        for name, fill, drain in (("gpipe", lambda j: (p - 1) * f + (p - 1 - j) * b, lambda j: j * b),
+                                  ("1f1b", lambda j: j * f + (p - 1 - j) * b, lambda j: (p - 1 - j) * f + j * b)):
+            per = simulate(build(name, p, m), key.COUNT_COSTS).idle_causes().per_stage()
+            for j, causes in enumerate(per):
+                sorted_ = {sort: sum(x for cause, x in causes.items() if SORTS.get(cause) == sort)
+                           for sort in ("fill", "drain", "order")}
+                assert sorted_ == {"fill": fill(j), "drain": drain(j), "order": 0}, (name, p, m, j)
