@@ -284,11 +284,16 @@ def _checkpoints_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     def choose(what: str, choices: Any) -> Any:
         return pick("final-hidden", v.student, f"checkpoints:{what}", tuple(choices))
 
+    def level(k: int, shares: tuple[float, ...]) -> tuple[Any, ...]:
+        q, c2 = choose(f"q{k}", shares), choose(f"c2{k}", (20, 45, 180))
+        # snapshots more often than storage at the best intervals (τ1 < τ2: c1(1 − q) < q·c2), as the question says:
+        # else a storage checkpoint would be the newer restart point for memory's failures too
+        c1 = choose(f"c1{k}", tuple(c for c in (1, 3, 8) if c * (1 - q) < q * c2))
+        return (choose(f"gpus{k}", (1024, 2048, 6144, 12288)), choose(f"mtbf{k}", (30_000, 50_000, 80_000)), q, c1,
+                choose(f"r1{k}", (60, 200, 450)), c2, choose(f"r2{k}", (300, 900, 1800)))
+
     # one with most failures caught in memory, one with few: each level's share matters
-    return tuple((choose(f"gpus{k}", (1024, 2048, 6144, 12288)), choose(f"mtbf{k}", (30_000, 50_000, 80_000)),
-                  choose(f"q{k}", shares), choose(f"c1{k}", (1, 3, 8)), choose(f"r1{k}", (60, 200, 450)),
-                  choose(f"c2{k}", (20, 45, 180)), choose(f"r2{k}", (300, 900, 1800)))
-                 for k, shares in enumerate(((0.7, 0.85, 0.95), (0.1, 0.25, 0.4))))
+    return tuple(level(k, shares) for k, shares in enumerate(((0.7, 0.85, 0.95), (0.1, 0.25, 0.4))))
 
 
 KEYS: dict[str, Any] = {

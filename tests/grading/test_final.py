@@ -16,7 +16,7 @@ from conftest import ROOT
 from grader.keys import final
 from ppedu import Costs, simulate
 from ppedu.cluster import reliability
-from ppedu.grading.assignments import load
+from ppedu.grading.assignments import load, my_values
 from ppedu.picture import Picture
 from ppedu.schedules.one_f_one_b import with_warmups
 
@@ -110,6 +110,20 @@ def test_two_levels_of_checkpoints_at_their_best_intervals_as_a_run_with_failure
     # every failure caught in memory: chapter 14's goodput with the snapshots' stall and restart
     assert final.two_level_goodput(gpus, gpu_mtbf_h, 1, c1, r1, c2, r2) == pytest.approx(
         reliability.goodput(reliability.young_daly(c1, mtbf), c1, mtbf, r1))
+
+
+def test_every_input_of_question_7_snapshots_more_often_than_it_checkpoints_to_storage():
+    """The question's model takes each level as if the other did not exist, fair only while the snapshots come more
+    often (``τ1 < τ2`` at the best intervals: ``c1(1 − q) < q·c2``); every call the autograder makes keeps to it, and the
+    hidden draws still reach every snapshot cost."""
+    judge, c1s = final.KEYS["checkpoints"], set()
+    for student in (f"student{i}" for i in range(300)):
+        for gpus, gpu_mtbf_h, q, c1, r1, c2, r2 in judge.calls(my_values("final", student))["two_level_goodput"]:
+            mtbf = gpu_mtbf_h * 3600 / gpus
+            assert math.sqrt(2 * c1 * mtbf / q) < math.sqrt(2 * c2 * mtbf / (1 - q)), (student, q, c1, c2)
+            if q < 0.5:  # only the hidden draw with few failures caught in memory
+                c1s.add(c1)
+    assert c1s == {1, 3, 8}
 
 
 @pytest.mark.parametrize("k", range(load("final").VARIANTS))

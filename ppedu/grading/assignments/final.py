@@ -1,4 +1,4 @@
-"""final — the timed exam (70 minutes), closed-library: an unfamiliar order's grid read from its picture (its time, its
+"""final — the timed exam (80 minutes), closed-library: an unfamiliar order's grid read from its picture (its time, its
 idle slots, which of them the order causes and what each more micro-batch costs, the loop behind them in words); a
 schedule and micro-batch count chosen under a memory budget; the fastest any order can be with one slow GPU, and the
 proof; a two-level all-reduce costed; a schedule for a cluster chosen from its table; a deadlock, unseen; and the
