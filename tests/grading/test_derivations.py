@@ -287,3 +287,18 @@ def test_the_layout_tables_trade_offs_hold_for_every_drawn_setting():
         assert best.zero == 0 or not twin[0].fits
         half = [r for r in layouts(MODELS[name], GPUS[gpu], n, batch // 2, schedules=LAYOUT_SCHEDULES) if r.fits][0]
         assert (half.t, half.p, half.d) == (best.t, best.p, best.d) or (half.m, half.d) == (best.m, best.d // 2)
+
+
+@FEW
+@given(p=st.integers(2, 8), m=st.integers(1, 32), v=st.integers(2, 4))
+def test_looped_bfs_gathers_a_chunk_2v_minus_1_times_and_reduce_scatters_it_once(p, m, v):
+    """ps7 Q4c: under looped BFS each GPU gathers a chunk 2v − 1 times a step (sharding.regathers) and runs each
+    chunk's backwards back to back, so its gradients are reduce-scattered once — 3v − 1 collectives, whatever m."""
+    from ppedu.cluster.sharding import regathers
+    from ppedu.schedules import looped_bfs
+
+    schedule = looped_bfs(p, m, v)
+    assert set(regathers(schedule)) == {2 * v - 1}
+    for ops in schedule.stages:
+        backward = [op.chunk for op in ops if op.kind == "B"]
+        assert sum(1 for k, c in enumerate(backward) if k == 0 or c != backward[k - 1]) == v
