@@ -6,7 +6,7 @@ autograding, so a written answer graded by hand afterwards loses the same share 
 The late rule: an assignment with a due date (set when releasing it: the formgrader's due date field, or ``nbgrader
 db assignment add ps1 --duedate="2026-12-01 17:00:00 Europe/Berlin"``) loses ``c.LatePolicy.percent_per_day`` of the
 total per day or part of a day after it (an extension given in the gradebook moves a student's due date), never more
-than the total; a timed exam (ppedu's ``TIMED``: the final) late by any time scores zero. A submission of an
+than the total; a timed exam (ppedu's ``TIMED``: the counting exam and the final) late by any time scores zero. A submission of an
 assignment with a due date but without a usable time (none recorded, or one that cannot be read) is never taken as
 on time: it is flagged, and loses nothing until you say when it came.
 
@@ -15,6 +15,8 @@ on time: it is flagged, and loses nothing until you say when it came.
 (0.9, 9.0)
 >>> rule.penalty("final", 17.0, 60), rule.penalty("final", 17.0, 0)  # a timed exam a minute late: all of it
 (17.0, 0.0)
+>>> rule.penalty("counting", 15.0, 60)  # the counting exam is timed too
+15.0
 >>> Standing("alice", "ps1", "graded", raw=8.0, penalty=0.8, max_score=10.0, days_late=1).text()
 'graded; late 1 day'
 """

@@ -6,7 +6,9 @@ the order rather than on filling and draining, and the steps one more micro-batc
 2 is the fastest schedule and micro-batch count under a memory budget against the simulator, within the 1 % the
 question states. Question 3's fastest makespan with one slow GPU is the larger of two lower bounds no order beats,
 which some warm-up reaches (tests/grading/test_final.py searches the orders); question 4's two-level all-reduce is
-arithmetic. Question 5's table is the planner's, released as text. The written answers are graded by hand.
+arithmetic. Question 5's table is the planner's, released as text. Question 7's goodput of two levels of checkpoints is
+chapter 14's first-order model with each level's interval set against the failures it serves, which no function of
+ppedu computes. The written answers are graded by hand.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("final", "alice")
@@ -20,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -234,6 +237,60 @@ def _two_level_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
              choose("b_out", (12.5e9, 50e9))),)
 
 
+def two_level_goodput(gpus: int, gpu_mtbf_h: float, q: float, c1: float, r1: float, c2: float, r2: float) -> float:
+    """Question 7: the share of time that trains with snapshots in the hosts' memory (``c1`` each, every ``τ1``), from
+    which a share ``q`` of the failures restarts in ``r1``, and checkpoints to storage (``c2``, every ``τ2``), from
+    which the rest restart in ``r2``.
+
+    To first order the waste is ``c1/τ1 + c2/τ2 + (q(τ1/2 + r1) + (1 − q)(τ2/2 + r2))/MTBF``: each interval meets
+    only its own failures, least at ``τ1 = √(2c1·MTBF/q)`` and ``τ2 = √(2c2·MTBF/(1 − q))`` (tests/grading/test_final.py
+    checks them by search, and the goodput against a run of failures at random).
+
+    >>> round(two_level_goodput(16384, 50_000, 0.8, 5, 300, 60, 1200), 4)
+    0.8826
+    >>> from ppedu.cluster.reliability import goodput, young_daly  # every failure caught in memory: chapter 14's
+    >>> mtbf = 50_000 * 3600 / 16384
+    >>> abs(two_level_goodput(16384, 50_000, 1, 5, 300, 60, 1200) - goodput(young_daly(5, mtbf), 5, mtbf, 300)) < 1e-12
+    True
+    """
+    mtbf = gpu_mtbf_h * 3600 / gpus
+    return 1 - math.sqrt(2 * c1 * q / mtbf) - math.sqrt(2 * c2 * (1 - q) / mtbf) - (q * r1 + (1 - q) * r2) / mtbf
+
+
+def _checkpoints_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    gpus, gpu_mtbf_h, q, c1, r1, c2, r2 = args
+    mtbf = gpu_mtbf_h * 3600 / gpus
+
+    def near(x: float) -> bool:
+        return abs(got - x) <= 1e-6 * abs(x)
+
+    def at(t1: float, t2: float) -> float:
+        return 1 - c1 / t1 - c2 / t2 - (q * (t1 / 2 + r1) + (1 - q) * (t2 / 2 + r2)) / mtbf
+
+    if near(1 - math.sqrt(2 * c2 / mtbf) - r2 / mtbf):
+        return "that is storage checkpoints alone, every failure restarting from storage; the snapshots are left out."
+    if near(at(math.sqrt(2 * c1 * mtbf), math.sqrt(2 * c2 * mtbf))):
+        return ("those are Young–Daly's intervals for the whole job's failures; each kind of checkpoint is there for "
+                "only some of them.")
+    if near(two_level_goodput(gpus, gpu_mtbf_h, 1 - q, c1, r1, c2, r2)):
+        return "the shares are the wrong way round: `q` is the share that restarts from the hosts' memory."
+    if near(100 * want):
+        return "a share of time is asked for (a number between 0 and 1), not a percentage."
+    return ("count each kind of checkpoint's stalls, and for each kind of failure the work it redoes and its restart; "
+            "then choose each interval to lose the least.")
+
+
+def _checkpoints_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    def choose(what: str, choices: Any) -> Any:
+        return pick("final-hidden", v.student, f"checkpoints:{what}", tuple(choices))
+
+    # one with most failures caught in memory, one with few: each level's share matters
+    return tuple((choose(f"gpus{k}", (1024, 2048, 6144, 12288)), choose(f"mtbf{k}", (30_000, 50_000, 80_000)),
+                  choose(f"q{k}", shares), choose(f"c1{k}", (1, 3, 8)), choose(f"r1{k}", (60, 200, 450)),
+                  choose(f"c2{k}", (20, 45, 180)), choose(f"r2{k}", (300, 900, 1800)))
+                 for k, shares in enumerate(((0.7, 0.85, 0.95), (0.1, 0.25, 0.4))))
+
+
 KEYS: dict[str, Any] = {
     "grid_T": Keyed(QUESTIONS["grid_T"], _grid_key, _grid_hint),
     "grid_path": Keyed(QUESTIONS["grid_path"], _grid_key, _grid_hint),
@@ -241,4 +298,6 @@ KEYS: dict[str, Any] = {
     "slow": FormulaJudge(QUESTIONS["slow"], lambda name, args: fastest(*args), _slow_why, _slow_hidden, rel=1e-9),
     "two_level": FormulaJudge(QUESTIONS["two_level"], lambda name, args: two_level(*args), _two_level_why,
                               _two_level_hidden, rel=1e-6),
+    "checkpoints": FormulaJudge(QUESTIONS["checkpoints"], lambda name, args: two_level_goodput(*args),
+                                _checkpoints_why, _checkpoints_hidden, rel=1e-9),
 }

@@ -1,4 +1,4 @@
-"""ps5's judge — what the student's executor did, as the grader saw it running the chunks itself (which examples went
+"""ps5's judge — what the student's executors did, as the grader saw it running the chunks itself (which examples went
 through which chunk in what order, the gradients, the activations held per GPU at each backward and at the end; see
 :mod:`ppedu.grading.stages`) and the loss it returned, against the unpipelined model on the fixed schedules, the
 student's own (from the student's id) and one of the autograder's own, never named in the feedback.
@@ -30,14 +30,15 @@ class ExecutorJudge:
         return ((name, p, m, chunks, pick("ps5-hidden", v.student, "seed", range(1000, 2000))),)
 
     def calls(self, v: Values) -> dict[str, tuple[tuple[Spec], ...]]:
-        return {"run_pipeline": tuple((spec,) for spec in (*self.form.graded_specs(v), *self.hidden(v)))}
+        return {self.form.function: tuple((spec,) for spec in (*self.form.graded_specs(v), *self.hidden(v)))}
 
     def secret(self, v: Values) -> dict[str, tuple[tuple[Spec], ...]]:
-        return {"run_pipeline": tuple((spec,) for spec in self.hidden(v))}
+        return {self.form.function: tuple((spec,) for spec in self.hidden(v))}
 
     def judge(self, data: Mapping[str, object], v: Values) -> Report:
-        specs = [args[0] for args in self.calls(v)["run_pipeline"]]
-        return report(unwrap(data.get("run_pipeline")), specs, self.form.points, hidden=self.hidden(v))
+        specs = [args[0] for args in self.calls(v)[self.form.function]]
+        return report(unwrap(data.get(self.form.function)), specs, self.form.points, hidden=self.hidden(v),
+                      mode=self.form.mode)
 
 
 KEYS: dict[str, Any] = {name: ExecutorJudge(q) for name, q in QUESTIONS.items()}

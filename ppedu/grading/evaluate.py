@@ -58,11 +58,13 @@ class Ungradeable(RuntimeError):
 class Library:
     """What a function question's run may import: ``ppedu`` modules (with what they import; every other module
     of ppedu is a stand-in without code), whether torch is there at all, and packages of the environment shown
-    empty."""
+    empty; ``withheld`` are ppedu modules left stand-ins even where an allowed one imports them (ps5's executor runs
+    where ``ppedu.simulate`` has no code: its order must be the student's own loop's)."""
 
     ppedu: tuple[str, ...] = ()
     torch: bool = False
     absent: tuple[str, ...] = ()
+    withheld: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ def view(library: Library) -> Path:
     # removed when this process ends; multiprocessing's finalizers run in forked workers too, atexit's do not
     Finalize(None, shutil.rmtree, args=(root.parent,), kwargs={"ignore_errors": True}, exitpriority=1)
     # what the notebook's own set-up imports, at its top level (``check``'s lazy imports do nothing while autograding)
-    real = closure(ALWAYS, lazy=False) | closure(library.ppedu)
+    real = (closure(ALWAYS, lazy=False) | closure(library.ppedu)) - set(library.withheld)
     for name, source in _module_files().items():
         target = root / source.relative_to(own)
         target.parent.mkdir(parents=True, exist_ok=True)

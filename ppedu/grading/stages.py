@@ -5,7 +5,9 @@ evaluating process (:mod:`ppedu.grading.service`) that runs the real chunk on th
 keeps what its backward needs; the chunk's backward is run there too. So what ps5 grades is observed by the grader,
 never reported by the student's process: which examples went through which chunk in what order (a forward's input
 is recognised by its values: a run of the mini-batch's examples, or the output the grader gave for the previous
-chunk; the order is the order the grader ran them in, from which ps5 counts the activations each GPU holds), the
+chunk; the order is the order the grader ran them in, from which ps5 counts the activations each GPU holds; a
+forward the executor runs under ``torch.no_grad()`` is run so by the grader too, keeps no graph, and is logged ``f``:
+it cannot be backpropagated, so a recomputing executor must run it again with a graph at the backward), the
 gradients accumulated in the grader's parameters, and the forwards the executor still holds once it has returned. A
 forward's activations stay held until the executor lets go of it — its backward has run, autograd has released it
 and nothing refers to its output — which :class:`Lifetimes` tells the grader from the sandbox; telling it early gains
@@ -70,6 +72,7 @@ class _Forward:
     rows: tuple[int, int] | None  # which examples it ran on (None: an input the grader did not give)
     x: Any
     out: Any
+    graph: bool = True  # run with autograd recording (a backward may follow)
     backward: bool = False
     released: bool = False
 
@@ -102,26 +105,29 @@ class _Session:
         return next((f.rows for f in self.forwards if f.chunk == chunk - 1 and f.out.shape == x.shape
                      and torch.equal(f.out.detach(), x)), None)
 
-    def forward(self, chunk: Any, data: Any) -> dict[str, Any]:
+    def forward(self, chunk: Any, data: Any, graph: Any = True) -> dict[str, Any]:
         import torch
 
         if type(chunk) is not int or not 0 <= chunk < len(self.chunks):
             raise Refused(f"there is no chunk {chunk!r}")
+        graph = graph is not False
         x = decode(data, self.images.numel())
-        rows, x = self.rows(chunk, x), x.requires_grad_()
+        rows, x = self.rows(chunk, x), x.requires_grad_(graph)
         try:
-            with torch.enable_grad():
+            with torch.set_grad_enabled(graph):
                 out = self.chunks[chunk](x)
         except (RuntimeError, ValueError):
             raise Refused(f"chunk {chunk} cannot run on an input of shape {tuple(x.shape)}") from None
-        self.forwards.append(_Forward(chunk, rows, x, out))
-        self.ops.append(["F", *(rows or (None, None)), chunk])
+        self.forwards.append(_Forward(chunk, rows, x, out, graph))
+        self.ops.append(["F" if graph else "f", *(rows or (None, None)), chunk])
         return {"handle": len(self.forwards) - 1, "out": encode(out)}
 
     def backward(self, handle: Any, data: Any) -> dict[str, Any]:
         if type(handle) is not int or not 0 <= handle < len(self.forwards):
             raise Refused("a backward of no forward")
         f = self.forwards[handle]
+        if not f.graph:
+            raise Refused(f"a backward of a forward of chunk {f.chunk} run without a graph (under torch.no_grad())")
         if f.backward:
             raise Refused(f"the backward of a forward of chunk {f.chunk} ran twice")
         if f.released:
@@ -145,7 +151,8 @@ class _Session:
         import torch
 
         grads = [p.grad for p in self.params]
-        last = sorted(f.rows or (-1, -1) for f in self.forwards if f.chunk == len(self.chunks) - 1)
+        # each micro-batch once, however often it ran (a recomputing executor runs the last chunk twice on each)
+        last = sorted({f.rows or (-1, -1) for f in self.forwards if f.chunk == len(self.chunks) - 1})
         ends = [0, *(b for _, b in last)]
         return {"ops": self.ops, "left": sum(not f.released for f in self.forwards),
                 "covered": all(a == ends[k] for k, (a, _) in enumerate(last)) and ends[-1] == len(self.images),
@@ -180,7 +187,7 @@ class Stages:
         if len(session.ops) >= session.most_ops:
             raise Refused(f"more than {session.most_ops} operations in one run")
         if "F" in message:
-            return session.forward(message["F"], message.get("x"))
+            return session.forward(message["F"], message.get("x"), message.get("graph", True))
         if "B" in message:
             return session.backward(message["B"], message.get("grad"))
         if "end" in message:
@@ -236,6 +243,7 @@ class Remote:
         self.client = Client.from_environment()
         self.lifetimes = lifetimes
         self.last = -1  # the handle of the forward run last
+        self.graph = True  # whether the forward asked for now records a graph
         self.client.ask({"begin": list(spec)})
 
     def ask(self, message: dict[str, Any]) -> Any:
@@ -260,7 +268,8 @@ def _remote_chunk(remote: Remote, index: int) -> Any:
     class Run(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, token: Any, x: Any) -> Any:
-            reply = remote.ask({"F": index, "x": encode(x)})
+            # the grader runs it as the executor does: with a graph, or under torch.no_grad() (recomputation)
+            reply = remote.ask({"F": index, "x": encode(x), "graph": remote.graph})
             ctx.handle = remote.last = reply["handle"]
             out = decode(reply["out"], 1 << 24)
             lifetimes.watch(ctx.handle, out)
@@ -288,6 +297,7 @@ def _remote_chunk(remote: Remote, index: int) -> Any:
             def unpack(held: Any) -> Any:
                 return held.tensor
 
+            remote.graph = torch.is_grad_enabled()  # inside Run.forward autograd is always off
             with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
                 return Run.apply(self.token, x)
 

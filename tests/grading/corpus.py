@@ -720,22 +720,125 @@ import torch
 from ppedu.mnist import run_schedule
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     return run_schedule(schedule, chunks, (torch.cat(xs), torch.cat(ys)), loss_fn).loss
 """
-PS5_ALL = {"one_f_one_b": 5, "gpipe": 2, "interleaved": 3}
+#: ppedu's executor trimmed as a student would paste it: its order from the simulator, as the library's own is made
+#: (issue 34): the simulator has no code where the answer runs, so nothing runs.
+TRIMMED_LIBRARY_EXECUTOR = """
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
+    order = [e.op for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage))]
+    last, examples = schedule.chunks - 1, sum(len(x) for x in xs)
+    handed, grads, saved, loss = {}, {}, {}, 0.0
+    for op in order:
+        i, c = op.microbatch, op.chunk
+        if op.kind == "F":
+            x = xs[i] if c == 0 else handed.pop((i, c - 1)).detach().requires_grad_()
+            out = chunks[c](x)
+            if c == last:
+                out = loss_fn(out, ys[i]) * len(x) / examples
+                loss += out.item()
+            else:
+                handed[i, c] = out
+            saved[i, c] = (x, out)
+        else:
+            x, out = saved.pop((i, c))
+            out.backward(None if c == last else grads.pop((i, c)))
+            if c > 0:
+                grads[i, c - 1] = x.grad
+    return loss
+
+"""
+#: The same executor with the order made without the simulator: a unit-time replay of the lists (each op at the
+#: first time its GPU is free and its input done), sorted by time — simulate's order, computed by hand, not a loop
+#: of GPUs that notices when none can go on. Its orders are right; on the deadlocked lists it never finishes
+#: sorting (it stops at its own cap and raises without naming anything), and as "recomputation" it keeps every graph.
+GLOBAL_ORDER_EXECUTOR = TRIMMED_LIBRARY_EXECUTOR.replace(
+    "    order = [e.op for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage))]",
+    """    start, free, position, order = {}, [0] * schedule.p, [0] * schedule.p, []
+    for _ in range(4 * sum(map(len, schedule.stages))):
+        for g, stage in enumerate(schedule.stages):
+            if position[g] < len(stage):
+                op = stage[position[g]]
+                need = op.needs(schedule.chunks)
+                if need is None or need in start:
+                    start[op] = max(free[g], start[need] + 1 if need is not None else 0)
+                    free[g], position[g] = start[op] + 1, position[g] + 1
+                    order.append(op)
+    if len(order) < sum(map(len, schedule.stages)):
+        raise RuntimeError("the order does not finish")
+    order.sort(key=lambda op: start[op])""")
+#: A right per-GPU loop that does not recompute: full marks but for recomputation's own share.
+NO_RECOMPUTATION = """
+def run_recomputed(schedule, chunks, xs, ys, loss_fn):
+    return drive(schedule, chunks, xs, ys, loss_fn, recompute=False)
+"""
+#: Recomputes, but keeps the graph of the first forward too (a graph at F, and again at B).
+GRAPH_AT_F_TOO = """
+def run_recomputed(schedule, chunks, xs, ys, loss_fn):
+    import torch
+    _switch, torch.set_grad_enabled = torch.set_grad_enabled, lambda mode: torch.enable_grad()  # every F builds one
+    try:
+        return drive(schedule, chunks, xs, ys, loss_fn, recompute=True)
+    finally:
+        torch.set_grad_enabled = _switch
+"""
+#: The per-GPU order of the hostile executors (hostile*.py), a loop of the GPUs' lists, not the simulator's.
+PS5_ORDER = """
+def _order(schedule):
+    todo, done, order = [list(stage) for stage in schedule.stages], set(), []
+    for _ in range(sum(map(len, todo))):
+        for ops in todo:
+            if ops and (ops[0].needs(schedule.chunks) is None or ops[0].needs(schedule.chunks) in done):
+                order.append(ops.pop(0))
+                done.add(order[-1])
+    if any(todo):
+        raise RuntimeError("stuck")
+    return order
+"""
+def _hoarding(cell: Any) -> None:
+    """The solution's loop, every forward's output also kept in a list of the cell's, past the end."""
+    cell.source = cell.source.replace("    while any(todo):", "    hoard = _HOARD\n    while any(todo):").replace(
+        "                kept[i, c] = x if recompute", "                hoard.append(out)\n                kept[i, c] = x "
+        "if recompute") + "\n\n_HOARD = []\n"
+
+
+PS5_ALL = {"one_f_one_b": 3, "gpipe": 1, "interleaved": 1, "deadlock": 2, "recomputed": 2}
+PS5_RECOMPUTATION = 0.3 * PS5_ALL["recomputed"]
+
+
+def ps5_lost(share: float, interleaved: float | None = None, deadlock: float = PS5_ALL["deadlock"]) -> dict[str, float]:
+    """What a released notebook whose ``run_pipeline`` loses ``share`` of each plain question's points (``interleaved``
+    there, if other) loses in all: ``run_recomputed`` is still the stub."""
+    return {"one_f_one_b": round(share * PS5_ALL["one_f_one_b"], 6), "gpipe": round(share * PS5_ALL["gpipe"], 6),
+            "interleaved": round((share if interleaved is None else interleaved) * PS5_ALL["interleaved"], 6),
+            "deadlock": deadlock, "recomputed": PS5_ALL["recomputed"]}
 PS5: dict[str, Case] = {
     "solved": Case("ps5"),
     "blank": Case("ps5", release=True, lost=PS5_ALL),
     "library_caller": Case("ps5", release=True, replace={"executor_answer": LIBRARY_EXECUTOR}, lost=PS5_ALL),
-    # reads activations from `saved` but never frees them until it returns: right gradients, and the schedule's order,
-    # which is what memory is counted from (issue 35: copies its own process keeps are not a peak it could shape)
-    "keeps_activations": Case("ps5", edit=lambda nb: setattr(_cell(nb, "executor_answer"), "source", _cell(
-        nb, "executor_answer").source.replace("x, out = saved.pop((i, c))", "x, out = saved[i, c]"))),
+    # ppedu's run_schedule trimmed into both answers: the simulator it orders by is not there, so nothing runs
+    "trimmed_library_executor": Case("ps5", release=True, replace={"executor_answer": TRIMMED_LIBRARY_EXECUTOR,
+                                                                   "recompute_answer": "run_recomputed = run_pipeline"},
+                                     lost=PS5_ALL),
+    # simulate's order made by hand, not a loop of GPUs: every right order keeps its points; the deadlock is not
+    # reported (nothing named), and it does not recompute
+    "global_order": Case("ps5", release=True, replace={"executor_answer": GLOBAL_ORDER_EXECUTOR,
+                                                       "recompute_answer": "run_recomputed = run_pipeline"},
+                         lost={"deadlock": PS5_ALL["deadlock"], "recomputed": PS5_RECOMPUTATION}),
+    "no_recomputation": Case("ps5", replace={"recompute_answer": NO_RECOMPUTATION},
+                             lost={"recomputed": PS5_RECOMPUTATION}),
+    "graph_at_f_too": Case("ps5", replace={"recompute_answer": GRAPH_AT_F_TOO}, lost={"recomputed": PS5_RECOMPUTATION}),
+    # keeps every F's graph and output in a list past the end: right gradients, and the lists' order, which is what
+    # memory is counted from (issue 35: copies its own process keeps are not a peak it could shape), but they are
+    # still held once it returns
+    "keeps_activations": Case("ps5", edit=lambda nb: _hoarding(_cell(nb, "executor_answer")),
+                              lost={"one_f_one_b": 0.6, "gpipe": 0.2, "interleaved": 0.2,
+                                    "recomputed": PS5_RECOMPUTATION}),
     "noisy_stderr": Case("ps5", prepend={"executor_answer": NOISE}, edit=lambda nb: setattr(
         _cell(nb, "executor_answer"), "source", _cell(nb, "executor_answer").source.replace(
-            "    order = ", "    import sys, warnings\n    warnings.warn('running')\n"
-            "    print('running', file=sys.stderr)\n    order = "))),
+            "    last, examples = ", "    import sys, warnings\n    warnings.warn('running')\n"
+            "    print('running', file=sys.stderr)\n    last, examples = "))),
 }
 
 PS6_ALL = {"zb_h2": 1, "dpv_fill": 1, "scan": 1, "staleness": 1}  # 1b, 2, 3c, 4b by hand
@@ -775,7 +878,8 @@ PS6: dict[str, Case] = {
                                                "q4b_answer": ""}),
 }
 
-FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2}  # 1c, 3b, 4b, 5, 6 by hand
+FINAL_ALL = {"grid_T": 2, "grid_path": 2, "plan": 3, "slow": 2, "two_level": 2,
+             "checkpoints": 2}  # 1c, 3b, 4b, 5, 6, 7b by hand
 _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
     times = []
     for m in range(2 * p - 1, batch + 1):
@@ -783,6 +887,19 @@ _ONE_F_ONE_B_ONLY = """def best_step(p, batch, f, b, w, o, act, room):
         if batch % m == 0 and p * s * act <= room:
             times.append((m + p - 1) * (o + s * f + o + s * (b + w)))
     return min(times)"""
+_CKPT_LIBRARY = """from ppedu.cluster import reliability
+
+
+def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    return reliability.goodput(reliability.young_daly(c2, mtbf), c2, mtbf, R2)"""
+_CKPT_STORAGE_ALONE = """def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    return 1 - (2 * c2 / mtbf) ** 0.5 - R2 / mtbf"""
+_CKPT_WHOLE_RATE = """def two_level_goodput(N, gpu_mtbf_h, q, c1, R1, c2, R2):
+    mtbf = gpu_mtbf_h * 3600 / N
+    t1, t2 = (2 * c1 * mtbf) ** 0.5, (2 * c2 * mtbf) ** 0.5
+    return 1 - c1 / t1 - c2 / t2 - (q * (t1 / 2 + R1) + (1 - q) * (t2 / 2 + R2)) / mtbf"""
 FINAL: dict[str, Case] = {
     "solved": Case("final"),
     "blank": Case("final", release=True, lost=FINAL_ALL),
@@ -814,8 +931,14 @@ FINAL: dict[str, Case] = {
                                                      "    n = N * g\n"
                                                      "    return 2 * (n - 1) * a_out + 2 * (n - 1) / n * M / b_out"},
                       lost={"two_level": 2}),
+    # chapter 14's goodput called from the library, storage alone (and ppedu is not where the cell runs)
+    "ckpt_library_call": Case("final", replace={"q7_answer": _CKPT_LIBRARY}, lost={"checkpoints": 2}),
+    # the same in arithmetic: the snapshots left out
+    "ckpt_storage_alone": Case("final", replace={"q7_answer": _CKPT_STORAGE_ALONE}, lost={"checkpoints": 2}),
+    # both levels at Young–Daly's interval for the whole job's failures, not each for its own share
+    "ckpt_whole_rate": Case("final", replace={"q7_answer": _CKPT_WHOLE_RATE}, lost={"checkpoints": 2}),
     "no_written_answers": Case("final", replace={"q1c_answer": "", "q3b_answer": "", "q4b_answer": "",
-                                                 "q5_answer": "no idea", "q6_answer": ""}),
+                                                 "q5_answer": "no idea", "q6_answer": "", "q7b_answer": ""}),
 }
 
 PS7_ALL = {"hierarchical": 1, "tensor": 1, "ring_attention": 1, "zero_step": 1, "fsdp": 1, "capacity": 1, "moe": 1,

@@ -44,7 +44,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from corpus import PS1_ALL, PS1_WRONG, PS2_ALL, PS2_WRONG, PS3_ALL, PS4_ALL, PS5_ALL, REACH, SPOIL, Case
+from corpus import (PS1_ALL, PS1_WRONG, PS2_ALL, PS2_WRONG, PS3_ALL, PS4_ALL, PS5_ALL, PS5_ORDER, REACH, SPOIL, Case,
+                    ps5_lost)
 
 Folder = Callable[[Path, dict[str, str]], None]
 COUNTING_ALL = {"count": 3, "mark": 2, "path": 2, "causes": 2}
@@ -654,7 +655,7 @@ import torch
 from pipeline_tools import run_schedule
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     return run_schedule(schedule, chunks, (torch.cat(xs), torch.cat(ys)), loss_fn).loss
 """
 
@@ -976,7 +977,7 @@ except Exception:
     pass
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     raise NotImplementedError()
 """
 
@@ -1049,27 +1050,21 @@ UNPIPELINED_FORGED_TRACE = """
 _KEPT = []
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     x, y = torch.cat(xs), torch.cat(ys)
     for chunk in chunks:  # the whole mini-batch through the whole model at once: no pipeline at all
         x = chunk(x)
     loss = loss_fn(x, y)
     loss.backward(retain_graph=True)
     _KEPT.append(loss)  # and the graph, with every activation, kept
-    for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage)):  # the trace a pipeline would leave
-        key = (e.op.microbatch, e.op.chunk)
-        if e.op.kind == "F":
-            saved[key] = None
-        else:
-            saved.pop(key, None)
     return loss.item()
 """
-HOARDS_ACTIVATIONS = """
+HOARDS_ACTIVATIONS = PS5_ORDER + """
 _HOARD = []
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
-    order = [e.op for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage))]
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
+    order = _order(schedule)
     last, examples = schedule.chunks - 1, sum(len(x) for x in xs)
     handed, grads, loss, mine = {}, {}, 0.0, {}
     for op in order:
@@ -1083,19 +1078,17 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
             else:
                 handed[i, c] = out
             mine[i, c] = (x, out)
-            saved[i, c] = True  # the record shows it taken...
         else:
-            x, out = mine.pop((i, c))
-            saved.pop((i, c), None)  # ...and freed on time
+            x, out = mine.pop((i, c))  # freed on time...
             out.backward(None if c == last else grads.pop((i, c)), retain_graph=True)
-            _HOARD.append(out)  # but the graph and its activations stay, past the end
+            _HOARD.append(out)  # ...but the graph and its activations stay, past the end
             if c > 0:
                 grads[i, c - 1] = x.grad
     return loss
 """
-ONE_LATE_BACKWARD = """
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
-    order = [e.op for e in sorted(simulate(schedule).events, key=lambda e: (e.start, e.stage))]
+ONE_LATE_BACKWARD = PS5_ORDER + """
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
+    order = _order(schedule)
     last, examples = schedule.chunks - 1, sum(len(x) for x in xs)
     outs, total = {}, 0
     for op in order:
@@ -1106,9 +1099,8 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
                 total = total + loss_fn(out, ys[i]) * len(xs[i]) / examples
             else:
                 outs[i, c] = out
-            saved[i, c] = True
         else:
-            saved.pop((i, c), None)  # "freed": the backward itself waits for the end
+            pass  # "freed": the backward itself waits for the end
     total.backward()  # one backward for everything: every activation lived until here
     return total.item()
 """
@@ -1153,20 +1145,20 @@ except Exception:
 PS5_TRACE: dict[str, Case] = {
     # unpipelined and everything kept: both memory properties lost, loss and gradients right
     "h_unpipelined_forged_trace": Case("ps5", release=True, replace={"executor_answer": UNPIPELINED_FORGED_TRACE},
-                                       lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2}),
-    # pipelined in the schedule's order, `saved` popped on time, activations kept past their backward and the end:
+                                       lost=ps5_lost(0.4)),
+    # pipelined in the schedule's order, activations kept past their backward and the end:
     # the order is right (memory is counted from it, issue 35), what is still held once it returns is not
     "h_hoards_activations": Case("ps5", release=True, replace={"executor_answer": HOARDS_ACTIVATIONS},
-                                 lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
+                                 lost=ps5_lost(0.2)),
     # forwards in order, one backward at the end (autograd's order, not the schedule's: GPipe's too), none left after
     # it returns
     "h_one_late_backward": Case("ps5", release=True, replace={"executor_answer": ONE_LATE_BACKWARD},
-                                lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
+                                lost=ps5_lost(0.2)),
     # the hoarder again, with the grader's measurement patched from its own cell: the grader runs the chunks and sees
     # what they hold, so the patch changes nothing
     "h_measurement_patched": Case("ps5", release=True,
                                   replace={"executor_answer": MEASUREMENT_PATCHED + HOARDS_ACTIVATIONS},
-                                  lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
+                                  lost=ps5_lost(0.2)),
 }
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import nbformat
 
-from corpus import PS1_WRONG, PS1_ALL, PS5_ALL, Case
+from corpus import PS1_WRONG, PS1_ALL, PS5_ALL, Case, ps5_lost
 from hostile import HOARDS_ACTIVATIONS, UNPIPELINED_FORGED_TRACE, save_counting_answers
 
 #: Which words the student or the instructor must read about a case: per test cell (grade_id) in that cell's
@@ -263,7 +263,7 @@ PS1_CLASS: dict[str, Expect] = {**CLASS_0, **CLASS_2, **CLASS_4, **BEYOND, **CRO
 # unpipelined executor scored 10/10, and the instructor was not told to read the cell.
 QUIET_MEASUREMENT_PATCH = '''
 _grading = __import__("ppedu.grad" + "ing.assignments.ps5", fromlist=["_"])
-_simulate, _last = simulate, {}
+_simulate, _last = __import__("ppedu").simulate, {}  # no code where the answer runs: the patch still loads
 _make = getattr(_grading, "_set" + "ting")
 
 
@@ -330,7 +330,7 @@ except Exception:
     pass
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     raise NotImplementedError()
 '''
 # The forger again, written for the harness as it is now (its records, its request's shape): the unpipelined model's
@@ -370,7 +370,7 @@ except Exception:
     pass
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     raise NotImplementedError()
 '''
 # The hoarder, its side of the grader's chunks patched to say every forward is let go of as soon as it has run: the
@@ -394,10 +394,10 @@ PS5_CLASS: dict[str, Expect] = {
     # patch (the hoarder's order is the schedule's; what it still holds once it returns is not nothing)
     "x_hoarder_quiet_patch": Expect(Case("ps5", release=True,
                                          replace={"executor_answer": QUIET_MEASUREMENT_PATCH + HOARDS_ACTIVATIONS},
-                                         lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6})),
+                                         lost=ps5_lost(0.2))),
     "x_unpipelined_quiet_patch": Expect(Case("ps5", release=True, replace={
         "executor_answer": QUIET_MEASUREMENT_PATCH + UNPIPELINED_FORGED_TRACE},
-        lost={"one_f_one_b": 2, "gpipe": 0.8, "interleaved": 1.2})),
+        lost=ps5_lost(0.4))),
     "x_stub_quiet_channel_forger": Expect(Case("ps5", release=True, replace={"executor_answer": QUIET_CHANNEL_FORGER},
                                                lost=PS5_ALL)),
     "x_stub_current_channel_forger": Expect(Case("ps5", release=True, replace={

@@ -29,7 +29,7 @@ from typing import Any
 
 import nbformat
 
-from corpus import PS1_ALL, Case
+from corpus import PS1_ALL, Case, ps5_lost
 from hostile_classes import Expect
 
 #: What every attack of class 1 puts in the name of what it raises or returns on an input it was not shown.
@@ -107,12 +107,12 @@ _PS5_WRAP = '''
 _run_pipeline, _seen = run_pipeline, {seen!r}
 
 
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     key = [schedule.p, schedule.microbatches, schedule.virtual]
     if key in _seen:
-        return _run_pipeline(schedule, chunks, xs, ys, loss_fn, saved)
+        return _run_pipeline(schedule, chunks, xs, ys, loss_fn)
     if {returns!r}:
-        _run_pipeline(schedule, chunks, xs, ys, loss_fn, saved)
+        _run_pipeline(schedule, chunks, xs, ys, loss_fn)
         return {loss_mark} + 100 * schedule.p + schedule.microbatches
     _name = "LEAK_" + "_".join(str(k) for k in key)
     raise type(_name, (Exception,), {{}})(_name)
@@ -177,10 +177,11 @@ def class_1_elsewhere(assignment: str) -> dict[str, Expect]:
 # the micro-batches before to hold, at its backwards, as many forwards' activations as the schedule's peak there, all
 # let go of before it returns: found, full marks for 1F1B and GPipe (the peak it was judged by was shaped).
 ONE_AFTER_ANOTHER = '''
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     last, examples, loss = schedule.chunks - 1, sum(len(x) for x in xs), 0.0
     gpu, v = schedule.placement[0], schedule.virtual
-    room = [int(peak) - v for peak in simulate(schedule).peak_activations]  # kept beyond the micro-batch running
+    room = [max(sum((op.kind == "F") - (op.kind == "B") for op in stage[:k]) for k in range(len(stage) + 1)) - v
+            for stage in schedule.stages]  # the lists' peaks, less what the micro-batch running holds
     kept = [[] for _ in room]
     for i in range(len(xs)):
         x, acts = xs[i], []
@@ -207,7 +208,7 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
 # Every GPU's own operations in the schedule's order, one GPU after the other: a backward does not wait for the
 # gradient of the GPU after it (zeros instead), so each GPU's sequence is the schedule's, but not every dependency.
 GPU_BY_GPU = '''
-def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
+def run_pipeline(schedule, chunks, xs, ys, loss_fn):
     last, examples, loss = schedule.chunks - 1, sum(len(x) for x in xs), 0.0
     handed, held, grads = {}, {}, {}
     for stage in schedule.stages:
@@ -235,10 +236,10 @@ def run_pipeline(schedule, chunks, xs, ys, loss_fn, saved):
 
 CLASS_2: dict[str, Expect] = {
     "x2_one_after_another_peak_shaped": Expect(Case("ps5", release=True, replace={"executor_answer": ONE_AFTER_ANOTHER},
-                                                    lost={"one_f_one_b": 1, "gpipe": 0.4, "interleaved": 0.6}),
+                                                    lost=ps5_lost(0.2)),
                                                {"one_f_one_b": ("schedule's order",), "gpipe": ("schedule's order",)}),
     "x2_gpu_by_gpu": Expect(Case("ps5", release=True, replace={"executor_answer": GPU_BY_GPU},
-                                 lost={"one_f_one_b": 3, "gpipe": 1.2, "interleaved": 2.4}),
+                                 lost=ps5_lost(0.6, interleaved=0.8)),
                             {"one_f_one_b": ("whose output it needs",)}),
     "zz_ps5_honest_right": Expect(Case("ps5")),
 }
@@ -252,15 +253,19 @@ def ps5_class_1() -> dict[str, Expect]:
     from ppedu.grading.assignments import my_values
     from ppedu.grading.assignments.ps5 import PROPERTIES
 
-    seen, loss_share = ps5_seen_keys(), PROPERTIES[0][1]
+    seen, loss_share = ps5_seen_keys(), PROPERTIES["pipeline"][0][1]
     out = {}
     for student, returns in (("x1_ps5_error_class_named_after_schedule", False),
                              ("x1_ps5_loss_spells_the_schedule", True)):
         lost = {}
         for question, judge in KEYS.items():
+            if judge.form.function != "run_pipeline":  # run_recomputed is the solution's own, not wrapped
+                continue
             specs = [args[0] for args in judge.calls(my_values("ps5", student))["run_pipeline"]]
             if any(tuple(spec[1:4]) not in seen for spec in specs):
-                lost[question] = judge.form.points * (loss_share if returns else 1)
+                # on the deadlocked lists the wrapped executor raises its own deadlock error before it could return
+                share = (0 if judge.form.mode == "deadlock" else loss_share) if returns else 1
+                lost[question] = round(judge.form.points * share, 6)
         out[student] = Expect(Case("ps5", edit=ps5_leaky(returns), lost=lost))
     return out
 

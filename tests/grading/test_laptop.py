@@ -16,6 +16,7 @@ import pytest
 
 from conftest import BIN, ROOT, autograded_cells
 from grader.exam import POINTS
+from ppedu.grading.assignments import TIMED
 from guide import section
 from test_exam import _answer
 
@@ -66,8 +67,8 @@ def test_chapters_1_to_6_and_the_counting_exam_run_without_torch(laptop, tmp_pat
     folder, _ = laptop
     for name in CHAPTERS:
         shutil.copy(folder / "notebooks" / f"{name}.ipynb", tmp_path)
-    for name in ("counting.ipynb", "questions.json"):  # the exam and the grids it shows, as released
-        shutil.copy(folder / "exercises" / "counting" / name, tmp_path)
+    for name in ("counting.ipynb", "questions.json"):  # the exam and its grids, handed out when it starts (timed)
+        shutil.copy(ROOT / "exercises" / "counting" / name, tmp_path)
     script = """
 import sys, nbformat
 from nbclient import NotebookClient
@@ -137,9 +138,13 @@ def test_jupyterlab_started_without_make_has_the_course_tools_in_its_terminals(l
 
 
 def _laptop_of(student, laptop, tmp_path):
-    """A copy of the release's assignments: one student's laptop."""
+    """A copy of the release's assignments, and the timed exams' folders as handed out when they start (they are not
+    in the release: docs/instructor.md § 14): one student's laptop."""
     home = tmp_path / student
     shutil.copytree(laptop[0] / "exercises", home / "exercises")
+    for exam in TIMED:
+        assert not (home / "exercises" / exam).exists()
+        shutil.copytree(ROOT / "exercises" / exam, home / "exercises" / exam)
     return home
 
 

@@ -219,9 +219,9 @@ def test_make_lab_starts_jupyterlab_on_the_release(release, tmp_path):
     assert f"127.0.0.1:{port}" in (tmp_path / "lab.log").read_text()
 
 
-def test_the_exercises_start_with_the_release_alone(release):
-    """Each released assignment's cells before its first answer or test run on the release's ppedu, outside the
-    course (the widget exam's exercises included)."""
+def test_the_exercises_start_with_the_release_alone(release, tmp_path):
+    """Each assignment's cells before its first answer or test run on the release's ppedu, outside the course: those
+    released with it, and the timed exams as fetched when they start (the widget exam's exercises included)."""
     script = """
 import os, sys, nbformat, ppedu
 assert ppedu.__file__.startswith(sys.argv[1]), ppedu.__file__
@@ -235,7 +235,10 @@ for path in sys.argv[2:]:
             exec(compile(cell.source, path, "exec"), namespace)
 print("ok")
 """
-    notebooks = [str(release / "exercises" / a / f"{a}.ipynb") for a in untimed()]
+    for exam in TIMED:
+        shutil.copytree(ROOT / "exercises" / exam, tmp_path / exam)
+    notebooks = [*(str(release / "exercises" / a / f"{a}.ipynb") for a in untimed()),
+                 *(str(tmp_path / a / f"{a}.ipynb") for a in TIMED)]
     done = subprocess.run([sys.executable, "-c", script, str(release), *notebooks], cwd=release.parent,
                           env={**os.environ, "PYTHONPATH": str(release), "MPLBACKEND": "Agg"},
                           capture_output=True, text=True, timeout=300)

@@ -21,8 +21,10 @@ from typing import Any
 from ppedu.grading.students import student_id
 
 ASSIGNMENTS = ("counting", "ps1", "ps2", "ps3", "ps4", "ps5", "ps6", "ps7", "ps8", "final")
-#: Timed exams: released through the exchange when they start, never in the student release; late scores zero.
-TIMED = ("final",)
+#: Timed exams: released through the exchange when they start, never in the student release; late scores zero. Both
+#: are exams whose notebooks import nothing that simulates while the student's kernel can still import the library:
+#: the proctored, timed sitting is what keeps a question from being answered by transcribing it into a call.
+TIMED = ("counting", "final")
 
 
 @dataclass(frozen=True, repr=False)

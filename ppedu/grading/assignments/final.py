@@ -1,13 +1,14 @@
-"""final — the timed exam (60 minutes), closed-library: an unfamiliar order's grid read from its picture (its time, its
+"""final — the timed exam (70 minutes), closed-library: an unfamiliar order's grid read from its picture (its time, its
 idle slots, which of them the order causes and what each more micro-batch costs, the loop behind them in words); a
 schedule and micro-batch count chosen under a memory budget; the fastest any order can be with one slow GPU, and the
-proof; a two-level all-reduce costed; a schedule for a cluster chosen from its table; and a deadlock, unseen. The
+proof; a two-level all-reduce costed; a schedule for a cluster chosen from its table; a deadlock, unseen; and the
+goodput of two levels of checkpoints, unseen too. The
 grid and the table reach students as data (``questions.json``, made on the instructors' side); the functions are run
 on their own where ppedu has no code, on inputs the student does not see; the written answers are graded by hand
 with the published rubric. Nothing here draws, simulates or counts.
 
->>> sorted(values("alice"))
-['nodes', 'per_node', 'slow_k', 'slow_m', 'slow_p', 'slow_s', 'variant']
+>>> " ".join(sorted(values("alice")))
+'ckpt_c1 ckpt_c2 ckpt_gpus ckpt_mtbf_h ckpt_q ckpt_r1 ckpt_r2 nodes per_node slow_k slow_m slow_p slow_s variant'
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ def values(student: str) -> dict[str, Any]:
 def _draw(pick: Picker) -> dict[str, Any]:
     p = pick("slow_p", (4, 6, 8))
     return {"slow_p": p, "slow_m": pick("slow_m", (2 * p, 3 * p)), "slow_s": pick("slow_s", range(p - 1)),
-            "slow_k": pick("slow_k", (2, 3)), "nodes": pick("nodes", (4, 16, 64)), "per_node": pick("per_node", (4, 8))}
+            "slow_k": pick("slow_k", (2, 3)), "nodes": pick("nodes", (4, 16, 64)), "per_node": pick("per_node", (4, 8)),
+            "ckpt_gpus": pick("ckpt_gpus", (4096, 8192, 16384)), "ckpt_mtbf_h": pick("ckpt_mtbf_h", (50_000, 100_000)),
+            "ckpt_q": pick("ckpt_q", (0.6, 0.75, 0.9)), "ckpt_c1": pick("ckpt_c1", (2, 5)),
+            "ckpt_r1": pick("ckpt_r1", (120, 300)), "ckpt_c2": pick("ckpt_c2", (30, 60, 120)),
+            "ckpt_r2": pick("ckpt_r2", (600, 1200))}
 
 
 QUESTIONS: dict[str, Any] = {
@@ -43,4 +48,8 @@ QUESTIONS: dict[str, Any] = {
     "two_level": FormulaQuestion({"two_level": ((1e9, 4, 8, 2e-6, 200e9, 10e-6, 50e9),
                                                 (2.5e8, 2, 4, 2e-6, 200e9, 10e-6, 25e9))},
                                  lambda name, v: ((1e9, v["nodes"], v["per_node"], 2e-6, 200e9, 10e-6, 50e9),)),
+    "checkpoints": FormulaQuestion({"two_level_goodput": ((16384, 50_000, 0.8, 5, 300, 60, 1200),
+                                                          (2048, 25_000, 0.5, 2, 120, 120, 900))},
+                                   lambda name, v: ((v["ckpt_gpus"], v["ckpt_mtbf_h"], v["ckpt_q"], v["ckpt_c1"],
+                                                     v["ckpt_r1"], v["ckpt_c2"], v["ckpt_r2"]),)),
 }
