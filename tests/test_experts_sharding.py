@@ -64,6 +64,17 @@ def test_nodes_crossed_is_the_average_over_every_choice_of_experts(experts, top_
     assert nodes_crossed(experts, top_k, nodes) == pytest.approx(brute)
 
 
+@pytest.mark.parametrize("experts, top_k, nodes, limit", [(8, 2, 4, 3), (12, 3, 3, 2), (16, 4, 4, 2), (8, 4, 4, 4)])
+def test_the_node_limit_bounds_the_average_over_every_choice_of_nodes_and_experts(experts, top_k, nodes, limit):
+    per = experts // nodes
+    crossed = [len({e // per for e in c} - {0})  # the token's own node is node 0; its limit's nodes any of them
+               for chosen in itertools.combinations(range(nodes), limit)
+               for c in itertools.combinations([n * per + i for n in chosen for i in range(per)], top_k)]
+    bound = nodes_crossed(experts, top_k, nodes, limit=limit)
+    assert sum(crossed) / len(crossed) <= bound == min(limit, top_k) * (nodes - 1) / nodes
+    assert max(crossed) <= min(limit, top_k)
+
+
 def test_deepseeks_node_limit_cuts_what_crosses_infiniband():
     free, limited = nodes_crossed(256, 8, 8), nodes_crossed(256, 8, 8, limit=4)
     assert limited == 3.5 and 4.5 < free < 4.7

@@ -1,4 +1,4 @@
-"""ps7 — the scale chapters (8, 12–14), each question a variant that :mod:`ppedu.cluster` does not compute: a
+"""ps7 — the scale chapters (12–14), each question a variant that :mod:`ppedu.cluster` does not compute: a
 hierarchical all-reduce whose node step is one NVSwitch exchange, not a ring; DeepSpeed-Ulysses' all-to-alls per block;
 when zigzag ring attention hides its transfers under the causal mask; hybrid sharding (HSDP) beside a pipeline and
 FSDP2's peak when it reshards after the forward only within a node; an expert's capacity; a mixture of experts with a
