@@ -105,8 +105,10 @@ def test_fsdp_gathers_each_unit_twice_unless_it_keeps_it_and_then_sends_two_thir
     assert (once.gathers, kept.gathers) == (2 * len(units), len(units))
     assert kept.sent == pytest.approx(2 / 3 * once.sent)
     ideal = sum(units) * BF16.total / d
-    assert ideal < once.peak <= kept.peak and once.gathered_at_peak <= kept.gathered_at_peak
-    assert kept.gathered_at_peak >= sum(units) * BF16.weights  # every unit held from its forward on
+    # the walks add the same bytes in other orders: equal sums may differ in the last bit
+    close = 1e-12
+    assert ideal < once.peak <= kept.peak * (1 + close) and once.gathered_at_peak <= kept.gathered_at_peak * (1 + close)
+    assert kept.gathered_at_peak >= sum(units) * BF16.weights * (1 - close)  # every unit held from its forward on
     three = zero_stages(sum(units), d, BF16)[3]
     assert once.sent / 1e9 == pytest.approx(three.sent_gb, abs=1e-3)  # FSDP's step is ZeRO-3's bytes
 
