@@ -64,6 +64,17 @@ def test_nodes_crossed_is_the_average_over_every_choice_of_experts(experts, top_
     assert nodes_crossed(experts, top_k, nodes) == pytest.approx(brute)
 
 
+@pytest.mark.parametrize("experts, top_k, nodes, limit", [(8, 2, 4, 3), (12, 3, 3, 2), (16, 4, 4, 2), (8, 4, 4, 4)])
+def test_the_node_limit_bounds_the_average_over_every_choice_of_nodes_and_experts(experts, top_k, nodes, limit):
+    per = experts // nodes
+    crossed = [len({e // per for e in c} - {0})  # the token's own node is node 0; its limit's nodes any of them
+               for chosen in itertools.combinations(range(nodes), limit)
+               for c in itertools.combinations([n * per + i for n in chosen for i in range(per)], top_k)]
+    bound = nodes_crossed(experts, top_k, nodes, limit=limit)
+    assert sum(crossed) / len(crossed) <= bound == min(limit, top_k) * (nodes - 1) / nodes
+    assert max(crossed) <= min(limit, top_k)
+
+
 def test_deepseeks_node_limit_cuts_what_crosses_infiniband():
     free, limited = nodes_crossed(256, 8, 8), nodes_crossed(256, 8, 8, limit=4)
     assert limited == 3.5 and 4.5 < free < 4.7
@@ -94,8 +105,10 @@ def test_fsdp_gathers_each_unit_twice_unless_it_keeps_it_and_then_sends_two_thir
     assert (once.gathers, kept.gathers) == (2 * len(units), len(units))
     assert kept.sent == pytest.approx(2 / 3 * once.sent)
     ideal = sum(units) * BF16.total / d
-    assert ideal < once.peak <= kept.peak and once.gathered_at_peak <= kept.gathered_at_peak
-    assert kept.gathered_at_peak >= sum(units) * BF16.weights  # every unit held from its forward on
+    # the walks add the same bytes in other orders: equal sums may differ in the last bit
+    close = 1e-12
+    assert ideal < once.peak <= kept.peak * (1 + close) and once.gathered_at_peak <= kept.gathered_at_peak * (1 + close)
+    assert kept.gathered_at_peak >= sum(units) * BF16.weights * (1 - close)  # every unit held from its forward on
     three = zero_stages(sum(units), d, BF16)[3]
     assert once.sent / 1e9 == pytest.approx(three.sent_gb, abs=1e-3)  # FSDP's step is ZeRO-3's bytes
 

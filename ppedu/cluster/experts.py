@@ -97,9 +97,9 @@ def capacity_trade(loads: tuple[int, ...], top_k: int, factors: tuple[float, ...
 def nodes_crossed(experts: int, top_k: int, nodes: int, limit: int | None = None) -> float:
     """The expected number of *other* nodes a token's copies cross InfiniBand to, its ``top_k`` distinct
     experts drawn uniformly from ``experts`` spread evenly over ``nodes`` nodes: ``(N − 1)·P(a node is hit)``, with
-    ``P = 1 − C(E − E/N, k)/C(E, k)``. With node-limited routing to ``limit`` nodes (DeepSeek-V3's ``M``), at most:
-    taking the token to use all ``min(limit, N)`` nodes it may (its ``k`` experts could fall in fewer), its own among
-    them with chance ``limit/N``: ``limit·(N − 1)/N``.
+    ``P = 1 − C(E − E/N, k)/C(E, k)``. With node-limited routing to ``limit`` nodes (DeepSeek-V3's ``M``), a bound,
+    not an average: taking the token to use all ``min(limit, k, N)`` nodes it may (its ``k`` experts could fall in
+    fewer), its own one of them with chance ``min(limit, k, N)/N``: ``min(limit, k, N)·(N − 1)/N``.
 
     >>> round(nodes_crossed(256, 8, 8), 2), nodes_crossed(256, 8, 8, limit=4)
     (4.63, 3.5)
@@ -108,7 +108,7 @@ def nodes_crossed(experts: int, top_k: int, nodes: int, limit: int | None = None
     if experts % nodes:
         raise ValueError(f"the experts ({experts}) must spread evenly over the nodes ({nodes})")
     if limit is not None:
-        used = min(whole("limit", limit), nodes)
+        used = min(whole("limit", limit), top_k, nodes)
         return used * (nodes - 1) / nodes
     missed = math.comb(experts - experts // nodes, top_k) / math.comb(experts, top_k)
     return (nodes - 1) * (1 - missed)

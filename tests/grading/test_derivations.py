@@ -214,3 +214,91 @@ def test_palms_count_is_ppedus_for_the_dense_presets():
     for model in (m for m in MODELS.values() if not m.experts):
         palm = 6 * (model.params - model.vocab * model.hidden) + 12 * model.layers * model.hidden * model.seq
         assert math.isclose(3 * sum(model.layer_flops()) / model.tokens, palm, rel_tol=1e-9), model.name
+
+
+def test_node_limited_routing_crosses_to_fewer_nodes_than_free_routing():
+    """ps7 Q5c: with the limit's M nodes a uniform choice and the k experts uniform among their experts, a token
+    crosses to (N − 1)(M/N)(1 − C((M − 1)E/N, k)/C(ME/N, k)) other nodes on average — counted over every choice here
+    — which for DeepSeek-V3's k = 8 lies just under the library's bound and under the free count, for every drawn
+    E, N and M."""
+    import itertools
+
+    from ppedu.cluster.experts import nodes_crossed
+
+    def limited(experts, k, nodes, limit):
+        per = experts // nodes
+        return (nodes - 1) * limit / nodes * (1 - math.comb((limit - 1) * per, k) / math.comb(limit * per, k))
+
+    for experts, k, nodes, limit in ((8, 2, 4, 2), (12, 3, 3, 2), (16, 4, 4, 3)):
+        per = experts // nodes
+        crossed = [len({e // per for e in c} - {0}) for chosen in itertools.combinations(range(nodes), limit)
+                   for c in itertools.combinations([n * per + i for n in chosen for i in range(per)], k)]
+        assert math.isclose(sum(crossed) / len(crossed), limited(experts, k, nodes, limit))
+    for experts, nodes, limit in itertools.product((64, 128, 256), (4, 8), (2, 3)):
+        count = limited(experts, 8, nodes, limit)
+        assert 0.95 * nodes_crossed(experts, 8, nodes, limit=limit) < count < nodes_crossed(experts, 8, nodes)
+
+
+def test_llama3s_long_context_row_and_its_all_gather():
+    """ps7 Q7b: at Table 4's third row (131,072 tokens, TP 8, CP 16) attention is over half of PaLM's FLOPs per
+    token, the MFU printed is its TFLOP/s over the H100's peak, and the all-gather of a GPU's eighth of each block's
+    keys and values over its CP group on InfiniBand is a few per cent of the block's forward on that GPU (causal
+    mask) — which a zigzag ring (question 3) would have hidden."""
+    from dataclasses import replace
+
+    from ppedu.cluster import GPUS, LINKS, MODELS, context
+    from ppedu.cluster.published import LLAMA3_TABLE4
+
+    row, model, gpu, ib = LLAMA3_TABLE4[2], MODELS["405b"], GPUS["h100-80gb"], LINKS["ib-400"]
+    s, h = row.seq, model.hidden
+    attention = 12 * model.layers * h * s
+    assert attention / (6 * model.params + attention) > 0.5 and round(row.tflops_per_gpu / 989, 2) == row.mfu
+    assert model.kv_heads == row.tp  # one key-value head a GPU
+    mine = context.gathered_kv_bytes(replace(model, seq=s)) / row.tp
+    gather = (row.cp - 1) * ib.latency + (row.cp - 1) / row.cp * mine / ib.bandwidth
+    forward = (2 * model.layer_params()[1] * s + 2 * s * s * h) / (row.tp * row.cp) / gpu.flops_per_second
+    assert 0.01 < gather / forward < 0.1
+    kv = model.kv_heads * h // model.heads
+    assert 2 * gpu.flops_per_second * kv / (h * ib.bandwidth) < s / row.cp  # question 3's zigzag threshold
+
+
+def test_the_layout_tables_trade_offs_hold_for_every_drawn_setting():
+    """ps7 Q8b's model answer, for each of the 16 drawn settings: at the best row's t, more stages mean a larger m; the
+    rows with twice or half the stages, a smaller t or more replicas are slower; recomputation is none, ZeRO-1 only
+    where its ZeRO-0 twin does not fit, the top two rows within 1 %; half the batch keeps the layout or keeps m."""
+    import itertools
+
+    from ppedu.cluster import GPUS, MODELS
+    from ppedu.cluster.layouts import layouts
+    from ppedu.grading.assignments.ps7 import LAYOUT_SCHEDULES
+
+    for name, gpu, n, batch in itertools.product(("13b", "70b"), ("a100-80gb", "h100-80gb"), (32, 64), (64, 128)):
+        rows = layouts(MODELS[name], GPUS[gpu], n, batch, schedules=LAYOUT_SCHEDULES)
+        best, fit = rows[0], [r for r in rows if r.fits]
+        same_t = sorted({(r.p, r.m) for r in rows if r.t == best.t})
+        assert all(m1 < m2 for (_, m1), (_, m2) in zip(same_t, same_t[1:]))
+        others = [r for r in fit if (r.t, r.p) in {(best.t, 2 * best.p), (best.t, best.p // 2)} or r.t < best.t
+                  or r.d > best.d]
+        assert others and all(r.tokens_per_s < best.tokens_per_s for r in others)
+        assert best.recompute == "none" and fit[1].tokens_per_s >= 0.99 * best.tokens_per_s
+        assert {best.schedule, fit[1].schedule} <= {"zb-v", "dualpipe-v"}
+        twin = [r for r in rows if (r.t, r.p, r.d, r.schedule, r.recompute, r.zero) ==
+                (best.t, best.p, best.d, best.schedule, best.recompute, 0)]
+        assert best.zero == 0 or not twin[0].fits
+        half = [r for r in layouts(MODELS[name], GPUS[gpu], n, batch // 2, schedules=LAYOUT_SCHEDULES) if r.fits][0]
+        assert (half.t, half.p, half.d) == (best.t, best.p, best.d) or (half.m, half.d) == (best.m, best.d // 2)
+
+
+@FEW
+@given(p=st.integers(2, 8), m=st.integers(1, 32), v=st.integers(2, 4))
+def test_looped_bfs_gathers_a_chunk_2v_minus_1_times_and_reduce_scatters_it_once(p, m, v):
+    """ps7 Q4c: under looped BFS each GPU gathers a chunk 2v − 1 times a step (sharding.regathers) and runs each
+    chunk's backwards back to back, so its gradients are reduce-scattered once — 3v − 1 collectives, whatever m."""
+    from ppedu.cluster.sharding import regathers
+    from ppedu.schedules import looped_bfs
+
+    schedule = looped_bfs(p, m, v)
+    assert set(regathers(schedule)) == {2 * v - 1}
+    for ops in schedule.stages:
+        backward = [op.chunk for op in ops if op.kind == "B"]
+        assert sum(1 for k, c in enumerate(backward) if k == 0 or c != backward[k - 1]) == v

@@ -1,4 +1,4 @@
-"""ps7 — the scale chapters (8, 12–14), each question a variant that :mod:`ppedu.cluster` does not compute: a
+"""ps7 — the scale chapters (12–14), each question a variant that :mod:`ppedu.cluster` does not compute: a
 hierarchical all-reduce whose node step is one NVSwitch exchange, not a ring; DeepSpeed-Ulysses' all-to-alls per block;
 when zigzag ring attention hides its transfers under the causal mask; hybrid sharding (HSDP) beside a pipeline and
 FSDP2's peak when it reshards after the forward only within a node; an expert's capacity; a mixture of experts with a
@@ -32,7 +32,7 @@ LAYOUT_SCHEDULES = ("1f1b", "interleaved", "zb-h1", "zb-v", "dualpipe-v")
 TOLERANCE = 0.01
 #: Question 3's attention: one of these models' (grouped-query attention in the larger two).
 ATTENTION = ("7b", "70b", "405b")
-#: Question 5c's shape (layers, width, the keys' and values' width, an expert's width) and vocabulary: Mixtral 8x7B's
+#: Question 5b's shape (layers, width, the keys' and values' width, an expert's width) and vocabulary: Mixtral 8x7B's
 #: (Jiang et al., "Mixtral of Experts", 2024, Table 1), the experts' number and top-k the student's own.
 MOE_SHAPE, MOE_VOCAB = (32, 4096, 1024, 14336), 32000
 
@@ -89,7 +89,7 @@ def _sound(v: Mapping[str, Any]) -> bool:
 
 
 def max_load(v: Mapping[str, Any]) -> int:
-    """Question 5b's busiest expert: ``overload`` times the even share of the batch's token copies, rounded up."""
+    """Question 5a's busiest expert: ``overload`` times the even share of the batch's token copies, rounded up."""
     return math.ceil(v["tokens"] * v["top_k"] / v["experts"] * v["overload"])
 
 
