@@ -20,6 +20,7 @@ import pytest
 
 from conftest import ROOT, autograded_cells, make_course
 from corpus import Case, _cell
+from ps8_ranks import pytorch_ddp_buckets, pytorch_fsdp2_inputs
 from test_autograde import _submit
 
 POINTS = dict(autograded_cells(ROOT / "solutions" / "ps8" / "ps8.ipynb"))
@@ -341,36 +342,6 @@ def test_the_visible_runs_answers_are_what_the_key_writes():
     assert VISIBLE == visible(), "run `python -m grader.keys.ps8` and paste its output into VISIBLE"
 
 
-def _ddp_buckets(rank, world, specs):
-    """On each rank: PyTorch's own DDP on each spec's model, its caps made DDP's defaults (it gives the first bucket a
-    cap of its own only at its default cap); the buckets its communication hook is handed in three steps, each as
-    its parameters' indices."""
-    import torch
-    import torch.distributed as dist
-    import torch.nn.parallel.distributed as ddp
-    from torch.nn.functional import cross_entropy
-
-    from ppedu.grading.assignments.ps8 import model
-
-    out = []
-    for spec in specs:
-        net = model(spec)
-        ddp._DEFAULT_BUCKET_CAP_MB, dist._DEFAULT_FIRST_BUCKET_BYTES = spec[2][0] / 2**20, spec[2][1]
-        wrapped = ddp.DistributedDataParallel(net)
-        index = {id(p): i for i, p in enumerate(net.parameters())}
-        steps = []
-
-        def hook(state, bucket, steps=steps):
-            steps[-1].append([index[id(p)] for p in bucket.parameters()])
-            return dist.all_reduce(bucket.buffer(), async_op=True).get_future().then(lambda f: f.value()[0])
-        wrapped.register_comm_hook(None, hook)
-        for _ in range(3):
-            steps.append([])
-            cross_entropy(wrapped(torch.randn(4, 1, 28, 28, dtype=torch.float64)), torch.arange(4)).backward()
-        out.append(steps)
-    return out
-
-
 def test_the_keys_buckets_are_pytorchs_own_ddps():
     from grader.keys import ps8 as key
     from ppedu.grading.assignments.ps8 import CAPS, QUESTIONS, model
@@ -378,42 +349,11 @@ def test_the_keys_buckets_are_pytorchs_own_ddps():
 
     specs = [*QUESTIONS["buckets"].visible_specs(), *(["buckets", 2, caps, 11 + i] for i, caps in
                                                        enumerate([*CAPS, *key.HIDDEN_CAPS]))]
-    for spec, steps in zip(specs, run_ranks(_ddp_buckets, 2, specs, timeout=600)[0]):
+    for spec, steps in zip(specs, run_ranks(pytorch_ddp_buckets, 2, specs, timeout=600)[0]):
         assert steps[0] == [list(range(8))]  # the first step: every gradient in one bucket
         assert steps[1] == steps[2] == key.expected(spec)["plan"], spec  # then rebuilt, in the order they were ready
         nbytes = [p.numel() * p.element_size() for p in model(spec).parameters()]
         assert key.expected(spec)["plan"] != bucket_plan(nbytes, spec[2][0])  # nor the lab's buckets
-
-
-def _fsdp2_inputs(rank, world, spec):
-    """On each rank: PyTorch's own FSDP2 (``fully_shard``) on the spec's model, and what it handed its first
-    reduce-scatter and its first all-gather; beside them the unsharded model's gradient and parameters."""
-    import torch
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-    from torch.nn.functional import cross_entropy
-
-    from ppedu.grading.assignments.ps8 import model
-
-    seen = {}
-    scatter, gather = dist.reduce_scatter_single, dist.all_gather_single
-
-    def scattering(output, input, **kwargs):
-        seen.setdefault("scattered", input.clone())
-        return scatter(output, input, **kwargs)
-
-    def gathering(output, input, **kwargs):
-        seen.setdefault("gathered", input.clone())
-        return gather(output, input, **kwargs)
-    dist.reduce_scatter_single, dist.all_gather_single = scattering, gathering  # FSDP2's default collectives call these
-    x, y = torch.randn(6, 1, 28, 28, dtype=torch.float64, generator=torch.Generator().manual_seed(0)), torch.arange(6)
-    whole, sharded = model(spec), model(spec)
-    fully_shard(sharded, mesh=init_device_mesh("cpu", (world,)))
-    cross_entropy(sharded(x), y).backward()
-    cross_entropy(whole(x), y).backward()
-    flat = [torch.cat([getattr(p, what).detach().reshape(-1) for p in whole.parameters()]) for what in ("grad", "data")]
-    return seen["scattered"], seen["gathered"], *flat
 
 
 @pytest.mark.parametrize("world,width", [(3, 34), (2, 33)])
@@ -426,7 +366,8 @@ def test_the_keys_shard_layout_is_pytorchs_own_fsdp2s(world, width):
 
     spec = ["zero1", world, width, 5]
     runs = expected(spec)["runs"]
-    for rank, (scattered, gathered, grads, params) in enumerate(run_ranks(_fsdp2_inputs, world, spec, timeout=600)):
+    ranks = run_ranks(pytorch_fsdp2_inputs, world, spec, timeout=600)
+    for rank, (scattered, gathered, grads, params) in enumerate(ranks):
         want = _laid_out(grads, [run for piece in runs for run in piece])  # every rank's piece, rank by rank
         scale = float(want.abs().max() / scattered.abs().max())  # FSDP2 divides before it reduces (by a factor of its own)
         assert torch.allclose(scattered * scale, want, rtol=0, atol=1e-12)

@@ -250,7 +250,8 @@ def _deadlock(schedule: Any, out: Mapping[str, Any], ops: Sequence[Any], secret:
     ran: list[list[Any]] = [[] for _ in schedule.stages]
     for op in log:
         ran[schedule.placement[0][op.chunk]].append(op)
-    done, problems = set(log), {}
+    done = set(log)
+    problems: dict[int, str] = {}
     blocked = {g: stage[len(got)] for g, (got, stage) in enumerate(zip(ran, schedule.stages)) if len(got) < len(stage)}
     for g, (got, stage) in enumerate(zip(ran, schedule.stages)):
         if got != list(stage[:len(got)]):
