@@ -37,8 +37,8 @@ _MERMAID_STUB = "data:text/javascript,export%20default%20%7B%20initialize()%20%7
 # code and tables as high a share of the slide; a line too long for the slide wraps (a spacetime grid's rows, short
 # enough, stay whole); headings as the chapter writes them (the theme shouts them in capitals) and no larger than a
 # live slide's, paragraphs spaced as closely as JupyterLab spaces them; no prompts (the live deck shows none either);
-# a widget's still picture in the sizes of the widget it stands for (its diagram as much larger than a picture as on a
-# live slide, DRAWN_ZOOM against PICTURE_ZOOM).
+# a widget's still picture, and a drawing output as SVG, in the sizes of what they stand for (a diagram as much larger
+# than a picture as on a live slide, DRAWN_ZOOM against PICTURE_ZOOM).
 # reveal.js shows a slide STATIC_SCALE times as large at 1080p: no text there under SLIDE_TEXT_PX.
 _TEXT, _CODE = (f"{max(share * SLIDE[1] / 100, SLIDE_TEXT_PX / STATIC_SCALE + 0.05):.2f}px"
                 for share in (TEXT_VH, CODE_VH))
@@ -54,6 +54,7 @@ _STYLE = f"""<style>
 .reveal .jp-InputPrompt, .reveal .jp-OutputPrompt {{ display: none; }}
 .reveal .ppedu-static, .reveal .ppedu-static table {{ font-size: {_CODE}; margin: 0; }}
 .reveal .ppedu-static svg {{ zoom: {DRAWN_ZOOM / PICTURE_ZOOM:.4g}; }}
+.reveal .jp-OutputArea-output[data-mime-type='image/svg+xml'] img {{ zoom: {DRAWN_ZOOM / PICTURE_ZOOM:.4g}; }}
 .reveal .ppedu-static :is(th, td) {{ padding: 0.1em 0.5em 0.1em 0; }}
 </style>"""
 

@@ -49,7 +49,7 @@ def plot_processes(run: ProcessRun) -> Figure:
     """Predicted (top) and measured (bottom) spacetime diagrams of a step run across processes
     (:func:`ppedu.mnist.processes.run_processes`), on one time axis in milliseconds."""
     p = run.schedule.p
-    fig = DisplayFigure(figsize=(MAX_WIDTH, 1.4 + 1.2 * p), layout="constrained")  # p = 4 fits a slide at 1.5×
+    fig = DisplayFigure(figsize=(MAX_WIDTH, 1.2 + 1.1 * p), layout="constrained")  # p = 4 fits a slide at 1.5×, legend too
     top, bottom = fig.subplots(2, 1, sharex=True)
     _pair(top, bottom, run.predicted, run.measured, f" ({run.mode} sends)")
     bottom.set_xlabel("time (ms)", fontsize=TEXT_PT)
