@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -156,10 +156,13 @@ def _plan_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
             "fits, then take the fastest; each pass costs `o` on top of its per-sample time.")
 
 
-def _plan_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
-    def choose(what: str, choices: Any) -> Any:
-        return pick("final-hidden", v.student, what, tuple(choices))
+def _chooser(v: Values, question: str = "") -> Callable[[str, Any], Any]:
+    """``choose(what, choices)``: the student's hidden draw of ``what`` among ``choices`` for ``question``."""
+    return lambda what, choices: pick("final-hidden", v.student, f"{question}{what}", tuple(choices))
 
+
+def _plan_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
+    choose = _chooser(v)
     p = choose("p", range(2, 9))
     f, b = choose("f", (1.0, 2.0)), choose("b", (1.0, 1.5, 2.0))
     act = choose("act", (0.5, 1.0))
@@ -197,9 +200,7 @@ def _slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
 
 
 def _slow_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
-    def choose(what: str, choices: Any) -> Any:
-        return pick("final-hidden", v.student, f"slow:{what}", tuple(choices))
-
+    choose = _chooser(v, "slow:")
     p = choose("p", (3, 5, 7))
     # few micro-batches and a long backward: the round trip above the slow GPU sets the pace, not its own work
     trip = (p, p + choose("more", (0, 1)), choose("s", range(p // 2)), 2, 1, choose("long", (4, 5)))
@@ -229,9 +230,7 @@ def _two_level_why(name: str, args: tuple[Any, ...], got: float, want: float) ->
 
 
 def _two_level_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
-    def choose(what: str, choices: Any) -> Any:
-        return pick("final-hidden", v.student, f"two-level:{what}", tuple(choices))
-
+    choose = _chooser(v, "two-level:")
     return ((choose("size", (1e6, 6.4e7, 4e9)), choose("nodes", (2, 8, 32)), choose("g", (2, 4, 8)),
              choose("a_in", (1e-6, 3e-6)), choose("b_in", (150e9, 400e9)), choose("a_out", (5e-6, 2e-5)),
              choose("b_out", (12.5e9, 50e9))),)
@@ -281,8 +280,7 @@ def _checkpoints_why(name: str, args: tuple[Any, ...], got: float, want: float) 
 
 
 def _checkpoints_hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
-    def choose(what: str, choices: Any) -> Any:
-        return pick("final-hidden", v.student, f"checkpoints:{what}", tuple(choices))
+    choose = _chooser(v, "checkpoints:")
 
     def level(k: int, shares: tuple[float, ...]) -> tuple[Any, ...]:
         q, c2 = choose(f"q{k}", shares), choose(f"c2{k}", (20, 45, 180))
