@@ -134,7 +134,9 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
              lambda: tuple(closed_form.zero_bytes_per_gpu(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
              lambda: tuple(r.total_gb for r in _zero_paper()),
              "13; ZeRO Figure 1: 120, 31.4, 16.6, 1.9", rel=1e-5),
-    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements)",
+    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements; one micro-batch a step: with m "
+             "accumulated, stage 2 reduce-scatters m times, (m+1)Ψ·(d−1)/d, and stage 3 gathers and "
+             "reduce-scatters m times, 3mΨ·(d−1)/d)",
              "stages 0 / 1 / 2 / 3, Ψ = 7.5B, d = 64", "GB",
              lambda: tuple(closed_form.zero_bytes_sent(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
              lambda: tuple(r.sent_gb for r in _zero_paper()),
@@ -144,13 +146,16 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
              lambda: tuple(closed_form.tensor_parallel_block_bytes(_LLAMA70.tokens, _LLAMA70.hidden, 8, sp) / 1e9
                            for sp in (False, True)),
              lambda: _tp(_LLAMA70, 8), "12; Megatron-LM, layers.py's re-gather"),
-    ScaleLaw("activations per block", "sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh(34/t + 5as/(ht))",
+    ScaleLaw("activations per block", "sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh(34/t + 5as/(ht)) "
+             "(16-bit, dropout masks kept, a 4h MLP without gating, s × s scores kept; without dropout "
+             "sbh(32 + 2as/h); FlashAttention drops the as/h term)",
              "GPT-3 shape: t = 1 / t = 8 / t = 8 + SP", "GB",
              lambda: tuple(closed_form.block_activation_bytes(GPT3.seq, 1, GPT3.hidden, GPT3.heads, t, sp) / 1e9
                            for t, sp in ((1, False), (8, False), (8, True))),
              lambda: tuple(sum(GPT3.block_activations("none", t, sp).values()) / 1e9
                            for t, sp in ((1, False), (8, False), (8, True))), "8, 12; Korthikanti et al. Table 2"),
-    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B",
+    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B (a full block pair per step: no mask; "
+             "latency left out)",
              "Llama 3 405B, H100 at ppedu's efficiency, IB NDR", "tokens per GPU",
              lambda: (float(math.ceil(closed_form.ring_attention_min_block(
                  H100.flops_per_second, IB.bandwidth, *_width(_LLAMA405)))),),
