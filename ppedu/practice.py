@@ -136,16 +136,25 @@ def practice_set() -> tuple[Item, ...]:
     zb, dp = simulate(zero_bubble_h1(8, 20), unit), simulate(dualpipe(8, 20), unit)
     zb_idle = max(zb.makespan - x for x in zb.busy_per_stage)
     dp_idle = max(dp.makespan - x for x in dp.busy_per_stage)
+    long_w = simulate(zero_bubble_h1(8, 20), Costs(f=1, b=0.5, w=1.5))  # W = 1.5 of a full backward of 2
+    long_w_idle = max(long_w.makespan - x for x in long_w.busy_per_stage)
     items.append(Item(
         "P6", "*p* = 8, *m* = 20; forward, input-gradient and weight-gradient passes take 1 each (a full backward 2), "
         "and an overlapped F&B pair takes F plus a full B (3). Using DeepSeek-V3's formulas, give the idle time per "
         "GPU of ZB1P (ZB-H1) and of DualPipe, and DualPipe's parameter copies and peak activations per GPU (in "
-        "stages). (Answer as a 4-tuple.)",
-        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations)),
+        "stages). Then with *W* = 1.5 (*F* = 1, *B* = 2 full): what does the ZB1P formula give, what does ZB-H1 "
+        "idle, and which path sets it? (Answer as a 6-tuple.)",
+        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations), 7 * (1 + 2 - 2 * 1.5),
+         long_w_idle),
         f"ZB1P: (*p* − 1)(*F* + *B* − 2*W*) = 7 × (1 + 2 − 2) = {zb_idle:g}. DualPipe: (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
         f"= 3 × (3 + 2 − 3) = {dp_idle:g} — the simulator agrees with both. DualPipe holds both directions' stages "
         f"on every GPU: {parameter_copies(dp.schedule):g} parameter copies, and *p* + 1 = {max(dp.peak_activations)} "
-        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0.",
+        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0. With "
+        f"*W* = 1.5 the formula books 7 × (1 + 2 − 3) = {7 * (1 + 2 - 2 * 1.5):g}, but no schedule idles less than the "
+        f"first forward's climb: the last GPU cannot start before micro-batch 0 has passed *p* − 1 GPUs, (*p* − 1)*F* "
+        f"= 7, and has no W yet to fill that wait. The forward path sets it: (*p* − 1)·max(*F*, *B* − *W*, "
+        f"*F* + *B* − 2*W*) = 7 × 1 = {long_w_idle:g}, as simulated (the formula's F + B − 2W is the max only while "
+        f"*W* ≤ min(*F*, *B* − *W*)).",
         ('05.1', '06.3', '06b.1')))
 
     # P7: DualPipeV against DualPipe.
@@ -215,9 +224,10 @@ def practice_set() -> tuple[Item, ...]:
     # P12: MFU from a published throughput.
     v3 = deepseek_v3()
     items.append(Item(
-        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. With ppedu's model FLOPs per token "
-        "for it, give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the H800's 989 TFLOP/s "
-        "BF16 peak. (Answer as a triple.)",
+        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. A token costs "
+        f"{v3.flops_per_token / 1e9:.0f} GFLOP of model FLOPs (three times the forward of the 37B used parameters' "
+        "matrices, and attention). Give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the "
+        "H800's 989 TFLOP/s BF16 peak. (Answer as a triple.)",
         (v3.tokens_per_second_per_gpu, v3.achieved_tflops, v3.mfu),
         f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
         f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
@@ -280,18 +290,30 @@ def practice_set() -> tuple[Item, ...]:
         f"from each end on every GPU: {context.causal_work(4, 'zigzag')[0]} each.",
         ("12.5",)))
 
-    # P16: an expert's capacity, and what a factor drops and pads.
-    load = experts.route(4096, 64, 2, skew=0.5, seed=0)
-    trade = experts.capacity_trade(load, 2, (1.0, 1.25, 2.0))
+    # P16: an expert's capacity, and what a factor drops and pads, on loads given as data (a hand-sized router).
+    tokens, n_experts, top_k = 40, 8, 2
+    load = experts.route(tokens, n_experts, top_k, skew=0.8, seed=0)
+    trade = experts.capacity_trade(load, top_k, (1.0, 1.25, 2.0))
+    even = tokens * top_k / n_experts
+    no_drop = experts.capacity_trade(load, top_k, (max(load) / even,))[0]
     items.append(Item(
-        "P16", "A batch of 4,096 tokens routed to 2 of 64 experts each, by a router skewed as ppedu's `route(4096, "
-        "64, 2, skew=0.5)` is. Give an expert's capacity at a factor of 1.25, the share of token copies dropped at "
-        "factors 1.0 and 1.25, and the share of buffer slots computed on padding at 2.0. (Answer as a 4-tuple.)",
-        (trade[1].capacity, trade[0].dropped, trade[1].dropped, trade[2].padding),
-        f"Capacity ⌈*f*·*T*·*k*/*E*⌉ = ⌈1.25 × 4096 × 2 / 64⌉ = {trade[1].capacity}. Copies above an expert's capacity "
-        f"are dropped: {trade[0].dropped:.1%} at 1.0, {trade[1].dropped:.1%} at 1.25; at 2.0 only "
-        f"{trade[2].dropped:.1%}, but {trade[2].padding:.1%} of the buffers are computed on padding — the price of a "
-        f"larger factor, paid whether the slots are filled or not.",
+        "P16", f"A batch of {tokens} tokens, each routed to {top_k} of {n_experts} experts; the experts receive "
+        f"{', '.join(map(str, load))} token copies. Give an expert's capacity at factors 1.0, 1.25 and 2.0, the share "
+        "of token copies dropped at 1.0 and at 1.25, the share of buffer slots computed on padding at 2.0, and the "
+        "least factor that drops nothing, with its padding share. (Answer as (capacities, dropped 1.0, dropped 1.25, "
+        "padding 2.0, factor, its padding).)",
+        (tuple(r.capacity for r in trade), trade[0].dropped, trade[1].dropped, trade[2].padding, max(load) / even,
+         no_drop.padding),
+        f"An even share is *T*·*k*/*E* = {tokens} × {top_k} / {n_experts} = {even:g} copies; capacity "
+        f"⌈*f* × {even:g}⌉ = {', '.join(str(r.capacity) for r in trade)}. Copies above an expert's capacity are "
+        f"dropped: at {trade[0].capacity} the experts over it lose "
+        f"{' + '.join(str(x - trade[0].capacity) for x in load if x > trade[0].capacity)} of the {sum(load)} copies, "
+        f"{trade[0].dropped:.2%}; at {trade[1].capacity}, "
+        f"{' + '.join(str(x - trade[1].capacity) for x in load if x > trade[1].capacity)}: {trade[1].dropped:.2%}. At "
+        f"2.0 nothing is dropped, but 1 − {sum(load)}/({n_experts} × {trade[2].capacity}) = {trade[2].padding:.0%} of "
+        f"the buffers are padding, paid whether the slots are filled or not. The least factor that drops nothing "
+        f"makes the capacity the busiest expert's {max(load)}: {max(load)}/{even:g} = {max(load) / even:g}, padding "
+        f"1 − {sum(load)}/({n_experts} × {max(load)}) = {no_drop.padding:.1%} — the skew decides it, not the mean.",
         ("13.2",)))
 
     # P17: FSDP2 with and without resharding after the forward; gathers beside a pipeline.
