@@ -11,6 +11,7 @@ worked answer shows the reasoning a student writes by hand.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import groupby
@@ -53,6 +54,10 @@ class Item:
 
 def _frac(x: float, limit: int = 1000) -> str:
     return str(Fraction(x).limit_denominator(limit))
+
+
+def _gs(values: Iterable[float]) -> str:
+    return ", ".join(f"{x:g}" for x in values)
 
 
 def practice_set() -> tuple[Item, ...]:
@@ -264,8 +269,8 @@ def practice_set() -> tuple[Item, ...]:
         f"each GPU sending 2(*t* − 1)/*t* of it: {sent[0]:.4g} GB. With it each all-reduce becomes a reduce-scatter "
         f"and an all-gather ((*t* − 1)/*t* each: the same bytes), and the backward gathers each column-parallel "
         f"layer's input again for its weight gradient, since only *s*/*t* of it was kept: {len(seq)} collectives, "
-        f"{sent[1]:.4g} GB, a quarter more — the price of keeping only a *t*-th of the QKV and first MLP layers' input, "
-        f"which each weight gradient must gather again (dividing the norms' and dropouts' activations is free: a "
+        f"{sent[1]:.4g} GB, a quarter more — the price of keeping only a *t*-th of the QKV and first MLP layers' "
+        f"input, which each weight gradient must gather again (dividing the norms' and dropouts' activations is free: a "
         f"reduce-scatter and an all-gather carry an all-reduce's bytes).",
         ("12.3", "12.4")))
 
@@ -274,12 +279,13 @@ def practice_set() -> tuple[Item, ...]:
     nv, ib = (context.min_block_tokens(llama, h100, LINKS[name]) for name in ("nvlink", "ib-400"))
     items.append(Item(
         "P15", f"Llama 3 405B (*h* = {llama.hidden:,}, {llama.heads} query heads, {llama.kv_heads} key–value heads) "
-        f"with its sequence cut over GPUs for ring attention on H100s, each achieving {h100.flops_per_second / 1e12:.4g} "
-        f"TFLOP/s ({h100.efficiency:.0%} of {h100.tflops:g}), in 16 bits. Each step a GPU sends on its block's keys and "
-        "values while it computes attention with the block it holds, a full block pair per step (no attention mask; "
-        "leave latency out). Above how many tokens per GPU does the transfer hide, on NVLink "
+        f"with its sequence cut over GPUs for ring attention on H100s, each achieving "
+        f"{h100.flops_per_second / 1e12:.4g} TFLOP/s ({h100.efficiency:.0%} of {h100.tflops:g}), in 16 bits. Each step "
+        "a GPU sends on its block's keys and values while it computes attention with the block it holds, a full "
+        "block pair per step (no attention mask; leave latency out). Above how many tokens per GPU does the transfer hide, on NVLink "
         f"({LINKS['nvlink'].bandwidth / 1e9:g} GB/s each way) and on InfiniBand NDR "
-        f"({LINKS['ib-400'].bandwidth / 1e9:g} GB/s each way)? And how much causal work do 4 GPUs get with contiguous blocks and with "
+        f"({LINKS['ib-400'].bandwidth / 1e9:g} GB/s each way)? And how much causal work do 4 GPUs get with "
+        "contiguous blocks and with "
         "zigzag ones (in block pairs)? (Answer as (tokens NVLink, tokens InfiniBand, contiguous, zigzag).)",
         (nv, ib, context.causal_work(4), context.causal_work(4, "zigzag")),
         f"A block of *n* tokens sends 2·*n*·*w*_kv·2 bytes (keys and values, *w*_kv = {llama.kv_heads} × 128) and "
@@ -338,7 +344,8 @@ def practice_set() -> tuple[Item, ...]:
         f"the unit being reduced ({unit_grads / 1e9:.3g} GB): {kept.gathered_at_peak / 1e9:.3g} GB, against "
         f"{once.gathered_at_peak / 1e9:.3g} GB ({held[0]} units' weights and one gradient) when resharding. Beside "
         f"a pipeline a sharded chunk is gathered each time the GPU turns to it. Interleaved 1F1B's GPU 0 runs its "
-        f"{len(order)} operations in {len(runs)} runs of one chunk: groups of up to *p* forwards at the start, then runs of up to "
+        f"{len(order)} operations in {len(runs)} runs of one chunk: groups of up to *p* forwards at the start, then "
+        f"runs of up to "
         f"{max(runs)} (forwards and backwards alternating) split by single operations of the other chunk — "
         f"{again[0]} gathers. Looped BFS runs every micro-batch through one chunk "
         f"first ({again[1]}).",
@@ -425,6 +432,7 @@ def self_check_answers() -> tuple[Item, ...]:
     zb_row = deepseek_table(8, 20, Costs(f=1, b=2, w=1))[1]
     dp_off = {x / 4: deepseek_table(8, 20, Costs(f=1, b=2, w=1, fb=x / 4))[2] for x in range(4, 33)}  # b ≠ f
     dp_on = {x: deepseek_table(8, 20, Costs(f=2, b=2, w=1, fb=x))[2] for x in (2.5, 3, 4, 5)}  # f = b = B − W
+    first, off_on = (1, 2, 3, 4), [(x, r) for x, r in dp_on.items() if r.formula_bubble != r.simulated_bubble]
     by_link = interleaving_by_link(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["pcie-gen4"]), m=8)
     slow_link = next(link.name for link, one, inter in by_link if one < inter)
     front = [x.schedule for x in frontier(4, 8)]
@@ -501,17 +509,16 @@ def self_check_answers() -> tuple[Item, ...]:
         Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 1, "
              "*B* = 3, *W* = 1?", 1 + 3 * 1 - 3,
              "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula drops below that when "
-             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1. That is a floor, not where the row holds: "
-             "here the input-gradient pass (*B* − *W* = 2) is longer than the forward, and the row is off almost "
-             f"everywhere: at *p* = 8, *F&B* = {', '.join(f'{x:g}' for x in (1, 2, 3, 4))} the simulation idles "
-             f"{', '.join(f'{dp_off[x].simulated_bubble:g}' for x in (1, 2, 3, 4))} against the formula's "
-             f"{', '.join(f'{dp_off[x].formula_bubble:g}' for x in (1, 2, 3, 4))}, and of *F&B* from 1 to 8 in "
-             f"quarters it agrees at {', '.join(f'{x:g}' for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only. With *F* = 2 = *B* − *W* its floor is "
-             "*F* + 3*W* − *B* = 2 and it holds from *F* + *W* to *F* + *B*: the simulation agrees at *F&B* = "
-             f"{', '.join(f'{x:g}' for x, r in dp_on.items() if r.formula_bubble == r.simulated_bubble)} and at "
-             f"{', '.join(f'{x:g}' for x, r in dp_on.items() if r.formula_bubble != r.simulated_bubble)} idles "
-             f"{', '.join(f'{r.simulated_bubble:g}' for r in dp_on.values() if r.formula_bubble != r.simulated_bubble)}"
-             f" against {', '.join(f'{r.formula_bubble:g}' for r in dp_on.values() if r.formula_bubble != r.simulated_bubble)}."),
+             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1. That is a floor, not where the row "
+             "holds: here the input-gradient pass (*B* − *W* = 2) is longer than the forward, and the row is off "
+             f"almost everywhere: at *p* = 8, *F&B* = {_gs(first)} the simulation idles "
+             f"{_gs(dp_off[x].simulated_bubble for x in first)} against the formula's "
+             f"{_gs(dp_off[x].formula_bubble for x in first)}, and of *F&B* from 1 to 8 in quarters it agrees at "
+             f"{_gs(x for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only. With "
+             "*F* = 2 = *B* − *W* its floor is *F* + 3*W* − *B* = 2 and it holds from *F* + *W* to *F* + *B*: the "
+             f"simulation agrees at *F&B* = {_gs(x for x, r in dp_on.items() if r.formula_bubble == r.simulated_bubble)}"
+             f" and at {_gs(x for x, r in off_on)} idles {_gs(r.simulated_bubble for _, r in off_on)} against "
+             f"{_gs(r.formula_bubble for _, r in off_on)}."),
         Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
              o_peaks.index(max(o_peaks)),
              f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "

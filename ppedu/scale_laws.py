@@ -153,8 +153,8 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
              lambda: tuple(closed_form.zero_bytes_per_gpu(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
              lambda: tuple(r.total_gb for r in _zero_paper()),
              "13; ZeRO Figure 1: 120, 31.4, 16.6, 1.9", rel=1e-5),
-    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements; one micro-batch a step: with m "
-             "accumulated, stage 2 reduce-scatters m times, (m+1)Ψ·(d−1)/d, and stage 3 gathers and "
+    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements; one micro-batch "
+             "a step: with m accumulated, stage 2 reduce-scatters m times, (m+1)Ψ·(d−1)/d, and stage 3 gathers and "
              "reduce-scatters m times, 3mΨ·(d−1)/d)",
              "stages 0 / 1 / 2 / 3, Ψ = 7.5B, d = 64", "GB",
              lambda: tuple(closed_form.zero_bytes_sent(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
@@ -173,8 +173,8 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
                            for t, sp in ((1, False), (8, False), (8, True))),
              lambda: tuple(sum(GPT3.block_activations("none", t, sp).values()) / 1e9
                            for t, sp in ((1, False), (8, False), (8, True))), "8, 12; Korthikanti et al. Table 2"),
-    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B (a full block pair per step: no mask; "
-             "latency left out)",
+    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B (a full block "
+             "pair per step: no mask; latency left out)",
              "Llama 3 405B, H100 at ppedu's efficiency, IB NDR", "tokens per GPU",
              lambda: (float(math.ceil(closed_form.ring_attention_min_block(
                  H100.flops_per_second, IB.bandwidth, *_width(_LLAMA405)))),),
@@ -206,7 +206,8 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
     ScaleLaw("node-limited dispatch", "other nodes (N−1)(1 − C(E−E/N, k)/C(E, k)); limited to M nodes: "
              "(N−1)/N·M·(1 − C((M−1)E/N, k)/C(ME/N, k))", "E = 64 over N = 8 nodes, k = 6: free / M = 3",
              "nodes / nodes",
-             lambda: (7 * (1 - math.comb(56, 6) / math.comb(64, 6)), 7 / 8 * 3 * (1 - math.comb(16, 6) / math.comb(24, 6))),
+             lambda: (7 * (1 - math.comb(56, 6) / math.comb(64, 6)),
+                      7 / 8 * 3 * (1 - math.comb(16, 6) / math.comb(24, 6))),
              lambda: (_nodes_hit(8, 8, 6) * 7 / 8, _nodes_hit(3, 8, 6) * 7 / 8), "13; DeepSeek-V3 §2.1.2"),
     ScaleLaw("MFU", "model FLOPs per step ÷ (GPUs · peak · step time) = tokens · FLOPs per token ÷ (GPU-seconds · "
              "peak)", "DeepSeek-V3: 180K H800 hours per 10¹² tokens, 989 TFLOP/s", "MFU",
