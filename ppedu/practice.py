@@ -11,7 +11,7 @@ worked answer shows the reasoning a student writes by hand.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from itertools import groupby
@@ -27,17 +27,21 @@ from ppedu.cluster import (
 from ppedu.cluster.cases import deepseek_v3
 from ppedu.cluster.published import LLAMA3_TABLE4
 from ppedu.costs import EQUAL, Costs
+from ppedu.critical import critical_path
 from ppedu.design import frontier
 from ppedu.errata import deepseek_table
 from ppedu.search import bound_arguments
 from ppedu.formulas import bubble_ratio
+from ppedu.idle import SORTS
 from ppedu.layout import layout
 from ppedu.lesson import hand_overs, parameter_copies
 from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.ops import Schedule
 from ppedu.schedules.one_f_one_b import with_warmups
 from ppedu.sheet import Markdown
 from ppedu.simulate import simulate
 from ppedu.staleness import staleness
+from ppedu.text import render_grid
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def _gs(values: Iterable[float]) -> str:
 
 
 def practice_set() -> tuple[Item, ...]:
-    """The exam-style questions, P1 … P20, each tagged with the objectives it practises."""
+    """The exam-style questions, P1 … P27, each tagged with the objectives it practises."""
     items = []
 
     # P1: counting by hand with f ≠ b.
@@ -175,16 +179,26 @@ def practice_set() -> tuple[Item, ...]:
         f"GPU {v_shape.placement[0][0]}.",
         ('06.1',)))
 
-    # P8: the batch caps m, and staleness.
-    row = layout(gpus=2048, t=8, p=16, global_batch=1024, microbatch=2)
+    # P8: the batch caps m; and a layout chosen between two pipeline depths.
+    row, half = (layout(gpus=2048, t=8, p=depth, global_batch=1024, microbatch=2) for depth in (16, 8))
+    state = {x.p: 175e9 * 16 / (x.t * x.p) / 1e9 for x in (row, half)}  # 16 bytes a parameter, no ZeRO
     items.append(Item(
         "P8", "2,048 GPUs, tensor-parallel *t* = 8, pipeline *p* = 16, global batch 1,024 sequences in micro-batches of 2. "
         "How many data-parallel replicas *d*, and micro-batches *m* per pipeline? Why can raising *m* not make the "
-        "bubble vanish here? (Answer as (d, m).)",
-        (row.d, row.m),
+        "bubble vanish here? The model has 175B parameters, 16 bytes of state each (no ZeRO), on 80 GB GPUs: would "
+        "you rather run *p* = 8? Give its *d*, *m*, 1F1B bubble and state per GPU against *p* = 16's, and choose. "
+        "(Answer as (d, m, bubble, state GB, d at p = 8, m, bubble, state GB).)",
+        (row.d, row.m, row.idle_total, state[16], half.d, half.m, half.idle_total, state[8]),
         f"*d* = 2048 / (8 · 16) = {row.d}; *m* = 1024 / ({row.d} · 2) = {row.m}; 1F1B's bubble is then "
         f"{row.idle_total} of all slots. *m* is fixed by the batch: raising it needs fewer replicas (slower training "
-        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation.",
+        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation. "
+        f"At *p* = 8: *d* = {half.d}, *m* = {half.m}, bubble {half.idle_total} — the shorter pipeline gains little, "
+        f"because halving *p* also halves *m*. Its price: {state[8]:.4g} GB of state on each GPU against "
+        f"{state[16]:.4g}, and about twice the data-parallel gradient bytes per GPU (it holds twice the parameters); "
+        f"activations do not change (1F1B's GPU 0 holds *p* micro-batches of 1/*p* of the layers at either depth). "
+        f"So *p* = 16: a bubble {100 * (bubble_ratio(16, row.m) - bubble_ratio(8, half.m)):.1f} points larger "
+        f"buys {state[8] - state[16]:.4g} GB per GPU of headroom and about half the gradient traffic — unless that "
+        f"headroom is not needed and the pipeline's hand-overs cost more than the data-parallel ones.",
         ('09.1', '14.6')))
 
     s = one_f_one_b(4, 8)
@@ -214,16 +228,24 @@ def practice_set() -> tuple[Item, ...]:
     per_block, used = model.layer_params()[1], model.layer_active_params()[1]
     bf16 = sharding.PRECISIONS["bf16"]
     experts_per_gpu = sum(model.layer_expert_params()) / 8
+    dense = 4 * 4096 ** 2 + 4096 * 64 + 2 * 4096  # a block's attention, router and norms
+    dense_zero = sharding.zero_stages(4 * dense, 8, bf16)
     items.append(Item(
         "P11", "A block of width 4,096 (attention 4·h², norms 2·h) with 64 routed SwiGLU experts of width 1,408, 2 per "
         "token, and a router (h × 64). Give its parameters, those a token uses, and the GB of bf16 mixed-precision "
         "state (16 bytes a parameter) each of 8 GPUs holds for 4 such blocks' experts under 8-way expert "
-        "parallelism, without sharding. (Answer as a triple.)",
-        (per_block, used, experts_per_gpu * bf16.total / 1e9),
+        "parallelism, without sharding. The attention, router and norms of the 4 blocks are replicated on the 8 GPUs: "
+        "how many GB of their state does each hold under ZeRO-1, -2 and -3 over those 8 replicas? (Answer as (params, "
+        "used, expert GB, ZeRO-1 GB, ZeRO-2 GB, ZeRO-3 GB).)",
+        (per_block, used, experts_per_gpu * bf16.total / 1e9, *(z.total_gb for z in dense_zero[1:])),
         f"Attention 4 × 4096² = {4 * 4096 ** 2:,}; experts 64 × 3 × 4096 × 1408 = {64 * 3 * 4096 * 1408:,}; router "
         f"{4096 * 64:,}; norms {2 * 4096:,}: {per_block:,} in all. A token passes the attention, 2 experts, the router "
         f"and the norms: {used:,}. Each GPU holds 8 of the 64 experts of each block: "
-        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB.",
+        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB. The rest, "
+        f"Ψ = 4 × {dense:,.0f} = {4 * dense:,.0f}, is on every GPU: 2Ψ bytes of weights, 2Ψ of gradients and 12Ψ of "
+        f"fp32 master weights and moments. ZeRO-1 divides the 12Ψ by 8, ZeRO-2 the gradients too, ZeRO-3 the weights "
+        f"too: " + ", ".join(f"{z.total_gb:.4g} GB" for z in dense_zero[1:]) + f" (unsharded "
+        f"{dense_zero[0].total_gb:.4g}).",
         ('13.1', '13.4')))
 
     # P12: MFU from a published throughput.
@@ -252,7 +274,7 @@ def practice_set() -> tuple[Item, ...]:
         f"the batch's gradient (chapter 2's erratum); here no factor fixes it: the sum weights the two small "
         f"micro-batches as much as the large one, so each of their sequences counts 4/3 times as much as one of the "
         f"first micro-batch's. Only the weights do, and they are what GPipe's accumulation must use.",
-        ("02.2", "02.3")))
+        ("02.3",)))
 
     # P14: tensor parallelism's collectives and bytes, with and without sequence parallelism.
     big, tp = MODELS["70b"], 8
@@ -360,12 +382,20 @@ def practice_set() -> tuple[Item, ...]:
         "P18", f"Llama 3 405B's Table 4, second printed: {printed.gpus:,} GPUs, TP {printed.tp}, CP {printed.cp}, PP {printed.pp}, "
         f"{printed.tokens_per_batch / 2 ** 20:.0f}M tokens a batch of sequences of {printed.seq:,}. How many data-parallel "
         "groups, how many micro-batches of one sequence per pipeline, and what would plain 1F1B's bubble (idle ÷ "
-        "total) be there? (Answer as (groups, m, bubble).)",
-        (groups, m, _frac(bubble_ratio(printed.pp, m))),
+        "total) be there? If its kernels ran at 50 % of peak while busy and nothing else were lost, what MFU would "
+        "that bubble leave, and what with interleaving over *v* = 2 chunks? (Answer as (groups, m, bubble, MFU, MFU "
+        "with v = 2).)",
+        (groups, m, _frac(bubble_ratio(printed.pp, m)), 0.5 * (1 - bubble_ratio(printed.pp, m)),
+         0.5 * (1 - bubble_ratio(printed.pp, m, 2))),
         f"{printed.gpus:,} / ({printed.tp} × {printed.cp} × {printed.pp}) = {groups} groups, as the table prints. "
         f"{printed.tokens_per_batch / 2 ** 20:.0f}M / {printed.seq:,} = {sequences:,} sequences, {m} per group: *m* = {m} = "
         f"*p*, where 1F1B idles (*p* − 1)/(*m* + *p* − 1) = {_frac(bubble_ratio(printed.pp, m))} of the time. Hence "
-        f"Llama 3's interleaving (it divides the bubble by *v*), and its care over a schedule that runs *m* = *p*.",
+        f"Llama 3's interleaving (it divides the bubble by *v*), and its care over a schedule that runs *m* = *p*. "
+        f"MFU is the kernels' share of peak times the share of the step they run: 0.5 × (1 − "
+        f"{_frac(bubble_ratio(printed.pp, m))}) = {0.5 * (1 - bubble_ratio(printed.pp, m)):.3g}; with *v* = 2 the "
+        f"bubble is (*p* − 1)/(*vm* + *p* − 1) = {_frac(bubble_ratio(printed.pp, m, 2))} and MFU "
+        f"{0.5 * (1 - bubble_ratio(printed.pp, m, 2)):.3g} — before communication, recomputation and imbalance take "
+        "their own shares.",
         ("14.2", "14.1")))
 
     # P19: failures at scale, checkpoints and goodput; and what a bigger batch buys.
@@ -409,8 +439,234 @@ def practice_set() -> tuple[Item, ...]:
         f"node over NVLink), so the limit cuts the dispatch's InfiniBand bytes {free / limited:.3g} times — less than "
         f"the 6 copies against 3 nodes suggests.",
         ("13.3",)))
+    # P21: one slow GPU: the two lower bounds no order beats, an order that reaches the larger, and GPipe's loss.
+    p, m, s, k, f, b = 5, 6, 2, 3, 1, 2
+    slow = Costs(f=tuple(k * f if j == s else f for j in range(p)), b=tuple(k * b if j == s else b for j in range(p)))
+    work = s * (f + b) + m * k * (f + b)
+    trip = (p - 1) * (f + b) + k * (f + b) + (m - 1) * k * b
+    ahead = (p - 1 - s) + -(-(p - 1 - s) * (f + b) // (k * f))  # the slow GPU's warm-up: busy while micro-batch 0 climbs
+    best = simulate(with_warmups([m] * s + [ahead] + [p - 1 - j for j in range(s + 1, p)], m), slow)
+    slow_gpipe = simulate(gpipe(p, m), slow)
+    items.append(Item(
+        "P21", f"*p* = {p} GPUs, one stage each, *m* = {m} micro-batches, whole backwards; every GPU takes {f} for a "
+        f"forward and {b} for a backward except GPU {s} (from 0), which takes {k} times as long. Give the two lower "
+        "bounds on the makespan that hold for every order — the slow GPU's own work with what must come before and "
+        "after it, and micro-batch 0's round trip above it followed by its other backwards — an order that reaches the "
+        "larger (the forwards each GPU runs before its first backward), and how much longer GPipe takes. (Answer "
+        "as (work bound, trip bound, best makespan, forwards before the first backward, GPipe's makespan).)",
+        (work, trip, best.makespan, tuple(best.schedule.stages[j].index(next(o for o in best.schedule.stages[j]
+                                                                             if o.kind == "B")) for j in range(p)),
+         slow_gpipe.makespan),
+        f"*Its work*: GPU {s} cannot start before micro-batch 0 has passed the {s} GPUs below it ({s}*f*), then runs "
+        f"*m*·*k*(*f* + *b*) = {m * k * (f + b)}, and its last gradient must still go down {s} GPUs ({s}*b*): "
+        f"*s*(*f* + *b*) + *mk*(*f* + *b*) = {work}. *The trip*: its first backward needs micro-batch 0 to climb to "
+        f"the top and its gradient to come back, (*p* − 1)(*f* + *b*) + *k*(*f* + *b*) in all, then it still owes "
+        f"{m - 1} backwards of {k * b} each: {trip}. The larger, {max(work, trip)}, binds (the trip would bind only "
+        f"with few micro-batches: (*p* − 1 − *s*)(*f* + *b*) = {(p - 1 - s) * (f + b)} against (*m* − 1)*kf* = "
+        f"{(m - 1) * k * f}). An order reaches it: the GPUs below the slow one run every forward first, the slow one "
+        f"runs {ahead + 1} before its first backward (enough to stay busy while micro-batch 0 makes its trip), the "
+        f"ones above 1F1B's *p* − *j*: simulated, {best.makespan:g}. GPipe takes {slow_gpipe.makespan:g}: it keeps the slow "
+        f"GPU idle while the {p - 1 - s} GPUs above it finish their forwards and send the first gradient back, "
+        f"(*p* − 1 − *s*)(*f* + *b*) = {slow_gpipe.makespan - best.makespan:g} more.",
+        ("05.5", "10.5")))
+
+    # P22: 1F1B across processes with blocking sends: the first cycle, and two orderings that break it.
+    p, m = 4, 6
+    stuck = _blocking(one_f_one_b(p, m))
+    cycle = tuple(j for j, (_, to, _), _ in stuck if any(k == to and dst == j for k, (_, dst, _), _ in stuck))
+    at = {j: message for j, (_, _, message), _ in stuck}
+    parity, upper = (_blocking(one_f_one_b(p, m), rule) for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k))
+    items.append(Item(
+        "P22", f"{p} processes run 1F1B (*m* = {m}) and send every activation and gradient with a blocking send, one "
+        "that returns only once the receiver has posted the matching receive; each process receives an operation's "
+        "input, computes, then sends its output, in its order. Which two processes wait on each other first, each "
+        "sending what? Where do the others stop? Then: wherever two neighbours must send to each other, (i) the "
+        "even-numbered one sends first and then receives, the odd one receives and then sends; (ii) the one higher in "
+        "the pipeline sends first. Does each let the step finish? (Answer as (the pair, finishes with (i), finishes "
+        "with (ii)).)",
+        (cycle, not parity, not upper),
+        f"GPU {p - 1} runs F0 and at once B0, and sends B0's gradient down; GPU {p - 2}, whose warm-up is one "
+        f"forward, has by then run F{at[p - 2][1]} and is sending its activation up. Each send waits for the other "
+        f"side to post a receive, and each side posts it only after its own send returns: GPUs {cycle[0]} and "
+        f"{cycle[1]} wait on each other forever (a cycle of two sends). The GPUs below are stuck behind them, each "
+        f"sending its next activation up to a GPU that never receives again: "
+        + ", ".join(f"GPU {j} at F{at[j][1]}" for j in range(p - 2)) +
+        ". The simulator runs the same order because its sends never wait for the receiver. Both rules break the "
+        "cycle: on every link where two sends would meet, one side now receives first, so no two sends wait on each "
+        "other, and a chain of waits can only end at a GPU that is computing. Which side goes first does not matter "
+        "(checked here for every *p* up to 8 and *m* up to 12; parity is Megatron-LM's choice for a chain). Both "
+        "still cost what isend and irecv avoid: the two messages of an exchange go one after the other, and no "
+        "transfer overlaps a computation.",
+        ("11.3",)))
+
+    # P23: a Llama-style block's activations, part by part, and what recomputation buys and pays.
+    block = Model("Llama-style", layers=1, hidden=5120, vocab=32000, seq=4096, microbatch=2, heads=40, kv_heads=8,
+                  ffn=13824, gated=True)
+    parts, kept = block.block_activations("none"), block.block_activations("full")
+    (_, plain_b), (_, full_b) = (block.layer_backward_flops(mode)[0][:2] for mode in ("none", "full"))
+    forward = block.layer_flops()[1]
+    items.append(Item(
+        "P23", "A Llama-style block: width *h* = 5,120, 40 query heads and 8 key–value heads of 128, a SwiGLU MLP of "
+        "width 13,824, RMSNorm, no dropout, FlashAttention, bf16, micro-batches of 2 sequences of 4,096 tokens. How "
+        "many GB does it keep for its backward with no recomputation (part by part), with selective recomputation of "
+        "the attention core, and with full recomputation; and what does full recomputation add to the block's "
+        "backward in FLOPs (as a share of its forward) and in transient memory? (Answer as (GB none, GB selective, GB "
+        "full, extra FLOPs ÷ forward, transient GB).)",
+        (sum(parts.values()) / 1e9, sum(block.block_activations("selective").values()) / 1e9,
+         sum(kept.values()) / 1e9, (full_b - plain_b) / forward, block.recompute_transient_bytes("full") / 1e9),
+        f"In units of *sbh* = {block.tokens * block.hidden / 1e6:.4g} M values (2 bytes each): "
+        + "; ".join(f"{name} {v / 1e9:.4g} GB" for name, v in parts.items() if v) +
+        f": {sum(parts.values()) / 1e9:.4g} GB. The two norms' inputs are 2 *sbh* each; keys and values are a fifth of "
+        "the queries (8 of 40 heads); SwiGLU keeps its gate, its up projection and their product (3 × 13,824 wide); "
+        "no dropout, no masks; FlashAttention keeps one fp32 statistic per query and head instead of the *s* × *s* "
+        "scores. Selective recomputation drops what the attention core keeps beyond that — with FlashAttention "
+        "nothing — so it keeps the same bytes and runs no more FLOPs. Full recomputation keeps the block's input "
+        f"alone, 2 *sbh* = {sum(kept.values()) / 1e9:.4g} GB, and runs the block's forward again inside its backward: "
+        f"{(full_b - plain_b) / forward:.0%} of the forward's FLOPs more, and while it does, the block's "
+        f"{block.recompute_transient_bytes('full') / 1e9:.4g} GB are there again (one block at a time).",
+        ("08.1", "08.2")))
+
+    # P24: ZB-H1 where W is longer than F: which path sets the idle.
+    p, m, F, B, W = 5, 10, 1, 3.5, 1.25
+    h1 = simulate(zero_bubble_h1(p, m), Costs(f=F, b=B - W, w=W))
+    h1_idle = max(h1.makespan - x for x in h1.busy_per_stage)
+    paths = {"forward": F, "input-gradient": B - W, "formula": F + B - 2 * W}
+    setter = max(paths, key=lambda name: paths[name])
+    items.append(Item(
+        "P24", f"ZB-H1 at *p* = {p}, *m* = {m}: a forward takes *F* = {F}, a full backward *B* = {B}, of which the "
+        f"weight-gradient pass *W* = {W}. What does DeepSeek's ZB1P formula (*p* − 1)(*F* + *B* − 2*W*) give, what "
+        "does each GPU idle, which pass sets it, and up to which *W* (*F* and *B* as they are) does the formula hold? "
+        "(Answer as (formula, idle, pass, largest W).)",
+        ((p - 1) * paths["formula"], h1_idle, setter, min(F, B / 2)),
+        f"The formula books (*p* − 1)(*F* + *B* − 2*W*) = {p - 1} × {paths['formula']:g} = "
+        f"{(p - 1) * paths['formula']:g}: 1F1B's (*p* − 1)(*F* + *B*) less 2*W* per GPU, filled by postponed W's. "
+        f"But a chain of *p* − 1 forwards climbing the pipeline, or of *p* − 1 input-gradient passes (*B* − *W* = "
+        f"{B - W:g}) coming down it, cannot be filled by anything, so each GPU idles (*p* − 1)·max(*F*, *B* − *W*, "
+        f"*F* + *B* − 2*W*) = {p - 1} × max({_gs(paths.values())}) = {(p - 1) * max(paths.values()):g} — the simulated "
+        f"{h1_idle:g}. The {setter} pass sets it: the W's, longer than *F*, would fill more than the gaps hold. The "
+        f"formula holds while *F* + *B* − 2*W* is the largest, *W* ≤ min(*F*, *B* − *W*): *W* ≤ min(*F*, *B*/2) = "
+        f"{min(F, B / 2):g}.",
+        ("06b.2",)))
+
+    # P25: a vendor's bubble figure read under both definitions.
+    p, v, claim = 5, 2, Fraction(1, 16)
+    megatron = next(m for m in range(1, 1000) if Fraction(p - 1, v * m) == claim)
+    textbook = next(m for m in range(1, 1000) if Fraction(p - 1, v * m + p - 1) == claim)
+    runs = {m: simulate(interleaved_1f1b(p, m, v)) for m in (megatron, textbook)}
+    items.append(Item(
+        "P25", f"A vendor's slide says interleaved 1F1B with *v* = {v} chunks per GPU \"has a {float(claim):.2%} "
+        f"bubble\" on a {p}-stage pipeline, every chunk's forward and backward equally long. How many micro-batches "
+        "does that mean if the figure is Megatron-LM's bubble time ÷ ideal time, and if it is the textbook's idle ÷ "
+        "total slots? What would each of those two runs show under the other definition? (Answer as (m Megatron-LM, "
+        "m textbook, the first run's idle ÷ total, the second's bubble ÷ ideal).)",
+        (megatron, textbook, _frac(runs[megatron].bubble_ratio), _frac(runs[textbook].bubble_over_ideal)),
+        f"Megatron-LM's (*p* − 1)/(*vm*) = 1/16 gives *m* = 16 × {p - 1}/{v} = {megatron}; the textbook's "
+        f"(*p* − 1)/(*vm* + *p* − 1) = 1/16 gives *vm* + {p - 1} = {16 * (p - 1)}, *m* = {textbook}. The same run "
+        f"reads lower as idle ÷ total than as bubble ÷ ideal (the total includes the idle): at *m* = {megatron}, "
+        f"*r*/(1 + *r*) = {_frac(runs[megatron].bubble_ratio)} ({runs[megatron].bubble_ratio:.2%}); at *m* = "
+        f"{textbook}, *r*/(1 − *r*) = {_frac(runs[textbook].bubble_over_ideal)} "
+        f"({runs[textbook].bubble_over_ideal:.2%}) — simulated. A figure without its definition leaves *m* uncertain "
+        "by a few micro-batches, and a comparison of two vendors meaningless until both are on one definition.",
+        ("01.3", "04.3")))
+
+    # P26: a ring all-reduce from messages, and DDP's buckets for one model and cap.
+    n, vector = 6, 96e6
+    ring6 = collectives.cost("all-reduce", vector, n, LINKS["nvlink"])
+    width, layers, cap = 1024, 6, 10 * 2 ** 20
+    sizes = [(width * width + width) * 4] * layers  # fp32 weights and biases, layer by layer
+    buckets, held = [[]], 0
+    for i in reversed(range(layers)):  # gradients ready from the last layer back; a bucket closes at the cap
+        buckets[-1].append(i + 1)
+        held += sizes[i]
+        if held >= cap and i:
+            buckets.append([])
+            held = 0
+    items.append(Item(
+        "P26", f"(a) You write a ring all-reduce from point-to-point messages for {n} ranks and a gradient of "
+        f"{vector / 1e6:g} MB: how many messages does each rank send, how many MB in each, and how many MB in all? "
+        f"(b) DDP trains an MLP of {layers} layers of {width:,} × {width:,} (fp32 weights and biases) with every "
+        f"bucket's cap, the first's included, {cap // 2 ** 20} MiB. How many all-reduces does it launch in its "
+        "first step and in every later one, and which layers share a bucket? (Answer as (messages, MB each, MB "
+        "in all, first step, later steps, buckets).)",
+        (ring6.steps, vector / n / 1e6, ring6.sent / 1e6, 1, len(buckets), tuple(map(tuple, buckets))),
+        f"The vector is cut into {n} pieces of {vector / n / 1e6:g} MB. Reduce-scatter: in *n* − 1 = {n - 1} steps "
+        f"each rank sends one piece to the next and adds the piece it receives; all-gather: {n - 1} more steps pass "
+        f"the finished pieces round. {ring6.steps} messages of {vector / n / 1e6:g} MB, "
+        f"2(*n* − 1)/*n* × {vector / 1e6:g} = {ring6.sent / 1e6:g} MB per rank, less than twice the vector "
+        f"at any *n*. DDP's first step all-reduces every gradient as one bucket (it records the "
+        f"order in which they become ready); then it rebuilds its buckets in that order — for an MLP the last layer "
+        f"first — closing each once it holds at least the cap: a layer is "
+        f"{sizes[0] / 2 ** 20:.4g} MiB, so a bucket closes once {-(-cap // sizes[0])} layers are in: "
+        + ", ".join("layers " + "+".join(map(str, x)) for x in buckets) +
+        f", {len(buckets)} all-reduces a step, each launched as soon as its last gradient is in, while the backward "
+        "still runs below it.",
+        ("15.2", "15.3")))
+
+    # P27: micro-batches under a memory budget when every pass has a fixed overhead.
+    p, batch, f, bw, overhead, act = 4, 48, 1, 2, 0.5, 1
+    plans = {}
+    for m in (m for m in range(1, batch + 1) if batch % m == 0):
+        s = batch // m
+        t = simulate(one_f_one_b(p, m), Costs(f=overhead + s * f, b=overhead + s * bw))
+        plans[m] = (t.makespan, max(t.peak_activations) * s * act)
+    gpipe_gb = max(simulate(gpipe(p, 4)).peak_activations) * (batch // 4) * act
+    chosen = {room: min((t, m) for m, (t, gb) in plans.items() if gb <= room) for room in (30, 6)}
+    items.append(Item(
+        "P27", f"1F1B on *p* = {p} GPUs, a batch of {batch} samples cut into *m* micro-batches of {batch}/*m* (*m* "
+        f"dividing {batch}). A forward costs {overhead} (its launch and hand-over, whatever its size) plus {f} per "
+        f"sample; a backward {overhead} plus {bw} per sample. A sample's activations take {act} GB on a GPU from its "
+        "forward to its backward. Which *m* gives the shortest step when each GPU has room for 30 GB of "
+        "activations, and which when it has 6 GB, with their makespans? Could GPipe run under 30 GB? (Answer as "
+        "(m at 30 GB, makespan, m at 6 GB, makespan, GPipe's GB).)",
+        (chosen[30][1], chosen[30][0], chosen[6][1], chosen[6][0], gpipe_gb),
+        f"1F1B's makespan is (*m* + *p* − 1)(*F* + *B*) with *F* + *B* = {2 * overhead:g} + {f + bw}·{batch}/*m*: "
+        + ", ".join(f"*m* = {m}: {t:g}" for m, (t, _) in plans.items()) +
+        f". More micro-batches shrink the bubble but pay the overhead {2 * overhead:g} once more each (the "
+        f"continuous optimum is *m* = √({p - 1}·{(f + bw) * batch}/{2 * overhead:g}) ≈ "
+        f"{((p - 1) * (f + bw) * batch / (2 * overhead)) ** 0.5:.1f}). GPU 0 holds min(*p*, *m*) micro-batches of "
+        f"{batch}/*m* samples: " + ", ".join(f"{gb:g} GB at *m* = {m}" for m, (_, gb) in plans.items()) +
+        f". Under 30 GB the fastest that fits is *m* = {chosen[30][1]} ({chosen[30][0]:g}); under 6 GB memory "
+        f"forces *m* = {chosen[6][1]} ({chosen[6][0]:g}), the overhead paid in time. GPipe keeps every micro-batch "
+        f"until its backward: all {batch} samples, {gpipe_gb:g} GB at any *m* — it fits neither budget.",
+        ("10.3",)))
 
     return tuple(items)
+
+
+def _blocking(schedule: Schedule, sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
+    """Where each process of ``schedule`` (one stage per GPU) stops when every send blocks until the receiver has
+    posted its receive: per stuck GPU, its action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it
+    got there (each operation one unit); empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends
+    before it receives wherever it and its neighbour ``k`` would each send to the other and then receive."""
+    p, programs = schedule.p, []
+    for j, ops in enumerate(schedule.stages):
+        acts: list[tuple] = []
+        for op in ops:
+            source, target = (j - 1, j + 1) if op.kind == "F" else (j + 1, j - 1)
+            acts += [("recv", source, (op.kind, op.microbatch))] if 0 <= source < p else []
+            acts += [("run", j, op)] + ([("send", target, (op.kind, op.microbatch))] if 0 <= target < p else [])
+        programs.append(acts)
+    if sends_first:
+        exchanges = [{(a[1], a[2], b[2]) for a, b in zip(acts, acts[1:]) if (a[0], b[0]) == ("send", "recv")
+                      and a[1] == b[1]} for acts in programs]
+        for j, acts in enumerate(programs):
+            for i, (a, b) in enumerate(zip(acts, acts[1:])):
+                if (a[0], b[0]) == ("send", "recv") and (j, b[2], a[2]) in exchanges[a[1]] and not sends_first(j, a[1]):
+                    acts[i], acts[i + 1] = b, a
+    at, clock, moved = [0] * p, [0.0] * p, True
+    while moved:
+        moved = False
+        for j in range(p):
+            while at[j] < len(programs[j]):
+                kind, k, what = programs[j][at[j]]
+                if kind == "run":
+                    clock[j], at[j], moved = clock[j] + 1, at[j] + 1, True
+                elif at[k] < len(programs[k]) and programs[k][at[k]] == ("recv" if kind == "send" else "send", j, what):
+                    clock[j] = clock[k] = max(clock[j], clock[k])  # a rendezvous: both move on together
+                    at[j], at[k], moved = at[j] + 1, at[k] + 1, True
+                else:
+                    break
+    return [(j, programs[j][at[j]], clock[j]) for j in range(p) if at[j] < len(programs[j])]
 
 
 def self_check_answers() -> tuple[Item, ...]:
@@ -431,8 +687,11 @@ def self_check_answers() -> tuple[Item, ...]:
     slowdown = next(r.slowdown for r in trade if (r.schedule, r.recompute) == ("1f1b", "full"))
     zb_row = deepseek_table(8, 20, Costs(f=1, b=2, w=1))[1]
     dp_off = {x / 4: deepseek_table(8, 20, Costs(f=1, b=2, w=1, fb=x / 4))[2] for x in range(4, 33)}  # b ≠ f
-    dp_on = {x: deepseek_table(8, 20, Costs(f=2, b=2, w=1, fb=x))[2] for x in (2.5, 3, 4, 5)}  # f = b = B − W
-    first, off_on = (1, 2, 3, 4), [(x, r) for x, r in dp_on.items() if r.formula_bubble != r.simulated_bubble]
+    dp_on = {(p, x / 4): deepseek_table(p, 20, Costs(f=2, b=2, w=1, fb=x / 4))[2]  # f = b = B − W: F = 2, B = 3, W = 1
+             for p in (6, 8) for x in range(6, 29)}
+    agree = {x for (_, x), r in dp_on.items() if r.formula_bubble == r.simulated_bubble}
+    held = sorted(x for x in agree if all(dp_on[p, x].formula_bubble == dp_on[p, x].simulated_bubble for p in (6, 8)))
+    first, off_on = (1, 2, 3, 4), [(x, dp_on[8, x]) for x in (2.5, 5.5)]
     by_link = interleaving_by_link(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["pcie-gen4"]), m=8)
     slow_link = next(link.name for link, one, inter in by_link if one < inter)
     front = [x.schedule for x in frontier(4, 8)]
@@ -506,19 +765,20 @@ def self_check_answers() -> tuple[Item, ...]:
              "value, and whether the simulation agrees.", (zb_row.formula_bubble, zb_row.formula_bubble == zb_row.simulated_bubble),
              f"(*p* − 1)(*F* + *B* − 2*W*) = 7 × 2 = {zb_row.formula_bubble:g}; *W* = 1 is no longer than *F* or "
              f"*B* − *W* = 2, so the postponed W's fit the drain and the simulation agrees."),
-        Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 1, "
-             "*B* = 3, *W* = 1?", 1 + 3 * 1 - 3,
-             "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula drops below that when "
-             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1. That is a floor, not where the row "
-             "holds: here the input-gradient pass (*B* − *W* = 2) is longer than the forward, and the row is off "
-             f"almost everywhere: at *p* = 8, *F&B* = {_gs(first)} the simulation idles "
+        Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 2, "
+             "*B* = 3 (full), *W* = 1, and over which *F&B* does it hold? (Answer as (floor, from, to).)",
+             (2 + 3 * 1 - 3, min(held), max(held)),
+             "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
+             "drops below that when *F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 2. That is a floor, "
+             "not where the row holds. Simulated at *p* = 8 and *p* = 6 (*m* = 20), *F&B* from 1.5 to 7 in quarters, "
+             f"the row agrees from *F&B* = {min(held):g} = *F* + *W* to {max(held):g} = *F* + *B* and nowhere else: "
+             f"at {_gs(x for x, _ in off_on)} the simulation idles {_gs(r.simulated_bubble for _, r in off_on)} "
+             f"against {_gs(r.formula_bubble for _, r in off_on)} (*p* = 8). Here "
+             "the input-gradient pass, *B* − *W* = 2, is as long as the forward; with *F* = 1 (*B* − *W* ≠ *F*) "
+             f"the row is off almost everywhere: at *p* = 8, *F&B* = {_gs(first)} the simulation idles "
              f"{_gs(dp_off[x].simulated_bubble for x in first)} against the formula's "
              f"{_gs(dp_off[x].formula_bubble for x in first)}, and of *F&B* from 1 to 8 in quarters it agrees at "
-             f"{_gs(x for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only. With "
-             "*F* = 2 = *B* − *W* its floor is *F* + 3*W* − *B* = 2 and it holds from *F* + *W* to *F* + *B*: the "
-             f"simulation agrees at *F&B* = {_gs(x for x, r in dp_on.items() if r.formula_bubble == r.simulated_bubble)}"
-             f" and at {_gs(x for x, r in off_on)} idles {_gs(r.simulated_bubble for _, r in off_on)} against "
-             f"{_gs(r.formula_bubble for _, r in off_on)}."),
+             f"{_gs(x for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only."),
         Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
              o_peaks.index(max(o_peaks)),
              f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
@@ -641,6 +901,58 @@ class CountingPractice:
 
     def __repr__(self) -> str:
         return f"counting practice, seed {self.seed}"
+
+    def reading(self) -> tuple[Item, ...]:
+        """The timed exams' questions on the ``read`` grid (drawn in the first): its count, a critical path
+        (:mod:`ppedu.critical`), its idle cells sorted by cause (:mod:`ppedu.idle`), and the idle its order adds.
+
+        >>> [x.label for x in CountingPractice.draw(9).reading()]
+        ['G1', 'G2', 'G3', 'G4']
+        """
+        t = self.read
+        p, m = t.p, t.schedule.microbatches
+        path = critical_path(t)
+        sorts = tuple({kind: sum(v for cause, v in gpu.items() if SORTS.get(cause) == kind)
+                       for kind in ("fill", "drain", "order")} for gpu in t.idle_causes().per_stage())
+        ahead = tuple(next(i for i, op in enumerate(ops) if op.kind == "B") for ops in t.schedule.stages)
+        fewest, best = p * (p - 1) * 2, simulate(one_f_one_b(p, m))  # each operation one step: f + b = 2
+        order = sum(x["order"] for x in sorts)
+        return (
+            Item("G1", f"An order no chapter draws, on *p* = {p} GPUs with *m* = {m} micro-batches, every operation "
+                 f"one step (each GPU runs its forwards, and its backwards, in micro-batch order):\n\n```text\n"
+                 f"{render_grid(t)}\n```\n\nCount its steps *T*, its slots and its idle slots. (Answer as (T, "
+                 "slots, idle).)", (t.makespan, t.total_slots, t.idle_slots),
+                 f"*T* = {t.makespan:g}; {p} × {t.makespan:g} = {t.total_slots:g} slots; each GPU is busy 2*m* = "
+                 f"{2 * m} steps, so {t.total_slots:g} − {p} × {2 * m} = {t.idle_slots:g} idle.", ("01.1",)),
+            Item("G2", "On the same grid, trace a critical path: a chain of operations from the first step to the "
+                 "last, each starting as the one before ends — the next on its GPU, or the one that takes its output. "
+                 "(Answer as the operations, each with its GPU.)",
+                 " ".join(f"{e.op.kind}{e.op.microbatch}@{e.stage}" for e in path),
+                 f"Walk back from the operation that ends last, at each step to what it waited for: its input (a "
+                 f"forward from the GPU below, a gradient from the one above) or, if that was there already, the "
+                 f"operation before it on its GPU. This chain has {len(path)} operations of one step, as many as "
+                 f"*T*: lengthen any of them and the step lengthens. Where several chains are that long, any of them "
+                 f"is right.", ("10.4",)),
+            Item("G3", "Sort its idle cells, GPU by GPU: the pipeline **filling** (before the GPU's first backward), "
+                 "**draining** (once it has run its last forward and its first backward), or the **order's own** "
+                 "(after its first backward, with a forward still to run). (Answer per GPU as (fill, drain, order).)",
+                 tuple(tuple(x.values()) for x in sorts),
+                 "; ".join(f"GPU {j}: {x['fill']:g} filling, {x['drain']:g} draining, {x['order']:g} the order's"
+                           for j, x in enumerate(sorts)) + f". In all {order:g} of the {t.idle_slots:g} idle cells "
+                 "are the order's own: a GPU waits, between its backwards, for an input its neighbour was late to "
+                 "send because its own order put something else first.", ("10.4",)),
+            Item("G4", f"No order of {p} GPUs and {m} micro-batches idles fewer than *p*(*p* − 1)(*f* + *b*) slots. "
+                 "How many more does this one idle, how many forwards does each GPU run before its first backward, "
+                 "and what would 1F1B's counts make *T*? (Answer as (extra idle, forwards per GPU, T).)",
+                 (t.idle_slots - fewest, ahead, best.makespan),
+                 f"{t.idle_slots:g} − {p}·{p - 1}·2 = {t.idle_slots - fewest:g} idle slots more than any order needs: "
+                 f"*p* times the {t.makespan - best.makespan:g} steps by which *T* exceeds 2(*m* + *p* − 1) = "
+                 f"{best.makespan:g} — the order's own {order:g} and the rest lengthening the filling and draining. "
+                 f"Its GPUs run {', '.join(map(str, ahead))} forwards before their first backward, against 1F1B's "
+                 f"{', '.join(str(min(p - j, m)) for j in range(p))} (*p* − *j*): a GPU that runs more sends its first "
+                 f"gradient down late, and the GPUs below wait for it. With 1F1B's counts every backward runs as its "
+                 f"gradient arrives: *T* = {best.makespan:g}.", ("10.4", "03.1")),
+        )
 
 
 def questions(items: tuple[Item, ...]) -> Markdown:
