@@ -19,7 +19,7 @@ from typing import Any
 
 from ppedu.grading.answers import Choice, Number, Wrong, results
 from ppedu.grading.evaluate import Code
-from ppedu.grading.questions import Question
+from ppedu.grading.questions import FormOnly, Question
 from ppedu.grading.students import Picker, draw, variant
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
@@ -92,7 +92,8 @@ class FormulaQuestion:
                             "closed form answers at once; a simulation, or a search one step at a time, does not "
                             "finish at this size.")
             results(data, name)
-        return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
+        return FormOnly("; ".join(f"{name} returns numbers" for name in self.cases) +
+                        " (the autograder checks their values)")
 
 
 QUESTIONS: dict[str, Any] = {
