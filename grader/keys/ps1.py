@@ -194,7 +194,8 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     """Inputs each function is also called on that the student never sees, their own (a hash of their id); for
     the fewest micro-batches, one whose target is met exactly, one of any, and one whose fewest is 10⁸ to 10⁹."""
     def pick_(what: str, choices: Any) -> Any:
-        return pick("ps1-hidden", v.student, f"{name}:{what}", choices if isinstance(choices, range) else tuple(choices))
+        return pick("ps1-hidden", v.student, f"{name}:{what}",
+                    choices if isinstance(choices, range) else tuple(choices))
 
     p = pick_("p", range(2, 17))
     if name == "bubble_ratio":

@@ -1,4 +1,4 @@
-"""ps1's closed-form questions at sizes no simulation reaches (3a at m near 10⁹, 4b with a fewest m of 10⁸ to 10⁹):
+"""ps1's closed-form questions at sizes no simulation reaches (3a at m near 10⁹, 4b with a fewest m of 10⁸–10⁹):
 the key's truth there is the closed form it states, held here against the simulator wherever the simulator runs; the
 model answers meet the key at every size; a function that does not answer within a call's limit loses its question
 only, with the grader's words; and the covered grid of question 1 is not counted by counting its cells."""
@@ -107,7 +107,8 @@ def test_a_call_over_its_limit_loses_its_question_with_the_graders_words():
 
 def test_the_harness_stops_a_call_at_its_own_limit_and_makes_the_next():
     """A call past ``call_timeout`` is stopped there (not at the cell's limit) and the calls after it are made."""
-    cells = [Cell("def slow(m):\n    while True:\n        m += 1\n\ndef fast(m):\n    return 2 * m"), Cell("", test="q")]
+    cells = [Cell("def slow(m):\n    while True:\n        m += 1\n\ndef fast(m):\n    return 2 * m"),
+             Cell("", test="q")]
     began = time.monotonic()
     run = run_functions(cells, QUESTIONS["slow_form"].code.library, {"q": {"slow": [(1,)], "fast": [(3,)]}}, "ps1",
                         "s1", {}, 120, cell_timeout=60, call_timeout=1, use_sandbox=False)
@@ -127,7 +128,8 @@ def test_the_covered_grid_is_not_counted_by_its_cells(variant):
     assert covered and k["idle_slots"] not in (seen, seen + covered)
     assert k["idle_slots"] == k["total_slots"] - 3 * shown["m"] * (shown["p"] - 1) - 6 * shown["m"]
     assert "cover hides" in key._slots_hint("idle_slots", seen, {"idle_slots": seen}, k, v)
-    assert "not every covered cell" in key._slots_hint("idle_slots", seen + covered, {"idle_slots": seen + covered}, k, v)
+    both = seen + covered
+    assert "not every covered cell" in key._slots_hint("idle_slots", both, {"idle_slots": both}, k, v)
 
 
 def test_more_micro_batches_leave_the_slow_gpus_bubble_near_half():
