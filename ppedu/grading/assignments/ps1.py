@@ -66,8 +66,10 @@ def timed_out(data: Mapping[str, Any], name: str) -> tuple[Any, ...] | None:
     (1000000000,)
     """
     got = data.get(name)
-    late = (tuple(args) for args, result in got if isinstance(result, dict) and result.get("__raised__") == TIMEOUT)
-    return next(late, None) if isinstance(got, list) else None
+    if not isinstance(got, list):
+        return None
+    return next((tuple(args) for args, result in got if isinstance(result, dict) and result.get("__raised__") == TIMEOUT),
+                None)
 
 
 @dataclass(frozen=True)
