@@ -68,8 +68,8 @@ def timed_out(data: Mapping[str, Any], name: str) -> tuple[Any, ...] | None:
     got = data.get(name)
     if not isinstance(got, list):
         return None
-    return next((tuple(args) for args, result in got if isinstance(result, dict) and result.get("__raised__") == TIMEOUT),
-                None)
+    return next((tuple(args) for args, result in got
+                 if isinstance(result, dict) and result.get("__raised__") == TIMEOUT), None)
 
 
 @dataclass(frozen=True)
