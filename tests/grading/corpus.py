@@ -32,6 +32,24 @@ PS1_WRONG = {
     "q4_answer": "def fewest_microbatches(p, target, c):\n    return p",
     "q5_answer": "def idle_share(bubble, m, F, B, W):\n    return bubble / (m * (F + B))",  # Megatron's ratio
 }
+#: The red team's GPipe simulation (round 3), pure Python: each GPU's clock, forwards up then backwards down,
+#: micro-batch by micro-batch; GPU ``s`` ``k`` times slower, every hand-over ``c``. Right wherever it finishes (O(p·m)).
+GPIPE_DP = """def gpipe_dp(p, m, s, k, c):
+    f = [k if j == s else 1 for j in range(p)]
+    clock = [0.0] * p
+    for i in range(m):
+        t = -c
+        for j in range(p):
+            t = max(t + c, clock[j]) + f[j]
+            clock[j] = t
+    for i in range(m):
+        t = -c
+        for j in reversed(range(p)):
+            t = max(t + c, clock[j]) + 2 * f[j]
+            clock[j] = t
+    return max(clock)"""
+#: Question 1b counted off the covered picture's cells (``{}``: which cells count as idle).
+COUNTED = "idle_slots = sum({} for row in data.grid.rows for c in row)\nbubble = idle_slots / total_slots"
 PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3,
            "conversion": 2}
 
@@ -353,6 +371,30 @@ PS1: dict[str, Case] = {
                                                                   "                  b=tuple(2 * k if j == s else 2 for j in range(p)))\n"
                                                                   "    return simulate(schedules.gpipe(p, m), costs).makespan"},
                                     lost={"slow_form": 2}),
+    # the red team's route (round 3): GPipe simulated in pure Python, O(p·m); right wherever it finishes, but at
+    # m = 10⁹ it runs over its call's time limit (the visible case already), and the question's points go
+    "slow_form_by_dp": Case("ps1", replace={"q3s_answer": GPIPE_DP + "\n\ndef gpipe_slow(p, m, s, k):\n"
+                                                          "    return gpipe_dp(p, m, s, k, 0)"}, lost={"slow_form": 2}),
+    # the same simulation with the hand-over latency, and m tried one at a time until the bubble meets the target
+    "microbatches_by_dp": Case("ps1", replace={"q4_answer": GPIPE_DP + """
+
+def fewest_microbatches(p, target, c):
+    m = 1
+    while True:
+        T = gpipe_dp(p, m, 0, 1, c)
+        if (p * T - 3 * m * p) / (p * T) <= target + 1e-12:
+            return m
+        m += 1"""}, lost={"microbatches": 3}),
+    # the closed form of the step, but m searched one at a time: 10⁸ tries do not fit in a call's time limit
+    "microbatches_by_search": Case("ps1", replace={"q4_answer": """def fewest_microbatches(p, target, c):
+    m = 1
+    while (p - 1) * (3 + 2 * c) > target * (3 * m + (p - 1) * (3 + 2 * c)) + 1e-12:
+        m += 1
+    return m"""}, lost={"microbatches": 3}),
+    # the covered picture counted as it stands: its visible idle cells, or those and every covered cell
+    "covered_counted_naively": Case("ps1", replace={"q1b_answer": COUNTED.format("c == ''")}, lost={"gpipe_idle": 1}),
+    "covered_counted_as_idle": Case("ps1", replace={"q1b_answer": COUNTED.format("c in ('', '?')")},
+                                    lost={"gpipe_idle": 1}),
     # the slow GPU's place taken to matter: right only where it is the last
     "slow_place_matters": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
                                                              "    return 3 * s + 3 * m * k + 3 * (p - 1 - s) * k"},
