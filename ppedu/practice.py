@@ -444,7 +444,7 @@ def practice_set() -> tuple[Item, ...]:
     slow = Costs(f=tuple(k * f if j == s else f for j in range(p)), b=tuple(k * b if j == s else b for j in range(p)))
     work = s * (f + b) + m * k * (f + b)
     trip = (p - 1) * (f + b) + k * (f + b) + (m - 1) * k * b
-    ahead = (p - 1 - s) + -(-(p - 1 - s) * (f + b) // (k * f))  # the slow GPU's warm-up: busy while micro-batch 0 climbs
+    ahead = (p - 1 - s) + -(-(p - 1 - s) * (f + b) // (k * f))  # warm-up: busy while micro-batch 0 makes its trip
     best = simulate(with_warmups([m] * s + [ahead] + [p - 1 - j for j in range(s + 1, p)], m), slow)
     slow_gpipe = simulate(gpipe(p, m), slow)
     items.append(Item(
@@ -465,8 +465,8 @@ def practice_set() -> tuple[Item, ...]:
         f"with few micro-batches: (*p* − 1 − *s*)(*f* + *b*) = {(p - 1 - s) * (f + b)} against (*m* − 1)*kf* = "
         f"{(m - 1) * k * f}). An order reaches it: the GPUs below the slow one run every forward first, the slow one "
         f"runs {ahead + 1} before its first backward (enough to stay busy while micro-batch 0 makes its trip), the "
-        f"ones above 1F1B's *p* − *j*: simulated, {best.makespan:g}. GPipe takes {slow_gpipe.makespan:g}: it keeps the slow "
-        f"GPU idle while the {p - 1 - s} GPUs above it finish their forwards and send the first gradient back, "
+        f"ones above 1F1B's *p* − *j*: simulated, {best.makespan:g}. GPipe takes {slow_gpipe.makespan:g}: it keeps "
+        f"the slow GPU idle while the {p - 1 - s} GPUs above it finish their forwards and send the first gradient back, "
         f"(*p* − 1 − *s*)(*f* + *b*) = {slow_gpipe.makespan - best.makespan:g} more.",
         ("05.5", "10.5")))
 
@@ -633,7 +633,8 @@ def practice_set() -> tuple[Item, ...]:
     return tuple(items)
 
 
-def _blocking(schedule: Schedule, sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
+def _blocking(schedule: Schedule,
+              sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
     """Where each process of ``schedule`` (one stage per GPU) stops when every send blocks until the receiver has
     posted its receive: per stuck GPU, its action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it
     got there (each operation one unit); empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends

@@ -64,7 +64,8 @@ def test_p10_to_p12_the_scale_chapters_by_hand():
     dense = 4 * (4 * h * h + 64 * h + 2 * h)  # the replicated part of 4 blocks: ZeRO-1, -2, -3 over 8
     assert ITEMS["P11"].answer == (4 * h * h + 64 * e + 64 * h + 2 * h, 4 * h * h + 2 * e + 64 * h + 2 * h,
                                    pytest.approx(4 * 64 * e / 8 * 16 / 1e9),
-                                   *(pytest.approx(dense * x / 1e9, rel=1e-5) for x in (4 + 12 / 8, 2 + 14 / 8, 16 / 8)))
+                                   *(pytest.approx(dense * x / 1e9, rel=1e-5)
+                                     for x in (4 + 12 / 8, 2 + 14 / 8, 16 / 8)))
     tokens, tflops, mfu = ITEMS["P12"].answer
     assert tokens == pytest.approx(1e12 / (180e3 * 3600)) and mfu == pytest.approx(tflops / 989)
 
@@ -168,8 +169,8 @@ def test_6b_question_2_the_row_holds_from_f_plus_w_to_f_plus_b_and_nowhere_else(
 
     F, B, W = 2, 3, 1
     for p in (6, 8):
-        held = [x / 4 for x in range(6, 29)
-                if (r := deepseek_table(p, 20, Costs(f=F, b=B - W, w=W, fb=x / 4))[2]).formula_bubble == r.simulated_bubble]
+        rows = {x / 4: deepseek_table(p, 20, Costs(f=F, b=B - W, w=W, fb=x / 4))[2] for x in range(6, 29)}
+        held = [x for x, r in rows.items() if r.formula_bubble == r.simulated_bubble]
         assert held == [x / 4 for x in range(4 * (F + W), 4 * (F + B) + 1)]
     assert ITEMS["Chapter 6b, question 2"].answer == (F + 3 * W - B, F + W, F + B)
 
