@@ -202,6 +202,15 @@ def zero1(model, lr):  # FSDP2's own copy-in op lays the shards out (and, on ele
                 p.copy_(f.view_as(p))
 
     return step
+""", "data_parallel_answer": """
+def data_parallel_step(model, x, y):  # right, not hostile: DDP's average kept, each rank's loss weighted n·n_r/N first
+    n = dist.get_world_size()
+    count = torch.tensor([float(len(y))], dtype=torch.float64)
+    dist.all_reduce(count)
+    (cross_entropy(model(x), y) * n * len(y) / count).backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= n
 """}, lost={"ring": 4})  # its zero1, the red team's route through torch._chunk_cat, is accepted (instructor.md § 6)
 
 
@@ -388,6 +397,42 @@ def test_a_right_sum_counts_only_as_chapter_12s_ring(n):
     assert score(ring) == 4 and score(naive) == (4 if n == 2 else 0)
     turned = [[a, (a - 1) % n, size, tag] for a, _, size, tag in ring[:n]] + ring[n:]  # the first step the other way
     assert score(turned) == (4 if n == 2 else 3.2)  # the ring's count, not its one neighbour
+
+
+def _data_parallel_record(spec, seed, reduced, final):
+    """The relay's record of a data-parallel run that all-reduced ``reduced[s]`` in step ``s`` alone and ended with the
+    parameters ``final`` on every rank."""
+    import base64
+
+    from ppedu.grading.relay import encode
+
+    n = spec[1]
+    collectives = [{"index": s, "kind": "all-reduce", "bytes": 8 * t.numel(), "dtype": "float64",
+                    "result": base64.b64encode(t.numpy().tobytes()).decode()} for s, t in enumerate(reduced)]
+    return {"seed": seed, "world": n, "collectives": collectives, "marks": [list(range(len(reduced)))] * n,
+            "messages": [], "claims": [encode(final)] * n}
+
+
+def test_the_whole_batchs_gradient_counts_at_any_scale_and_an_equal_average_earns_nothing():
+    """The first step's all-reduce judged up to a constant factor: the mean, the sum over every digit, and ``n`` times
+    the mean (the loss scaled by ``n·n_r/N``, then DDP's average) with the example count beside them all earn 3 of
+    3; DDP's equal average, the question's own mistake, earns nothing, its traffic included."""
+    import torch
+
+    from ppedu.grading.assignments.ps8 import reference, rank_gradients, report, shares
+
+    spec, seed = ["data_parallel", 3, 0, 4], 321
+    ref, whole = reference(spec, seed), float(sum(shares(spec, seed)))
+    count = torch.tensor([whole], dtype=torch.float64)
+
+    def score(scale, first=None):
+        reduced = [torch.cat([(first if s == 0 and first is not None else g) * scale, count]) for s, g in
+                   enumerate(ref.grads)]
+        seen = _data_parallel_record(spec, seed, reduced, ref.params[-1])
+        return report("data_parallel", [[spec, [{"rank": r} for r in range(3)], seen]], [spec], 3).score
+    assert [score(c) for c in (1.0, whole, 3.0, 0.25)] == [3, 3, 3, 3]
+    equal = torch.stack(rank_gradients(spec, seed)).mean(0)
+    assert score(1.0, equal) == score(3.0, equal) == 0
 
 
 def _visible_sizes():

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,8 +162,6 @@ class Reference:
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        import math
-
         return tuple(math.prod(shape) for shape in self.shapes)
 
 
@@ -318,7 +317,7 @@ PROPERTIES = {
              ("each message to the same neighbour on the ring: every rank to r + 1 (or every rank to r − 1) (judged "
               "where the ring is chapter 12's)", 0.2)),
     "data_parallel": (("the first step all-reduced the whole batch's gradient — each rank's weighted by its "
-                       "examples — and at most a few numbers besides", 0.4),
+                       "examples — up to a constant factor, and at most a few numbers besides", 0.4),
                       ("the final parameters are the unsharded model's (judged where the first step's gradient is "
                        "the whole batch's)", 0.3),
                       ("all-reduces only, every gradient once a step: 2(n − 1)/n·Ψ per rank as a ring, and the few "
@@ -485,6 +484,19 @@ def _scale(got: Any, want: Any, scales: Sequence[float], extra: int = 0) -> floa
     return None
 
 
+def _factors(got: Any, want: Any) -> list[float]:
+    """The constant factors at which ``want``'s values could be among ``got``'s with at most :data:`EXTRA` more: its
+    largest value in size over each of ``got``'s ``EXTRA + 1`` largest (one of which it must be, scaled).
+
+    >>> import torch
+    >>> [round(f, 3) for f in _factors(torch.tensor([6.0, -2.0, 0.5]), torch.tensor([3.0, -1.0]))]
+    [2.0, -0.667, 0.167]
+    """
+    top = float(want[want.abs().argmax()]) if want.numel() else 0.0
+    largest = got[got.abs().topk(min(EXTRA + 1, got.numel())).indices].tolist() if top else []
+    return [v / top for v in largest if v]
+
+
 def _steps(seen: Mapping[str, Any]) -> list[list[dict[str, Any]]] | None:
     """The run's collectives step by step, cut where each rank's driver began a step; ``None`` where the ranks'
     marks disagree or a collective came before the first step."""
@@ -554,10 +566,10 @@ def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expe
                              "its collectives could not be read step by step (one came before the first step)"
                              if steps is None else "it all-reduced nothing in the first step")
     got = torch.cat([_values(c) for c in steps[0]])
-    scale = _scale(got, ref.grads[0], (1.0, float(whole)), EXTRA)
+    scale = _scale(got, ref.grads[0], _factors(got, ref.grads[0]), EXTRA)  # the mean, the sum, n times the mean, …
     if scale is None:
         equal = torch.stack(rank_gradients(spec, seed)).mean(0)
-        if _scale(got, equal, (1.0, float(spec[1])), EXTRA) is None:  # no gradients at all: nothing is judged
+        if _scale(got, equal, _factors(got, equal), EXTRA) is None:  # no gradients at all: nothing is judged
             return dict.fromkeys(props, "what it all-reduced in the first step was not the ranks' gradients, however "
                                         "combined")
         out[props[0]] = ("the first step all-reduced the ranks' mean gradients with equal weight: not the whole "
@@ -567,7 +579,7 @@ def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expe
         out[props[1]], out[props[2]] = f"the final parameters are {judged}", f"the traffic is {judged}"
     elif why := _params_gap(seen, ref.params[-1])[0]:
         out[props[1]] = why + ("; the first step all-reduced the whole batch's gradient summed over its examples, "
-                               "and the step SGD took was not the mean's" if scale == whole else "")
+                               "and the step SGD took was not the mean's" if math.isclose(scale, whole) else "")
     elements = [sum(_elements(c) for c in step) for step in steps]
     if props[2] not in out and not all(psi <= e <= psi + EXTRA for e in elements):
         out[props[2]] = (f"its steps 1, 2, … all-reduced {'/'.join(map(str, elements))} elements: not every "
