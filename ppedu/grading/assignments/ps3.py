@@ -64,7 +64,7 @@ class ScheduleQuestion:
 
     def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> Report:
         """Every operation once and no deadlock: whether it is the question's order is the autograder's to say."""
-        return grade_schedule(data.get(self.name), None, self.sizes, self.points, names=self.names)
+        return grade_schedule(data.get(self.name), None, self.sizes, self.points, names=self.names, label=self.name)
 
 
 QUESTIONS: dict[str, Any] = {
