@@ -11,8 +11,11 @@ worked answer shows the reasoning a student writes by hand.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import groupby
+from math import comb
 from random import Random
 
 from ppedu import recomputation
@@ -51,6 +54,10 @@ class Item:
 
 def _frac(x: float, limit: int = 1000) -> str:
     return str(Fraction(x).limit_denominator(limit))
+
+
+def _gs(values: Iterable[float]) -> str:
+    return ", ".join(f"{x:g}" for x in values)
 
 
 def practice_set() -> tuple[Item, ...]:
@@ -134,16 +141,25 @@ def practice_set() -> tuple[Item, ...]:
     zb, dp = simulate(zero_bubble_h1(8, 20), unit), simulate(dualpipe(8, 20), unit)
     zb_idle = max(zb.makespan - x for x in zb.busy_per_stage)
     dp_idle = max(dp.makespan - x for x in dp.busy_per_stage)
+    long_w = simulate(zero_bubble_h1(8, 20), Costs(f=1, b=0.5, w=1.5))  # W = 1.5 of a full backward of 2
+    long_w_idle = max(long_w.makespan - x for x in long_w.busy_per_stage)
     items.append(Item(
         "P6", "*p* = 8, *m* = 20; forward, input-gradient and weight-gradient passes take 1 each (a full backward 2), "
         "and an overlapped F&B pair takes F plus a full B (3). Using DeepSeek-V3's formulas, give the idle time per "
         "GPU of ZB1P (ZB-H1) and of DualPipe, and DualPipe's parameter copies and peak activations per GPU (in "
-        "stages). (Answer as a 4-tuple.)",
-        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations)),
+        "stages). Then with *W* = 1.5 (*F* = 1, *B* = 2 full): what does the ZB1P formula give, what does ZB-H1 "
+        "idle, and which path sets it? (Answer as a 6-tuple.)",
+        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations), 7 * (1 + 2 - 2 * 1.5),
+         long_w_idle),
         f"ZB1P: (*p* − 1)(*F* + *B* − 2*W*) = 7 × (1 + 2 − 2) = {zb_idle:g}. DualPipe: (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
         f"= 3 × (3 + 2 − 3) = {dp_idle:g} — the simulator agrees with both. DualPipe holds both directions' stages "
         f"on every GPU: {parameter_copies(dp.schedule):g} parameter copies, and *p* + 1 = {max(dp.peak_activations)} "
-        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0.",
+        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0. With "
+        f"*W* = 1.5 the formula books 7 × (1 + 2 − 3) = {7 * (1 + 2 - 2 * 1.5):g}, but no schedule idles less than the "
+        f"first forward's climb: the last GPU cannot start before micro-batch 0 has passed *p* − 1 GPUs, (*p* − 1)*F* "
+        f"= 7, and has no W yet to fill that wait. The forward path sets it: (*p* − 1)·max(*F*, *B* − *W*, "
+        f"*F* + *B* − 2*W*) = 7 × 1 = {long_w_idle:g}, as simulated (the formula's F + B − 2W is the max only while "
+        f"*W* ≤ min(*F*, *B* − *W*)).",
         ('05.1', '06.3', '06b.1')))
 
     # P7: DualPipeV against DualPipe.
@@ -213,9 +229,10 @@ def practice_set() -> tuple[Item, ...]:
     # P12: MFU from a published throughput.
     v3 = deepseek_v3()
     items.append(Item(
-        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. With ppedu's model FLOPs per token "
-        "for it, give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the H800's 989 TFLOP/s "
-        "BF16 peak. (Answer as a triple.)",
+        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. A token costs "
+        f"{v3.flops_per_token / 1e9:.0f} GFLOP of model FLOPs (three times the forward of the 37B used parameters' "
+        "matrices, and attention). Give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the "
+        "H800's 989 TFLOP/s BF16 peak. (Answer as a triple.)",
         (v3.tokens_per_second_per_gpu, v3.achieved_tflops, v3.mfu),
         f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
         f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
@@ -252,7 +269,9 @@ def practice_set() -> tuple[Item, ...]:
         f"each GPU sending 2(*t* − 1)/*t* of it: {sent[0]:.4g} GB. With it each all-reduce becomes a reduce-scatter "
         f"and an all-gather ((*t* − 1)/*t* each: the same bytes), and the backward gathers each column-parallel "
         f"layer's input again for its weight gradient, since only *s*/*t* of it was kept: {len(seq)} collectives, "
-        f"{sent[1]:.4g} GB, a quarter more — the price of keeping a *t*-th of the norms' and dropouts' activations.",
+        f"{sent[1]:.4g} GB, a quarter more — the price of keeping only a *t*-th of the QKV and first MLP layers' "
+        f"input, which each weight gradient must gather again (dividing the norms' and dropouts' activations is free: a "
+        f"reduce-scatter and an all-gather carry an all-reduce's bytes).",
         ("12.3", "12.4")))
 
     # P15: ring attention's overlap, and the causal mask's balance.
@@ -260,9 +279,13 @@ def practice_set() -> tuple[Item, ...]:
     nv, ib = (context.min_block_tokens(llama, h100, LINKS[name]) for name in ("nvlink", "ib-400"))
     items.append(Item(
         "P15", f"Llama 3 405B (*h* = {llama.hidden:,}, {llama.heads} query heads, {llama.kv_heads} key–value heads) "
-        "with its sequence cut over GPUs for ring attention on H100s. Each step a GPU sends on its block's keys and "
-        "values while it computes attention with the block it holds. Above how many tokens per GPU does the transfer "
-        "hide, on NVLink and on InfiniBand NDR? And how much causal work do 4 GPUs get with contiguous blocks and with "
+        f"with its sequence cut over GPUs for ring attention on H100s, each achieving "
+        f"{h100.flops_per_second / 1e12:.4g} TFLOP/s ({h100.efficiency:.0%} of {h100.tflops:g}), in 16 bits. Each step "
+        "a GPU sends on its block's keys and values while it computes attention with the block it holds, a full "
+        "block pair per step (no attention mask; leave latency out). Above how many tokens per GPU does the transfer hide, on NVLink "
+        f"({LINKS['nvlink'].bandwidth / 1e9:g} GB/s each way) and on InfiniBand NDR "
+        f"({LINKS['ib-400'].bandwidth / 1e9:g} GB/s each way)? And how much causal work do 4 GPUs get with "
+        "contiguous blocks and with "
         "zigzag ones (in block pairs)? (Answer as (tokens NVLink, tokens InfiniBand, contiguous, zigzag).)",
         (nv, ib, context.causal_work(4), context.causal_work(4, "zigzag")),
         f"A block of *n* tokens sends 2·*n*·*w*_kv·2 bytes (keys and values, *w*_kv = {llama.kv_heads} × 128) and "
@@ -273,39 +296,59 @@ def practice_set() -> tuple[Item, ...]:
         f"from each end on every GPU: {context.causal_work(4, 'zigzag')[0]} each.",
         ("12.5",)))
 
-    # P16: an expert's capacity, and what a factor drops and pads.
-    load = experts.route(4096, 64, 2, skew=0.5, seed=0)
-    trade = experts.capacity_trade(load, 2, (1.0, 1.25, 2.0))
+    # P16: an expert's capacity, and what a factor drops and pads, on loads given as data (a hand-sized router).
+    tokens, n_experts, top_k = 40, 8, 2
+    load = experts.route(tokens, n_experts, top_k, skew=0.8, seed=0)
+    trade = experts.capacity_trade(load, top_k, (1.0, 1.25, 2.0))
+    even = tokens * top_k / n_experts
+    no_drop = experts.capacity_trade(load, top_k, (max(load) / even,))[0]
     items.append(Item(
-        "P16", "A batch of 4,096 tokens routed to 2 of 64 experts each, by a router skewed as ppedu's `route(4096, "
-        "64, 2, skew=0.5)` is. Give an expert's capacity at a factor of 1.25, the share of token copies dropped at "
-        "factors 1.0 and 1.25, and the share of buffer slots computed on padding at 2.0. (Answer as a 4-tuple.)",
-        (trade[1].capacity, trade[0].dropped, trade[1].dropped, trade[2].padding),
-        f"Capacity ⌈*f*·*T*·*k*/*E*⌉ = ⌈1.25 × 4096 × 2 / 64⌉ = {trade[1].capacity}. Copies above an expert's capacity "
-        f"are dropped: {trade[0].dropped:.1%} at 1.0, {trade[1].dropped:.1%} at 1.25; at 2.0 only "
-        f"{trade[2].dropped:.1%}, but {trade[2].padding:.1%} of the buffers are computed on padding — the price of a "
-        f"larger factor, paid whether the slots are filled or not.",
+        "P16", f"A batch of {tokens} tokens, each routed to {top_k} of {n_experts} experts; the experts receive "
+        f"{', '.join(map(str, load))} token copies. Give an expert's capacity at factors 1.0, 1.25 and 2.0, the share "
+        "of token copies dropped at 1.0 and at 1.25, the share of buffer slots computed on padding at 2.0, and the "
+        "least factor that drops nothing, with its padding share. (Answer as (capacities, dropped 1.0, dropped 1.25, "
+        "padding 2.0, factor, its padding).)",
+        (tuple(r.capacity for r in trade), trade[0].dropped, trade[1].dropped, trade[2].padding, max(load) / even,
+         no_drop.padding),
+        f"An even share is *T*·*k*/*E* = {tokens} × {top_k} / {n_experts} = {even:g} copies; capacity "
+        f"⌈*f* × {even:g}⌉ = {', '.join(str(r.capacity) for r in trade)}. Copies above an expert's capacity are "
+        f"dropped: at {trade[0].capacity} the experts over it lose "
+        f"{' + '.join(str(x - trade[0].capacity) for x in load if x > trade[0].capacity)} of the {sum(load)} copies, "
+        f"{trade[0].dropped:.2%}; at {trade[1].capacity}, "
+        f"{' + '.join(str(x - trade[1].capacity) for x in load if x > trade[1].capacity)}: {trade[1].dropped:.2%}. At "
+        f"2.0 nothing is dropped, but 1 − {sum(load)}/({n_experts} × {trade[2].capacity}) = {trade[2].padding:.0%} of "
+        f"the buffers are padding, paid whether the slots are filled or not. The least factor that drops nothing "
+        f"makes the capacity the busiest expert's {max(load)}: {max(load)}/{even:g} = {max(load) / even:g}, padding "
+        f"1 − {sum(load)}/({n_experts} × {max(load)}) = {no_drop.padding:.1%} — the skew decides it, not the mean.",
         ("13.2",)))
 
     # P17: FSDP2 with and without resharding after the forward; gathers beside a pipeline.
     bf16 = sharding.PRECISIONS["bf16"]
     once, kept = (sharding.fsdp_step([1e9] * 8, 8, bf16, reshard_after_forward=r) for r in (True, False))
+    unit_weights, unit_grads = 1e9 * bf16.weights, 1e9 * bf16.grads
+    held = [round((x.gathered_at_peak - unit_grads) / unit_weights) for x in (once, kept)]  # one unit's gradient too
     again = [sharding.regathers(build(name, 4, 16, 2))[0] for name in ("interleaved", "looped-bfs")]
+    order = build("interleaved", 4, 16, 2).stages[0]
+    runs = [len(list(ops)) for _, ops in groupby(order, key=lambda op: op.chunk)]
     items.append(Item(
         "P17", "FSDP2 over 8 GPUs, 8 units of 1B parameters each in bf16. How many all-gathers does a step run with "
         "the default (reshard after the forward) and without it, how much do they send relative to each other, and "
         "how many units' weights does the second hold at its peak? Then beside a pipeline of 4 GPUs with 2 chunks each "
         "and 16 micro-batches: how often must GPU 0 gather a chunk per step under interleaved 1F1B and under looped "
-        "BFS? (Answer as (gathers, gathers kept, traffic ratio, interleaved, looped BFS).)",
-        (once.gathers, kept.gathers, kept.sent / once.sent, again[0], again[1]),
+        "BFS? (Answer as (gathers, gathers kept, traffic ratio, units held kept, interleaved, looped BFS).)",
+        (once.gathers, kept.gathers, kept.sent / once.sent, held[1], again[0], again[1]),
         f"Resharding after the forward gathers each unit twice, for its forward and its backward: {once.gathers}; "
         f"keeping the weights gathers each once: {kept.gathers}, and sends {kept.sent / once.sent:.3g} of the bytes "
-        f"(2Ψ instead of 3Ψ), but holds every unit's weights from its forward to its backward "
-        f"({kept.gathered_at_peak / 1e9:.3g} GB of whole weights and gradients at its peak, against "
-        f"{once.gathered_at_peak / 1e9:.3g}). Beside "
-        f"a pipeline a sharded chunk is gathered each time the GPU turns to it: interleaved 1F1B switches chunks "
-        f"micro-batch by micro-batch ({again[0]} gathers), looped BFS runs every micro-batch through one chunk first "
-        f"({again[1]}).",
+        f"(2Ψ instead of 3Ψ), but holds every unit's weights from its forward to its backward: at its peak, the first "
+        f"backward, all {held[1]} units' bf16 weights ({held[1] * unit_weights / 1e9:.3g} GB) plus the gradient of "
+        f"the unit being reduced ({unit_grads / 1e9:.3g} GB): {kept.gathered_at_peak / 1e9:.3g} GB, against "
+        f"{once.gathered_at_peak / 1e9:.3g} GB ({held[0]} units' weights and one gradient) when resharding. Beside "
+        f"a pipeline a sharded chunk is gathered each time the GPU turns to it. Interleaved 1F1B's GPU 0 runs its "
+        f"{len(order)} operations in {len(runs)} runs of one chunk: groups of up to *p* forwards at the start, then "
+        f"runs of up to "
+        f"{max(runs)} (forwards and backwards alternating) split by single operations of the other chunk — "
+        f"{again[0]} gathers. Looped BFS runs every micro-batch through one chunk "
+        f"first ({again[1]}).",
         ("13.5", "13.6")))
 
     # P18: Llama 3's Table 4, second row: its groups, its micro-batches, its bubble without interleaving.
@@ -344,19 +387,27 @@ def practice_set() -> tuple[Item, ...]:
         f"examples: past the noise scale a bigger batch buys few steps for many examples.",
         ("14.4", "14.5")))
 
-    # P20: how far a token's copies travel, with and without node-limited routing.
-    free, limited = experts.nodes_crossed(64, 6, 8), experts.nodes_crossed(64, 6, 8, limit=3)
+    # P20: how far a token's copies travel, with and without node-limited routing. Under the limit the token's 6
+    # experts are drawn among the 24 of its 3 nodes, so they may miss one: ps7 Q5d's average, not nodes_crossed's bound.
+    nodes, per_node, top_k, allowed = 8, 8, 6, 3
+    free = experts.nodes_crossed(nodes * per_node, top_k, nodes)
+    bound = experts.nodes_crossed(nodes * per_node, top_k, nodes, limit=allowed)
+    miss = comb((allowed - 1) * per_node, top_k) / comb(allowed * per_node, top_k)
+    limited = (nodes - 1) / nodes * allowed * (1 - miss)
     items.append(Item(
         "P20", "64 routed experts spread evenly over 8 nodes, each token sent to 6 distinct experts chosen as if at "
-        "random. How many other nodes do a token's copies reach on average, and how many with routing limited to 3 "
-        "nodes per token? By what factor does the limit cut the bytes a token's dispatch sends over InfiniBand? "
+        "random. How many other nodes do a token's copies reach on average? With routing limited to 3 nodes per token "
+        "(the 3 chosen as if at random, the 6 experts then at random among those nodes' 24), how many on average? By "
+        "what factor does the limit cut the bytes a token's dispatch sends over InfiniBand? "
         "(Answer as (nodes, nodes limited, factor).)",
         (free, limited, free / limited),
         f"A node holds 8 of the 64 experts; it is missed by all 6 choices with chance C(56, 6)/C(64, 6), so each of the "
-        f"7 other nodes is reached with chance 1 − that: {free:.3g} other nodes on average. Limited to 3 nodes, the "
-        f"token's own among them with chance 3/8: 3 × 7/8 = {limited:g}. A copy crosses InfiniBand once per other node "
-        f"reached (it is forwarded within the node over NVLink), so the limit cuts the dispatch's InfiniBand bytes "
-        f"{free / limited:.3g} times — less than the 6 copies against 3 nodes suggests.",
+        f"7 other nodes is reached with chance 1 − that: {free:.4g} other nodes on average. Limited to 3 nodes, the "
+        f"token's own among them with chance 3/8, and the 6 experts miss one of the 3 nodes with chance "
+        f"C(16, 6)/C(24, 6) = {miss:.3g}: 3 × (1 − {miss:.3g}) × 7/8 = {limited:.4g} other nodes (at most "
+        f"3 × 7/8 = {bound:g}). A copy crosses InfiniBand once per other node reached (it is forwarded within the "
+        f"node over NVLink), so the limit cuts the dispatch's InfiniBand bytes {free / limited:.3g} times — less than "
+        f"the 6 copies against 3 nodes suggests.",
         ("13.3",)))
 
     return tuple(items)
@@ -379,6 +430,9 @@ def self_check_answers() -> tuple[Item, ...]:
     trade = recomputation.trade(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink"]), m=16)
     slowdown = next(r.slowdown for r in trade if (r.schedule, r.recompute) == ("1f1b", "full"))
     zb_row = deepseek_table(8, 20, Costs(f=1, b=2, w=1))[1]
+    dp_off = {x / 4: deepseek_table(8, 20, Costs(f=1, b=2, w=1, fb=x / 4))[2] for x in range(4, 33)}  # b ≠ f
+    dp_on = {x: deepseek_table(8, 20, Costs(f=2, b=2, w=1, fb=x))[2] for x in (2.5, 3, 4, 5)}  # f = b = B − W
+    first, off_on = (1, 2, 3, 4), [(x, r) for x, r in dp_on.items() if r.formula_bubble != r.simulated_bubble]
     by_link = interleaving_by_link(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["pcie-gen4"]), m=8)
     slow_link = next(link.name for link, one, inter in by_link if one < inter)
     front = [x.schedule for x in frontier(4, 8)]
@@ -390,7 +444,7 @@ def self_check_answers() -> tuple[Item, ...]:
     volumes = zero[0].traffic[1].gigabytes()
     loudest = max(volumes, key=lambda kind: volumes[kind])
     edge = collectives.crossover(64, LINKS["ib-400"])
-    sp = tensor.block_collectives(llama, 8, sequence=True)
+    sp, sp4 = (tensor.block_collectives(llama, t, sequence=True) for t in (8, base.t))
     zero3 = sharding.zero_stages(7.5e9, 64, sharding.PRECISIONS["bf16"])[3]
     fsdp8 = sharding.fsdp_step([1.0] * 8, 2, sharding.PRECISIONS["bf16"])
     third = LLAMA3_TABLE4[2]
@@ -455,7 +509,16 @@ def self_check_answers() -> tuple[Item, ...]:
         Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 1, "
              "*B* = 3, *W* = 1?", 1 + 3 * 1 - 3,
              "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula drops below that when "
-             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1."),
+             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1. That is a floor, not where the row "
+             "holds: here the input-gradient pass (*B* − *W* = 2) is longer than the forward, and the row is off "
+             f"almost everywhere: at *p* = 8, *F&B* = {_gs(first)} the simulation idles "
+             f"{_gs(dp_off[x].simulated_bubble for x in first)} against the formula's "
+             f"{_gs(dp_off[x].formula_bubble for x in first)}, and of *F&B* from 1 to 8 in quarters it agrees at "
+             f"{_gs(x for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only. With "
+             "*F* = 2 = *B* − *W* its floor is *F* + 3*W* − *B* = 2 and it holds from *F* + *W* to *F* + *B*: the "
+             f"simulation agrees at *F&B* = {_gs(x for x, r in dp_on.items() if r.formula_bubble == r.simulated_bubble)}"
+             f" and at {_gs(x for x, r in off_on)} idles {_gs(r.simulated_bubble for _, r in off_on)} against "
+             f"{_gs(r.formula_bubble for _, r in off_on)}."),
         Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
              o_peaks.index(max(o_peaks)),
              f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
@@ -519,7 +582,10 @@ def self_check_answers() -> tuple[Item, ...]:
              f"many bytes of gradients, each 63/64 of it: 3 × 15 × 63/64 = {zero3.sent_gb:.4g} GB, 1.5 times "
              "stages 0–2."),
         Item("Chapter 14, question 1", "Which parallelism sends the most bytes per GPU and step in the 70B setting?",
-             loudest, "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
+             loudest, f"Tensor parallelism with sequence parallelism: {len(sp4)} collectives of a block's "
+             "activations (reduce-scatters and all-gathers, the backward's two re-gathers included) per block and "
+             f"micro-batch: {volumes['tensor']:.3g} GB a step against data parallelism's {volumes['data']:.2g} and "
+             f"the pipeline's {volumes['pipeline']:.2g}."),
         Item("Chapter 14, question 2", "The data-parallel degree of 16,384 GPUs at TP 8, CP 16, PP 16?", groups,
              f"16384 / (8 × 16 × 16) = {groups}, not the 4 Table 4 prints: with 4 the row would use 8,192 GPUs "
              "and 8M tokens a batch."),
@@ -533,9 +599,11 @@ def self_check_answers() -> tuple[Item, ...]:
              "so the link carries half the gathered buffer in the time the whole is reported over."),
         Item("Chapter 15, question 2", "How many buckets did DDP all-reduce in its last step, at the lab's cap?",
              "the number the run's table shows",
-             "Read it off the DDP row: the reducer packs the gradients, in the reverse of the parameters' order, into "
-             "buckets of at least the cap (a parameter is never split), and all-reduces each as soon as every "
-             "gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
+             "Read it off the DDP row. The first step runs as one bucket; from the second step on the reducer packs "
+             "the gradients in the order the first step's gradients became ready (for the lab's MLP, the reverse of "
+             "its parameters), each bucket closed once it holds the cap (`bucket_cap_mb`; the first bucket has a cap "
+             "of its own, equal to it when the cap is set), a parameter never split, and all-reduces each as soon as "
+             "every gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
         Item("Chapter 15, question 3", "How many all-gathers does FSDP2 issue in one step of the eight-unit MLP when "
              "it reshards after the forward?", "two per unit that holds weights",
              f"Each unit's weights are gathered before its forward and, having been freed after it, again before its "
