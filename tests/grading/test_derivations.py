@@ -41,6 +41,32 @@ def test_gpipes_step_with_hand_overs_pays_each_link_twice(p, m, f, b, c):
     assert math.isclose(t.makespan, step) and math.isclose(t.bubble_ratio, (p - 1) * (f + b + 2 * c) / step)
 
 
+def idle_stretches(t, stage):
+    """The (start, end) of each stretch in which ``stage`` does nothing, from 0 to the makespan."""
+    ops = sorted(t.on_stage(stage), key=lambda ev: ev.start)
+    ends = [0, *(e for ev in ops for e in (ev.start, ev.end)), t.makespan]
+    return [(a, b) for a, b in zip(ends[::2], ends[1::2]) if b > a]
+
+
+@FEW
+@given(p=st.integers(2, 10), m=st.integers(1, 16), data=st.data())
+def test_1f1b_fills_two_of_every_three_steps_of_the_slow_gpus_round_trip(p, m, data):
+    """ps1 Q2: with GPU s twice as slow (f 2, b 4; the others 1 and 2), the slow GPU idles s steps before its first
+    forward and 2s after its last backward under both orders; between, GPipe's waits out the round trip above it,
+    3(p − 1 − s), and 1F1B's runs min(p − 1 − s, m − 1) forwards of 2 steps in it — so 1F1B's step is
+    3(p − 1) + 6m − 2·min(p − 1 − s, m − 1), the rubric's intervals hold, and with the slow GPU last the two are
+    equal."""
+    s = data.draw(st.integers(0, p - 1))
+    costs = Costs(f=tuple(2 if j == s else 1 for j in range(p)), b=tuple(4 if j == s else 2 for j in range(p)))
+    gpipe, ofob = (simulate(build(name, p, m), costs) for name in ("gpipe", "1f1b"))
+    u = p - 1 - s
+    assert gpipe.makespan == 3 * (p - 1) + 6 * m and ofob.makespan == 3 * (p - 1) + 6 * m - 2 * min(u, m - 1)
+    middle = ((s + 2 * (p - s), s + 2 * (p - s) + u) if m >= p - s else (s + 2 * m, s + 2 * m + 3 * u - 2 * (m - 1)))
+    for t, gap in ((gpipe, (s + 2 * m, s + 2 * m + 3 * u)), (ofob, middle)):
+        tail = [(t.makespan - 2 * s, t.makespan)] if s else []
+        assert idle_stretches(t, s) == ([(0, s)] if s else []) + ([gap] if u else []) + tail
+
+
 @FEW
 @given(p=st.integers(2, 8), extra=st.integers(0, 6), f=COST, b=COST, w=COST)
 def test_zb_h2s_step_is_the_longest_of_three_paths(p, extra, f, b, w):
