@@ -27,6 +27,11 @@ from ppedu.grading.answers import Missing, Wrong, plain
 from ppedu.grading.evaluate import Cell, run_functions
 
 
+class FormOnly(str):
+    """What a visible test says when it passes having checked the answers' form (present, numbers, consistent), not
+    their values: ``ppedu check`` counts its points apart, as points the key has still to judge."""
+
+
 class Answer(Protocol):
     @property
     def name(self) -> str: ...
@@ -79,7 +84,7 @@ class Question:
         got = self.read(data)
         if problems := self.sanity(got, values):
             raise Wrong("\n".join(problems))
-        return "answers well-formed and consistent (the autograder checks their values)"
+        return FormOnly("answers well-formed and consistent (the autograder checks their values)")
 
     def check(self, namespace: Mapping[str, object], values: Values) -> str:
         return self.visible(self.data(namespace, values), values)

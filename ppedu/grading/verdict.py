@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ppedu.grading.answers import Wrong
-from ppedu.grading.questions import explain
+from ppedu.grading.questions import FormOnly, explain
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class CellVerdict:
     score: float
     max_score: float
     message: str = ""
+    form_only: bool = False  # its visible test checked the answers' form only: the values are the key's to judge
 
     @property
     def passed(self) -> bool:
@@ -54,10 +55,12 @@ class Verdict:
         """A few lines: one per graded cell (what to fix first, then which cell and its points), the changed
         cells, the total.
 
-        >>> print(Verdict("ps1.ipynb", (CellVerdict("a", 1, 1), CellVerdict("b", 0, 2, "`T` is missing."))).render())
+        >>> print(Verdict("ps1.ipynb", (CellVerdict("a", 1, 1), CellVerdict("b", 0, 2, "`T` is missing."),
+        ...                             CellVerdict("c", 2, 2, "returns numbers", form_only=True))).render())
         ✓ a  1/1
         ✗ `T` is missing.  [b  0/2]
-        ps1.ipynb: 1/3 points from the checks you can see; 1 cell(s) to fix
+        ✓ returns numbers  [c  2/2]
+        ps1.ipynb: 3/5 points from the checks you can see (2 of them for answers whose form alone was checked); 1 cell(s) to fix
         (the autograder runs these same checks first, then compares the values with its key: your grade may be lower, never higher)
         """
         lines = []
@@ -72,6 +75,8 @@ class Verdict:
         lines += [f"! test cell changed (the autograder will put it back): {source}" for source in self.changed]
         failing = sum(not c.passed for c in self.cells)
         summary = f"{self.notebook}: {self.score:g}/{self.max_score:g} points from the checks you can see"
+        if form := sum(c.score for c in self.cells if c.form_only):
+            summary += f" ({form:g} of them for answers whose form alone was checked)"
         lines.append(summary + (f"; {failing} cell(s) to fix" if failing else "") +
                      ("; restore the changed test cells" if self.changed else "") + ("" if not self.passed else "; all pass"))
         lines.append("(the autograder runs these same checks first, then compares the values with its key: your grade "
@@ -176,7 +181,7 @@ def check_notebook(path: Path, timeout: int | None = None) -> Verdict:
         if question in forms:
             score, message = visible_verdict(forms[question], question, resources["ppedu"], values, index, points)
             # a pass keeps its words too: where the visible test checks only form it says so (values at grading)
-            cells.append(CellVerdict(question, score, points, message))
+            cells.append(CellVerdict(question, score, points, message, isinstance(message, FormOnly)))
         else:  # not one of ppedu's questions (the widget exam's): nbgrader's reading of the cell's output
             score, points = _points(cell)
             cells.append(CellVerdict(question, score, points, _message(cell)))

@@ -18,7 +18,7 @@ from typing import Any
 
 from ppedu.grading.answers import Choice, Number, results
 from ppedu.grading.evaluate import Code
-from ppedu.grading.questions import Question
+from ppedu.grading.questions import FormOnly, Question
 from ppedu.grading.students import Picker, draw, variant
 
 TARGETS = (0.05, 0.08, 0.1, 0.15, 0.2)
@@ -71,7 +71,8 @@ class FormulaQuestion:
     def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> str:
         for name in self.cases:
             results(data, name)
-        return "; ".join(f"{name} returns numbers" for name in self.cases) + " (the autograder checks their values)"
+        return FormOnly("; ".join(f"{name} returns numbers" for name in self.cases) +
+                        " (the autograder checks their values)")
 
 
 QUESTIONS: dict[str, Any] = {

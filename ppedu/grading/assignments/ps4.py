@@ -20,7 +20,7 @@ from typing import Any
 from ppedu.grading.answers import Choice, Counts, Number, results
 from ppedu.grading.assignments.ps1 import FormulaQuestion
 from ppedu.grading.evaluate import Code
-from ppedu.grading.questions import Question
+from ppedu.grading.questions import FormOnly, Question
 from ppedu.grading.students import Picker, draw, variant
 from ppedu.schedules import SCHEDULES
 
@@ -82,7 +82,7 @@ class Formula:
 
     def visible(self, data: Mapping[str, Any], v: Mapping[str, Any]) -> str:
         results(data, self.name)
-        return f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)"
+        return FormOnly(f"{self.name} returns numbers (the autograder checks them, on inputs you do not see too)")
 
 
 QUESTIONS: dict[str, Any] = {
