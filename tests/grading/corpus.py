@@ -454,7 +454,7 @@ def fewest_microbatches(p, target, c):
                                                "    warnings.warn('checking')\n    print(p, m, file=sys.stderr)\n"
                                                "    return (p - 1) / (m + p - 1)\n\n\n"
                                                "def bubble_interleaved(p, m, v):\n    return (p - 1) / (v * m + p - 1)"}),
-    "system_exit": Case("ps1", append={"q2_answer": "raise SystemExit(0)"}),
+    "system_exit": Case("ps1", append={"q1b_answer": "raise SystemExit(0)"}),
     "own_cells": Case("ps1", edit=lambda nb: nb.cells.insert(3, __import__("nbformat").v4.new_code_cell("x = 1"))),
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
@@ -499,15 +499,15 @@ def leak():
 attempt("leak", leak)
 """ + SPOIL}),
     # a cell deaf to the interrupt: the kernel is stopped, the tests already run keep their points
-    "ignores_interrupt": Case("ps1", append={"q2_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                                          "while True:\n    pass"}, lost={"one_f_one_b": 1}),
+    "ignores_interrupt": Case("ps1", append={"q1b_answer": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                           "while True:\n    pass"}, lost={"gpipe_idle": 1}),
     # output in the answers' old media type is output like any other: capped, never read as an answer
-    "answers_type_bomb": Case("ps1", append={"q2_answer": "from IPython.display import display\nfor _ in range(30):\n"
-                                                          "    display({'text/x-ppedu-answers': 'x' * 10**6}, raw=True)"}),
+    "answers_type_bomb": Case("ps1", append={"q1b_answer": "from IPython.display import display\nfor _ in range(30):\n"
+                                                           "    display({'text/x-ppedu-answers': 'x' * 10**6}, raw=True)"}),
     "fork_bomb": Case("ps1", append={"q5_answer": FORK_BOMB}),
     "memory_bomb": Case("ps1", append={"q4_answer": MEMORY_BOMB}),
-    "output_bomb": Case("ps1", append={"q2_answer": OUTPUT_BOMB}),
-    "disk_bomb": Case("ps1", append={"q2_answer": DISK_BOMB}),
+    "output_bomb": Case("ps1", append={"q1b_answer": OUTPUT_BOMB}),
+    "disk_bomb": Case("ps1", append={"q1b_answer": DISK_BOMB}),
 }
 
 PS2_WRONG = {"q1_answer": "peak_gpipe = [1] * values.p\npeak_1f1b = [values.m] * values.p",

@@ -1217,8 +1217,8 @@ LIMITS: dict[str, Case] = {
     "h_connection_folder_fill": Case("ps1", append={"q1a_answer": REACH + CONNECTION_FOLDER + SPOIL}),
     "h_scratch_elsewhere_fill": Case("ps1", append={"q1a_answer": REACH + ELSEWHERE + SPOIL}),
     "h_etc_beyond_python": Case("ps1", append={"q1a_answer": REACH + ETC_VIEW + SPOIL}),
-    "h_answers_media_type_flood": Case("ps1", append={"q2_answer": ANSWERS_FLOOD}),
-    "h_display_update_flood": Case("ps1", append={"q2_answer": UPDATE_FLOOD}),
+    "h_answers_media_type_flood": Case("ps1", append={"q1b_answer": ANSWERS_FLOOD}),
+    "h_display_update_flood": Case("ps1", append={"q1b_answer": UPDATE_FLOOD}),
 }
 
 

@@ -487,7 +487,7 @@ CLASS_5: dict[str, Expect] = {
     # found: "not autograded ('utf-8' codec can't encode character '\\ud800' …: surrogates not allowed)"
     "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 1}),
                                             {"conversion": ("ValueError",)}),
-    "x5_lone_surrogates_in_outputs": Expect(Case("ps1", append={"q2_answer": SURROGATE_OUTPUT})),
+    "x5_lone_surrogates_in_outputs": Expect(Case("ps1", append={"q1b_answer": SURROGATE_OUTPUT})),
     # found: a float whose __float__ interrupts, a tensor whose every method exits, still earned their points
     "x5_float_that_interrupts": Expect(Case("ps1", append={"q1a_answer": FLOAT_THAT_INTERRUPTS},
                                             lost={"gpipe_slots": 1}), {"gpipe_slots": ("single number",)}),
