@@ -439,35 +439,39 @@ def practice_set() -> tuple[Item, ...]:
         f"node over NVLink), so the limit cuts the dispatch's InfiniBand bytes {free / limited:.3g} times — less than "
         f"the 6 copies against 3 nodes suggests.",
         ("13.3",)))
-    # P21: one slow GPU: the two lower bounds no order beats, an order that reaches the larger, and GPipe's loss.
-    p, m, s, k, f, b = 5, 6, 2, 3, 1, 2
-    slow = Costs(f=tuple(k * f if j == s else f for j in range(p)), b=tuple(k * b if j == s else b for j in range(p)))
-    work = s * (f + b) + m * k * (f + b)
-    trip = (p - 1) * (f + b) + k * (f + b) + (m - 1) * k * b
-    ahead = (p - 1 - s) + -(-(p - 1 - s) * (f + b) // (k * f))  # warm-up: busy while micro-batch 0 makes its trip
-    best = simulate(with_warmups([m] * s + [ahead] + [p - 1 - j for j in range(s + 1, p)], m), slow)
-    slow_gpipe = simulate(gpipe(p, m), slow)
+    # P21: a GPU slow at its backward only: the two lower bounds no order beats, what 1F1B loses, and how far ahead
+    # the slow GPU must run its forwards for an order to reach the bound.
+    p, m, s, k, f, b = 5, 8, 2, 3, 1, 2
+    slow = Costs(f=f, b=tuple(k * b if j == s else b for j in range(p)))
+    work = s * (f + b) + m * (f + k * b)
+    trip = p * f + (p - 1) * b + m * k * b
+    above = (p - 1 - s) * (f + b)  # micro-batch 0's trip above the slow GPU, which it must fill with forwards
+    ahead = min(m, 1 + -(-above // f))
+    best = simulate(with_warmups([m - 1] * s + [ahead - 1] + [p - 1 - j for j in range(s + 1, p)], m), slow)
+    plain = simulate(one_f_one_b(p, m), slow)
     items.append(Item(
-        "P21", f"*p* = {p} GPUs, one stage each, *m* = {m} micro-batches, whole backwards; every GPU takes {f} for a "
-        f"forward and {b} for a backward except GPU {s} (from 0), which takes {k} times as long. Give the two lower "
-        "bounds on the makespan that hold for every order — the slow GPU's own work with what must come before and "
-        "after it, and micro-batch 0's round trip above it followed by its other backwards — an order that reaches the "
-        "larger (the forwards each GPU runs before its first backward), and how much longer GPipe takes. (Answer "
-        "as (work bound, trip bound, best makespan, forwards before the first backward, GPipe's makespan).)",
-        (work, trip, best.makespan, tuple(best.schedule.stages[j].index(next(o for o in best.schedule.stages[j]
-                                                                             if o.kind == "B")) for j in range(p)),
-         slow_gpipe.makespan),
-        f"*Its work*: GPU {s} cannot start before micro-batch 0 has passed the {s} GPUs below it ({s}*f*), then runs "
-        f"*m*·*k*(*f* + *b*) = {m * k * (f + b)}, and its last gradient must still go down {s} GPUs ({s}*b*): "
-        f"*s*(*f* + *b*) + *mk*(*f* + *b*) = {work}. *The trip*: its first backward needs micro-batch 0 to climb to "
-        f"the top and its gradient to come back, (*p* − 1)(*f* + *b*) + *k*(*f* + *b*) in all, then it still owes "
-        f"{m - 1} backwards of {k * b} each: {trip}. The larger, {max(work, trip)}, binds (the trip would bind only "
-        f"with few micro-batches: (*p* − 1 − *s*)(*f* + *b*) = {(p - 1 - s) * (f + b)} against (*m* − 1)*kf* = "
-        f"{(m - 1) * k * f}). An order reaches it: the GPUs below the slow one run every forward first, the slow one "
-        f"runs {ahead + 1} before its first backward (enough to stay busy while micro-batch 0 makes its trip), the "
-        f"ones above 1F1B's *p* − *j*: simulated, {best.makespan:g}. GPipe takes {slow_gpipe.makespan:g}: it keeps "
-        f"the slow GPU idle while the {p - 1 - s} GPUs above it finish their forwards and send the first gradient back, "
-        f"(*p* − 1 − *s*)(*f* + *b*) = {slow_gpipe.makespan - best.makespan:g} more.",
+        "P21", f"*p* = {p} GPUs, one stage each, *m* = {m} micro-batches, whole backwards; every forward takes {f}, "
+        f"every backward {b} except on GPU {s} (from 0), whose backward takes {k * b}: its forward is as fast as the "
+        "others'. Give the lower bound on the makespan that GPU 2's own work sets (with what must run before and after "
+        "it), the one micro-batch 0's round trip sets, 1F1B's makespan and how long GPU 2 idles under it, and the "
+        "fewest forwards GPU 2 can run before its first backward in an order that reaches the larger bound. (Answer "
+        "as (work bound, trip bound, 1F1B's makespan, GPU 2's idle under 1F1B, fewest forwards).)",
+        (work, trip, plain.makespan, plain.makespan - plain.busy_per_stage[s], ahead),
+        f"*Its work*: GPU {s} starts once micro-batch 0 has passed the {s} GPUs below it ({s * f}), then runs {m} "
+        f"forwards of {f} and {m} backwards of {k * b}, {m * (f + k * b)}, and its last gradient still crosses the "
+        f"{s} GPUs below ({s * b}): {work}. *The trip*: micro-batch 0's forward climbs all {p} GPUs ({p * f}), its "
+        f"gradient comes down the {p - 1 - s} above GPU {s} ({(p - 1 - s) * b}), then GPU {s} runs its {m} "
+        f"backwards ({m * k * b}) and the last gradient crosses the {s} below ({s * b}): {trip}. The larger, "
+        f"{max(work, trip)}, is the best any order can do, and reaching it leaves GPU {s} no idle between its first "
+        f"forward and its last backward. 1F1B "
+        f"takes {plain.makespan:g}: GPU {s} runs its {p - s} forwards and then waits for micro-batch 0's gradient; "
+        f"it idles {plain.makespan - plain.busy_per_stage[s]:g}, the {s * f} before its first forward and the "
+        f"{s * b} after its last backward that every order pays, and {plain.makespan - max(work, trip):g} more "
+        f"while micro-batch 0 is above it. To wait for nothing, it must be running forwards during the whole trip "
+        f"above it, {p - 1 - s} × ({f} + {b}) = {above} (no gradient reaches it before micro-batch 0's), after its "
+        f"first: {ahead} forwards before its first backward at least, fed by the GPUs below. With GPUs 0 … {s - 1} "
+        f"running every forward first and the GPUs above as in 1F1B, the simulator gives {best.makespan:g}. Fewer "
+        f"forwards leave GPU {s} idle, and every unit it idles there adds one to the makespan.",
         ("05.5", "10.5")))
 
     # P22: 1F1B across processes with blocking sends: the first cycle, and two orderings that break it.
