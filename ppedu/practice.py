@@ -474,33 +474,38 @@ def practice_set() -> tuple[Item, ...]:
         f"forwards leave GPU {s} idle, and every unit it idles there adds one to the makespan.",
         ("05.5", "10.5")))
 
-    # P22: 1F1B across processes with blocking sends: the first cycle, and two orderings that break it.
-    p, m = 4, 6
-    stuck = _blocking(one_f_one_b(p, m))
+    # P22: blocking sends under an order with an uneven warm-up, where ordering the sends of an exchange is no cure.
+    p, m, warm = 4, 6, (3, 2, 2, 0)
+    order = with_warmups(list(warm), m)
+    stuck = _blocking(order)
     cycle = tuple(j for j, (_, to, _), _ in stuck if any(k == to and dst == j for k, (_, dst, _), _ in stuck))
     at = {j: message for j, (_, _, message), _ in stuck}
-    parity, upper = (_blocking(one_f_one_b(p, m), rule) for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k))
+    parity, upper = (_blocking(order, rule) for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k))
+    wide = next(j for j in range(p - 1) if warm[j] - warm[j + 1] > 1)
     items.append(Item(
-        "P22", f"{p} processes run 1F1B (*m* = {m}) and send every activation and gradient with a blocking send, one "
-        "that returns only once the receiver has posted the matching receive; each process receives an operation's "
-        "input, computes, then sends its output, in its order. Which two processes wait on each other first, each "
-        "sending what? Where do the others stop? Then: wherever two neighbours must send to each other, (i) the "
-        "even-numbered one sends first and then receives, the odd one receives and then sends; (ii) the one higher in "
-        "the pipeline sends first. Does each let the step finish? (Answer as (the pair, finishes with (i), finishes "
-        "with (ii)).)",
-        (cycle, not parity, not upper),
-        f"GPU {p - 1} runs F0 and at once B0, and sends B0's gradient down; GPU {p - 2}, whose warm-up is one "
-        f"forward, has by then run F{at[p - 2][1]} and is sending its activation up. Each send waits for the other "
-        f"side to post a receive, and each side posts it only after its own send returns: GPUs {cycle[0]} and "
-        f"{cycle[1]} wait on each other forever (a cycle of two sends). The GPUs below are stuck behind them, each "
-        f"sending its next activation up to a GPU that never receives again: "
-        + ", ".join(f"GPU {j} at F{at[j][1]}" for j in range(p - 2)) +
-        ". The simulator runs the same order because its sends never wait for the receiver. Both rules break the "
-        "cycle: on every link where two sends would meet, one side now receives first, so no two sends wait on each "
-        "other, and a chain of waits can only end at a GPU that is computing. Which side goes first does not matter "
-        "(checked here for every *p* up to 8 and *m* up to 12; parity is Megatron-LM's choice for a chain). Both "
-        "still cost what isend and irecv avoid: the two messages of an exchange go one after the other, and no "
-        "transfer overlaps a computation.",
+        "P22", f"{p} processes run, at *m* = {m}, the order whose warm-ups (forwards before the steady state, 1F1B's "
+        f"*p* − *j* − 1) are {warm}: the simulator runs it in {simulate(order).makespan:g}. Every activation and "
+        "gradient goes by a blocking send, one that returns only once the receiver has posted the matching receive; "
+        "each process receives an operation's input, computes, then sends its output, in its order. Which two "
+        "processes wait on each other first, each sending what? Wherever two neighbours must send to each other and "
+        "then receive, (i) the even-numbered one sends first, the odd one receives first; (ii) the one higher in the "
+        "pipeline sends first. Does either let the step finish, and why? What must hold between neighbours' warm-ups "
+        "for such a rule to be enough? (Answer as (the pair, finishes with (i), finishes with (ii), the largest "
+        "warm-up difference w(j) − w(j + 1) any two neighbours may have).)",
+        (cycle, not parity, not upper, 1),
+        f"GPU {p - 1} runs F0 and at once B0, and sends B0's gradient down; GPU {p - 2}, with {warm[p - 2]} warm-up "
+        f"forwards to run, has run F{at[p - 2][1]} and is sending that activation up. Each blocking send waits for a receive the other side "
+        f"posts only after its own send returns: GPUs {cycle[0]} and {cycle[1]} wait on each other forever, and the "
+        "GPUs below stop behind them, "
+        + ", ".join(f"GPU {j} sending F{at[j][1]} up" for j in range(p - 2)) +
+        f". Neither rule helps: each reorders a send and the receive that follows it from the same neighbour, and "
+        f"GPU {wide}'s next receive after its send up is F{at[wide][1] + 1}'s input from GPU {wide - 1} — it warms up "
+        f"{warm[wide] - warm[wide + 1]} forwards more than GPU {wide + 1}, so it still has forwards to pass up "
+        f"when the first gradient comes down. There is no exchange on that link to reorder, and both rules leave the "
+        "order stuck where it was. A rule of this kind is enough exactly when no GPU warms up more than one forward "
+        "beyond the GPU above it (checked over every order of this kind the simulator runs, *p* up to 5, *m* up to "
+        f"7): here GPU {wide} at {warm[wide + 1] + 1}, 1F1B's order, or GPU {wide + 1} at {warm[wide] - 1}. "
+        "Otherwise only sends that do not wait for their receiver (isend and irecv) finish it.",
         ("11.3",)))
 
     # P23: a Llama-style block's activations, part by part, and what recomputation buys and pays.
@@ -639,7 +644,7 @@ def practice_set() -> tuple[Item, ...]:
 
 def _blocking(schedule: Schedule,
               sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
-    """Where each process of ``schedule`` (one stage per GPU) stops when every send blocks until the receiver has
+    """Where each process of ``schedule`` (one stage per GPU, F and whole B only) stops when every send blocks until the receiver has
     posted its receive: per stuck GPU, its action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it
     got there (each operation one unit); empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends
     before it receives wherever it and its neighbour ``k`` would each send to the other and then receive."""

@@ -197,18 +197,31 @@ def test_p21_a_slow_backward_its_bounds_hold_for_every_order_and_the_fewest_forw
             assert times[(4, 3, 2, 1, 0)] == 66 == simulate(schedules.one_f_one_b(5, 8), costs).makespan
 
 
-def test_p22_blocking_sends_deadlock_1f1b_and_either_ordering_frees_it():
-    from ppedu.practice import _blocking
+def test_p22_ordering_an_exchange_frees_an_order_exactly_when_no_warm_up_leads_the_next_by_two():
+    from itertools import product
 
-    assert ITEMS["P22"].answer == ((2, 3), True, True)
+    from ppedu.practice import _blocking
+    from ppedu.schedules.one_f_one_b import with_warmups
+
+    assert ITEMS["P22"].answer == ((2, 3), False, False, 1)
+    rules = (lambda j, k: j % 2 == 0, lambda j, k: j > k, lambda j, k: j < k)
     for p in range(2, 9):
         for m in range(1, 13):
             assert not _blocking(schedules.gpipe(p, m))  # no two sends ever meet: it finishes
-            stuck = _blocking(schedules.one_f_one_b(p, m))
-            if m >= 2:  # the top GPU sends B0's gradient while the one below sends F1 up
+            if m >= 2:  # 1F1B: the top GPU sends B0's gradient while the one below sends F1 up; each rule frees it
+                stuck = _blocking(schedules.one_f_one_b(p, m))
                 assert {j for j, (kind, *_), _ in stuck if kind == "send"} >= {p - 2, p - 1}
-            for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k, lambda j, k: j < k):
-                assert not _blocking(schedules.one_f_one_b(p, m), rule)
+            assert all(not _blocking(schedules.one_f_one_b(p, m), rule) for rule in rules)
+    for p in range(2, 5):
+        for m in range(1, 7):
+            for warm in product(range(m), repeat=p):
+                try:
+                    order = with_warmups(list(warm), m)
+                    simulate(order)
+                except ValueError:  # not an order the simulator runs
+                    continue
+                even = all(warm[j] - warm[j + 1] <= 1 for j in range(p - 1))
+                assert all((not _blocking(order, rule)) == even for rule in rules), (p, m, warm)
 
 
 def test_p23_a_llama_style_blocks_inventory_by_korthikanti_counting():
