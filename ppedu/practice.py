@@ -644,10 +644,11 @@ def practice_set() -> tuple[Item, ...]:
 
 def _blocking(schedule: Schedule,
               sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
-    """Where each process of ``schedule`` (one stage per GPU, F and whole B only) stops when every send blocks until the receiver has
-    posted its receive: per stuck GPU, its action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it
-    got there (each operation one unit); empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends
-    before it receives wherever it and its neighbour ``k`` would each send to the other and then receive."""
+    """Where each process of ``schedule`` (one stage per GPU, forwards and whole backwards: a W would be read as
+    sending a gradient) stops when every send blocks until the receiver has posted its receive: per stuck GPU, its
+    action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it got there (each operation one unit);
+    empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends before it receives wherever it and its
+    neighbour ``k`` would each send to the other and then receive."""
     p, programs = schedule.p, []
     for j, ops in enumerate(schedule.stages):
         acts: list[tuple] = []
