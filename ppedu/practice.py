@@ -888,7 +888,8 @@ def self_check_answers() -> tuple[Item, ...]:
 class CountingPractice:
     """Grids of the counting exam's kinds to practise on, drawn from ``seed`` (the browser edition's practice draws
     new ones each run): a course schedule whose backward takes twice a forward (``count``), another under equal costs
-    (``mark``), and an order no chapter draws (``read``). Simulated here, so the exercises check answers at once — the
+    (``mark``), and an order no chapter draws (``read``: each GPU's warm-up drawn apart, a backward one or two
+    forwards long). Simulated here, so the exercises check answers at once — the
     exam's own grids are pictures made on the instructors' side, and nothing relates the two.
 
     >>> x = CountingPractice.draw(7)
@@ -906,9 +907,18 @@ class CountingPractice:
         pick = Random(seed).choice
         first, second = pick((("gpipe", "1f1b"), ("1f1b", "gpipe")))
         p, q, r = pick((3, 4, 5)), pick((3, 4)), pick((3, 4))
-        return cls(seed, simulate(build(first, p, pick(range(3, 7))), Costs(f=1, b=2)),
-                   simulate(build(second, q, pick(range(2, 5)))),
-                   simulate(with_warmups((r - 1 + pick((0, 1)),) * r, pick((5, 6)), "eager warm-up")))
+        count = simulate(build(first, p, pick(range(3, 7))), Costs(f=1, b=2))
+        mark = simulate(build(second, q, pick(range(2, 5))))
+        m, costs = pick((5, 6)), Costs(f=1, b=pick((1, 2)))
+        plain = simulate(one_f_one_b(r, m), costs).makespan
+        while True:  # each GPU's warm-up from 1F1B's up to every forward first: one that runs, and slower than 1F1B
+            warm = tuple(pick(range(r - j - 1, m)) for j in range(r))
+            try:
+                read = simulate(with_warmups(warm, m, "uneven warm-up"), costs)
+            except ValueError:  # the order deadlocks: draw again
+                continue
+            if read.makespan > plain:
+                return cls(seed, count, mark, read)
 
     def __repr__(self) -> str:
         return f"counting practice, seed {self.seed}"
@@ -926,22 +936,24 @@ class CountingPractice:
         sorts = tuple({kind: sum(v for cause, v in gpu.items() if SORTS.get(cause) == kind)
                        for kind in ("fill", "drain", "order")} for gpu in t.idle_causes().per_stage())
         ahead = tuple(next(i for i, op in enumerate(ops) if op.kind == "B") for ops in t.schedule.stages)
-        fewest, best = p * (p - 1) * 2, simulate(one_f_one_b(p, m))  # each operation one step: f + b = 2
+        f, b = t.costs.forward(0), t.costs.backward(0, full=True)
+        fewest, best = p * (p - 1) * (f + b), simulate(one_f_one_b(p, m), t.costs)
         order = sum(x["order"] for x in sorts)
         return (
-            Item("G1", f"An order no chapter draws, on *p* = {p} GPUs with *m* = {m} micro-batches, every operation "
-                 f"one step (each GPU runs its forwards, and its backwards, in micro-batch order):\n\n```text\n"
+            Item("G1", f"An order no chapter draws, on *p* = {p} GPUs with *m* = {m} micro-batches, a forward "
+                 f"one step and a backward {b:g} (each GPU runs its forwards, and its backwards, in micro-batch order):\n\n```text\n"
                  f"{render_grid(t)}\n```\n\nCount its steps *T*, its slots and its idle slots. (Answer as (T, "
                  "slots, idle).)", (t.makespan, t.total_slots, t.idle_slots),
-                 f"*T* = {t.makespan:g}; {p} × {t.makespan:g} = {t.total_slots:g} slots; each GPU is busy 2*m* = "
-                 f"{2 * m} steps, so {t.total_slots:g} − {p} × {2 * m} = {t.idle_slots:g} idle.", ("01.1",)),
+                 f"*T* = {t.makespan:g}; {p} × {t.makespan:g} = {t.total_slots:g} slots; each GPU is busy "
+                 f"*m*(*f* + *b*) = {m * (f + b):g} steps, so {t.total_slots:g} − {p} × {m * (f + b):g} = "
+                 f"{t.idle_slots:g} idle.", ("01.1",)),
             Item("G2", "On the same grid, trace a critical path: a chain of operations from the first step to the "
                  "last, each starting as the one before ends — the next on its GPU, or the one that takes its output. "
                  "(Answer as the operations, each with its GPU.)",
                  " ".join(f"{e.op.kind}{e.op.microbatch}@{e.stage}" for e in path),
                  f"Walk back from the operation that ends last, at each step to what it waited for: its input (a "
                  f"forward from the GPU below, a gradient from the one above) or, if that was there already, the "
-                 f"operation before it on its GPU. This chain has {len(path)} operations of one step, as many as "
+                 f"operation before it on its GPU. This chain has {len(path)} operations whose lengths add up to "
                  f"*T*: lengthen any of them and the step lengthens. Where several chains are that long, any of them "
                  f"is right.", ("10.4",)),
             Item("G3", "Sort its idle cells, GPU by GPU: the pipeline **filling** (before the GPU's first backward), "
@@ -950,14 +962,16 @@ class CountingPractice:
                  tuple(tuple(x.values()) for x in sorts),
                  "; ".join(f"GPU {j}: {x['fill']:g} filling, {x['drain']:g} draining, {x['order']:g} the order's"
                            for j, x in enumerate(sorts)) + f". In all {order:g} of the {t.idle_slots:g} idle cells "
-                 "are the order's own: a GPU waits, between its backwards, for an input its neighbour was late to "
-                 "send because its own order put something else first.", ("10.4",)),
+                 "are the order's own" + (": a GPU waits, between its backwards, for an input its neighbour was late "
+                 "to send because its own order put something else first." if order else "; the order's cost here "
+                 "is a longer filling and draining."), ("10.4",)),
             Item("G4", f"No order of {p} GPUs and {m} micro-batches idles fewer than *p*(*p* − 1)(*f* + *b*) slots. "
                  "How many more does this one idle, how many forwards does each GPU run before its first backward, "
                  "and what would 1F1B's counts make *T*? (Answer as (extra idle, forwards per GPU, T).)",
                  (t.idle_slots - fewest, ahead, best.makespan),
-                 f"{t.idle_slots:g} − {p}·{p - 1}·2 = {t.idle_slots - fewest:g} idle slots more than any order needs: "
-                 f"*p* times the {t.makespan - best.makespan:g} steps by which *T* exceeds 2(*m* + *p* − 1) = "
+                 f"{t.idle_slots:g} − {p}·{p - 1}·{f + b:g} = {t.idle_slots - fewest:g} idle slots more than any order "
+                 f"needs: *p* times the {t.makespan - best.makespan:g} steps by which *T* exceeds (*m* + *p* − 1)(*f* "
+                 f"+ *b*) = "
                  f"{best.makespan:g} — the order's own {order:g} and the rest lengthening the filling and draining. "
                  f"Its GPUs run {', '.join(map(str, ahead))} forwards before their first backward, against 1F1B's "
                  f"{', '.join(str(min(p - j, m)) for j in range(p))} (*p* − *j*): a GPU that runs more sends its first "

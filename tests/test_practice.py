@@ -285,17 +285,28 @@ def test_the_grid_reading_key_agrees_with_the_grid_itself(seed):
     x = CountingPractice.draw(seed)
     t, (g1, g2, g3, g4) = x.read, x.reading()
     p, m = t.p, t.schedule.microbatches
-    assert g1.answer == (t.makespan, p * t.makespan, p * t.makespan - 2 * p * m)
-    chain = [tuple(op.split("@")) for op in g2.answer.split()]
-    assert len(chain) == t.makespan  # one step each, back to back from t1 to T
-    when = {(e.op.kind + str(e.op.microbatch), str(e.stage)): e.start for e in t.events}
-    assert [when[c] for c in chain] == list(range(int(t.makespan)))
-    for j, (fill, drain, order) in enumerate(g3.answer):  # each idle cell sorted from the GPU's own row
-        ops = sorted((e.start, e.op.kind) for e in t.events if e.stage == j)
-        first_b = next(s for s, k in ops if k == "B")
-        last_f = max(s for s, k in ops if k == "F")
-        busy = {s for s, _ in ops}
-        idle = [s for s in range(int(t.makespan)) if s not in busy]
+    length = {(e.op.kind + str(e.op.microbatch), str(e.stage)): (e.start, e.end) for e in t.events}
+    f, b = length["F0", "0"][1] - length["F0", "0"][0], length["B0", "0"][1] - length["B0", "0"][0]
+    assert g1.answer == (t.makespan, p * t.makespan, p * t.makespan - p * m * (f + b))
+    chain = [length[tuple(op.split("@"))] for op in g2.answer.split()]
+    assert chain[0][0] == 0 and chain[-1][1] == t.makespan  # back to back from the first step to the last
+    assert all(a[1] == c[0] for a, c in zip(chain, chain[1:]))
+    for j, (fill, drain, order) in enumerate(g3.answer):  # each idle step sorted from the GPU's own row
+        ops = sorted((e.start, e.end, e.op.kind) for e in t.events if e.stage == j)
+        first_b = next(s for s, _, k in ops if k == "B")
+        last_f = max(s for s, _, k in ops if k == "F")
+        idle = [s for s in range(int(t.makespan)) if not any(a <= s < z for a, z, _ in ops)]
         assert fill == sum(s < first_b for s in idle) and drain == sum(s > max(first_b, last_f) for s in idle)
         assert fill + drain + order == len(idle)
-    assert g4.answer[0] == t.idle_slots - 2 * p * (p - 1) and g4.answer[2] == 2 * (m + p - 1)
+    assert g4.answer[0] == t.idle_slots - p * (p - 1) * (f + b) > 0 and g4.answer[2] == (m + p - 1) * (f + b)
+
+
+def test_the_grid_reading_draws_many_grids_with_their_own_warm_ups_and_costs():
+    from ppedu.practice import CountingPractice
+    from ppedu.text import render_grid
+
+    draws = [CountingPractice.draw(seed).read for seed in range(60)]
+    assert len({render_grid(t) for t in draws}) > 30
+    assert {t.costs.backward(0, full=True) for t in draws} == {1, 2}
+    ahead = [tuple(next(i for i, op in enumerate(ops) if op.kind == "B") for ops in t.schedule.stages) for t in draws]
+    assert any(len(set(a)) > 1 for a in ahead)  # not one warm-up on every GPU
