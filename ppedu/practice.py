@@ -552,7 +552,8 @@ def practice_set() -> tuple[Item, ...]:
         f"But a chain of *p* − 1 forwards climbing the pipeline, or of *p* − 1 input-gradient passes (*B* − *W* = "
         f"{B - W:g}) coming down it, cannot be filled by anything, so each GPU idles (*p* − 1)·max(*F*, *B* − *W*, "
         f"*F* + *B* − 2*W*) = {p - 1} × max({_gs(paths.values())}) = {(p - 1) * max(paths.values()):g} — the simulated "
-        f"{h1_idle:g}. The {setter} pass sets it: the W's, longer than *F*, would fill more than the gaps hold. The "
+        f"{h1_idle:g}. The {setter} chain sets it: *F* + *B* − 2*W* falls below *B* − *W* as soon as *W* > *F* "
+        f"({paths['formula']:g} < {B - W:g} here), since W's longer than the forward-sized gaps cannot fill them. The "
         f"formula holds while *F* + *B* − 2*W* is the largest, *W* ≤ min(*F*, *B* − *W*): *W* ≤ min(*F*, *B*/2) = "
         f"{min(F, B / 2):g}.",
         ("06b.2",)))
@@ -637,7 +638,7 @@ def practice_set() -> tuple[Item, ...]:
         f". Under 30 GB the fastest that fits is *m* = {chosen[30][1]} ({chosen[30][0]:g}); under 6 GB memory "
         f"forces *m* = {chosen[6][1]} ({chosen[6][0]:g}), the overhead paid in time. GPipe keeps every micro-batch "
         f"until its backward: all {batch} samples, {gpipe_gb:g} GB at any *m* — it fits neither budget.",
-        ("10.3",)))
+        ("10.3", "02.4")))
 
     return tuple(items)
 
