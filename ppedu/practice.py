@@ -494,9 +494,9 @@ def practice_set() -> tuple[Item, ...]:
         "warm-up difference w(j) − w(j + 1) any two neighbours may have).)",
         (cycle, not parity, not upper, 1),
         f"GPU {p - 1} runs F0 and at once B0, and sends B0's gradient down; GPU {p - 2}, with {warm[p - 2]} warm-up "
-        f"forwards to run, has run F{at[p - 2][1]} and is sending that activation up. Each blocking send waits for a receive the other side "
-        f"posts only after its own send returns: GPUs {cycle[0]} and {cycle[1]} wait on each other forever, and the "
-        "GPUs below stop behind them, "
+        f"forwards to run, has run F{at[p - 2][1]} and is sending that activation up. Each blocking send waits for "
+        f"a receive the other side posts only after its own send returns: GPUs {cycle[0]} and {cycle[1]} wait on "
+        "each other forever, and the GPUs below stop behind them, "
         + ", ".join(f"GPU {j} sending F{at[j][1]} up" for j in range(p - 2)) +
         f". Neither rule helps: each reorders a send and the receive that follows it from the same neighbour, and "
         f"GPU {wide}'s next receive after its send up is F{at[wide][1] + 1}'s input from GPU {wide - 1} — it warms up "
@@ -942,7 +942,8 @@ class CountingPractice:
         order = sum(x["order"] for x in sorts)
         return (
             Item("G1", f"An order no chapter draws, on *p* = {p} GPUs with *m* = {m} micro-batches, a forward "
-                 f"one step and a backward {b:g} (each GPU runs its forwards, and its backwards, in micro-batch order):\n\n```text\n"
+                 f"one step and a backward {b:g} (each GPU runs its forwards, and its backwards, in micro-batch "
+                 f"order):\n\n```text\n"
                  f"{render_grid(t)}\n```\n\nCount its steps *T*, its slots and its idle slots. (Answer as (T, "
                  "slots, idle).)", (t.makespan, t.total_slots, t.idle_slots),
                  f"*T* = {t.makespan:g}; {p} × {t.makespan:g} = {t.total_slots:g} slots; each GPU is busy "

@@ -68,7 +68,8 @@ class Law:
     constraints: str
     holds: Callable[[int, int, int], bool]
     any_costs: AnyCosts | None = None
-    warm_up: Formula | None = None  # forwards GPU j runs before its first backward
+    # forwards GPU j runs before its first backward: its warm-up and, when m exceeds it, the steady state's first
+    before_backward: Formula | None = None
 
 
 def _min_peak(p: int, m: int, v: int, j: int) -> float:
@@ -90,7 +91,8 @@ def _hand_overs(text: str, per_boundary: Callable[[int, int], int]) -> Formula:
 
 
 _ONE = Formula("1", lambda p, m, v, j: 1)
-_FLUSHED = AnyCosts("(p−1)(F+B)", lambda p, v, F, B, W, FB: (p - 1) * (F + B), "any costs",
+_FLUSHED = AnyCosts("(p−1)(F+B)", lambda p, v, F, B, W, FB: (p - 1) * (F + B),
+                    "any F, B, the same on every GPU; hand-overs free",
                     lambda p, m, v, F, B, W, FB: True)
 
 #: The course's schedules, in the order the chapters teach them. ``holds`` is where the closed
@@ -188,10 +190,10 @@ class Measured:
     peak: tuple[float, ...]
     copies: float
     hand_overs: int
-    warm_up: tuple[int, ...] = ()
+    before_backward: tuple[int, ...] = ()
 
 
-def _warm_ups(s: Schedule) -> tuple[int, ...]:
+def _before_backward(s: Schedule) -> tuple[int, ...]:
     """Per GPU, the forwards it runs before its first backward."""
     return tuple(next((k for k, op in enumerate(ops) if op.kind != "F"), len(ops)) for ops in s.stages)
 
@@ -205,7 +207,7 @@ def measure(schedule: str, p: int, m: int, v: int = 1) -> Measured:
     s = build(schedule, p, m, v if schedule in VIRTUAL else 1)
     t: Timeline = simulate(s, EQUAL.per_chunk(s.virtual))
     return Measured(t.bubble_ratio, t.bubble_over_ideal, t.peak_stage_activations, parameter_copies(s),
-                    hand_overs(s), _warm_ups(s))
+                    hand_overs(s), _before_backward(s))
 
 
 def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
@@ -218,7 +220,8 @@ def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
     return Measured(x.idle_total.value(p, m, v, 0), x.bubble_ideal.value(p, m, v, 0),
                     tuple(float(x.peak.value(p, m, v, j)) for j in range(p)), x.copies.value(p, m, v, 0),
                     int(x.hand_overs.value(p, m, v, 0)),
-                    tuple(int(x.warm_up.value(p, m, v, j)) for j in range(p)) if x.warm_up else ())
+                    tuple(int(x.before_backward.value(p, m, v, j)) for j in range(p)) if x.before_backward
+                    else ())
 
 
 def agreement(p: int, m: int, v: int = 2) -> list[str]:
@@ -237,9 +240,9 @@ def agreement(p: int, m: int, v: int = 2) -> list[str]:
         if not x.holds(p, m, v if x.schedule in VIRTUAL else 1):
             continue
         want = closed(x.schedule, p, m, v)
-        for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs", "warm_up"):
+        for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs", "before_backward"):
             a, b = getattr(got, field), getattr(want, field)
-            if field == "warm_up" and not b:
+            if field == "before_backward" and not b:
                 continue
             same = all(abs(i - k) < 1e-9 for i, k in zip(a, b)) if isinstance(a, tuple) else abs(a - b) < 1e-9
             if not same:
@@ -330,7 +333,7 @@ class Entry:
     parameter_copies: str
     hand_overs: str
     constraints: str
-    warm_up: str
+    before_backward: str
     idle_any_costs: str
 
 
@@ -354,13 +357,14 @@ def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
             f"{x.hand_overs.text} = {got.hand_overs}",
             x.constraints if x.holds(p, m, v if x.schedule in VIRTUAL else 1)
             else f"{x.constraints} — not every form holds at this size; the numbers are the simulator's",
-            f"{x.warm_up.text}: " + " ".join(map(str, got.warm_up)) if x.warm_up else "—",
+            f"{x.before_backward.text}: " + " ".join(map(str, got.before_backward)) if x.before_backward
+            else "—",
             _any(x)[1]))
     return Table(tuple(rows))
 
 
 def _any(x: Law) -> tuple[str, str]:
-    return (x.warm_up.text if x.warm_up else "—",
+    return (x.before_backward.text if x.before_backward else "—",
             f"{x.any_costs.text} ({x.any_costs.condition})" if x.any_costs else "— (simulate it)")
 
 
@@ -378,7 +382,11 @@ GLOSSARY: dict[str, str] = {
     "bubble (bubble/ideal)": "Idle time ÷ busy time, Megatron-LM's definition; r/(1+r) converts it to idle/total.",
     "makespan (T)": "Time from the first operation of a step to the last.",
     "warm-up / steady state / cooldown": "The pipeline filling, each GPU then alternating one forward and one "
-                                         "backward, and the pipeline draining.",
+                                         "backward, and the pipeline draining. GPU j's warm-up is the forwards "
+                                         "before its steady state, 1F1B's min(p−j−1, m); the sheet's column "
+                                         "'before backward' counts the forwards before its first backward, the "
+                                         "warm-up and, when m exceeds it, the steady state's first: 1F1B's "
+                                         "min(p−j, m).",
     "flush": "Waiting for every micro-batch's backward before the optimizer step: synchronous training.",
     "activations in flight": "Micro-batches a stage has run forward but not yet backward; each keeps its "
                              "activations until then.",

@@ -148,7 +148,7 @@ def test_the_any_cost_forms_say_where_equal_cost_forms_mislead():
     assert got != want
     assert any_cost_agreement(8, 20, costs) == []  # ... so the sheet does not flag what it does not claim
     rows = {r.schedule: r for r in formula_sheet(4, 8, 2)}
-    assert rows["ZB-H2"].warm_up.endswith("7 5 3 1") and "max(0, b−2F, b−2W)" in rows["ZB-H2"].idle_any_costs
+    assert rows["ZB-H2"].before_backward.endswith("7 5 3 1") and "max(0, b−2F, b−2W)" in rows["ZB-H2"].idle_any_costs
 
 
 def test_the_scale_rows_state_the_conditions_they_depend_on():
