@@ -42,7 +42,7 @@ class Formula(NamedTuple):
 
 
 class AnyCosts(NamedTuple):
-    """The worst GPU's idle time per step under any costs of a whole stage — ``F`` forward, ``B`` full backward,
+    """The worst GPU's idle time per step under any costs of a whole stage, the same on every GPU — ``F`` forward, ``B`` full backward,
     ``W`` weight gradient (``b = B − W``), ``FB`` an overlapped pair — as printed, as a function of
     ``(p, v, F, B, W, FB)``, and where it holds (``(p, m, v, F, B, W, FB)``, ``FB`` ``None`` for pairs not booked
     as units)."""
@@ -537,7 +537,8 @@ def render_html(p: int = 4, m: int = 8, v: int = 2) -> str:
 
     schedules = table(("schedule", "bubble idle/total", "bubble/ideal", "peak activations per GPU j (stages)",
                        "parameter copies", "hand-overs per step", "constraints",
-                       "forwards before GPU j's first backward", "worst GPU's idle, any costs (F, B full, W, F&B)"),
+                       "forwards before GPU j's first backward",
+                       "worst GPU's idle, any costs the same on every GPU (F, B full, W, F&B)"),
                       formula_sheet(p, m, v),
                       tuple(Entry.__dataclass_fields__), "schedules")
     scale = table(("topic", "closed form", "at", "the formula gives", "ppedu computes", "chapter; source"),
