@@ -42,9 +42,9 @@ class Formula(NamedTuple):
 
 
 class AnyCosts(NamedTuple):
-    """The worst GPU's idle time per step under any costs of a whole stage, the same on every GPU — ``F`` forward, ``B`` full backward,
-    ``W`` weight gradient (``b = B − W``), ``FB`` an overlapped pair — as printed, as a function of
-    ``(p, v, F, B, W, FB)``, and where it holds (``(p, m, v, F, B, W, FB)``, ``FB`` ``None`` for pairs not booked
+    """The worst GPU's idle time per step under any costs of a whole stage, the same on every GPU — ``F`` forward,
+    ``B`` full backward, ``W`` weight gradient (``b = B − W``), ``FB`` an overlapped pair — as printed, as a function
+    of ``(p, v, F, B, W, FB)``, and where it holds (``(p, m, v, F, B, W, FB)``, ``FB`` ``None`` for pairs not booked
     as units)."""
 
     text: str
