@@ -57,7 +57,7 @@ bubble_1f1b = simulate(schedules.one_f_one_b(data.p, data.m), costs).bubble_rati
 gpipe = simulate(schedules.gpipe(data.p, data.m), costs).bubble_ratio
 compared_with_gpipe = "equal" if abs(bubble_1f1b - gpipe) < 1e-9 else "smaller" if bubble_1f1b < gpipe else "larger"
 """
-PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3,
+PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 2,
            "conversion": 1}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
@@ -404,13 +404,13 @@ def fewest_microbatches(p, target, c):
         T = gpipe_dp(p, m, 0, 1, c)
         if (p * T - 3 * m * p) / (p * T) <= target + 1e-12:
             return m
-        m += 1"""}, lost={"microbatches": 3}),
+        m += 1"""}, lost={"microbatches": 2}),
     # the closed form of the step, but m searched one at a time: 10⁸ tries do not fit in a call's time limit
     "microbatches_by_search": Case("ps1", replace={"q4_answer": """def fewest_microbatches(p, target, c):
     m = 1
     while (p - 1) * (3 + 2 * c) > target * (3 * m + (p - 1) * (3 + 2 * c)) + 1e-12:
         m += 1
-    return m"""}, lost={"microbatches": 3}),
+    return m"""}, lost={"microbatches": 2}),
     # the covered picture counted as it stands: its visible idle cells, or those and every covered cell
     "covered_counted_naively": Case("ps1", replace={"q1b_answer": COUNTED.format("c == ''")}, lost={"gpipe_idle": 1}),
     "covered_counted_as_idle": Case("ps1", replace={"q1b_answer": COUNTED.format("c in ('', '?')")},
@@ -438,7 +438,7 @@ def fewest_microbatches(p, target, c):
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
                           lost={"closed_form": 1}),
-    "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 3}),
+    "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 2}),
     # right work that must not lose points
     "numpy_scalars": Case("ps1", replace={"q1a_answer": NUMPY_PS1, "q1b_answer": NUMPY_PS1B}),
     "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\n_ofob = one_f_one_b_slow\n\n\n"
@@ -459,9 +459,9 @@ def fewest_microbatches(p, target, c):
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
     "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
-                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 1}),
+                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 2, "conversion": 1}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 1, "microbatches": 3, "conversion": 1}),
+                                       lost={"closed_form": 1, "microbatches": 2, "conversion": 1}),
     # a cell that raises before it defines its function: the function is missing, and the message says why
     "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
     # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
@@ -486,7 +486,7 @@ def fewest_microbatches(p, target, c):
     # value answers are the owner's own and right; the functions' answers are wrong
     "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
                        replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
-                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 1}),
+                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 2, "conversion": 1}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),

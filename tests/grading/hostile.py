@@ -692,7 +692,7 @@ UNHIDING: dict[str, dict[str, Case]] = {
         "h_import_in_another_cell": Case("ps1", append={"q1a_answer": "import math"}, replace={"q4_answer": """
 def fewest_microbatches(p, target, c):
     return max(1, math.ceil((p - 1) * (3 + c) * (1 - target) / (3 * target) - 1e-9))
-"""}, lost={"microbatches": 3}),
+"""}, lost={"microbatches": 2}),
     },
     "ps3": {
         "h_shadow_ppedu_with_schedules": Case("ps3", release=True, replace={"q1_answer": LIBRARY_SCHEDULE_CALLS,
@@ -1355,7 +1355,7 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
-                                     lost={"closed_form": 1, "microbatches": 3, "conversion": 1}),
+                                     lost={"closed_form": 1, "microbatches": 2, "conversion": 1}),
         "h_invalid_cell_ids": Case("ps1", raw=_ids(lambda i: f"cell #{i} (copy)")),
         "h_duplicate_cell_ids": Case("ps1", raw=_ids(lambda i: "cell")),
         "h_lone_surrogates": Case("ps1", raw=_json_raw(_surrogates)),

@@ -137,3 +137,14 @@ def test_more_micro_batches_leave_the_slow_gpus_bubble_near_half():
     for p, m, s in ((3, 4, 0), (5, 7, 2), (4, 40, 3), (6, 200, 1)):
         t = simulate(schedules.gpipe(p, m), key.slow_costs(p, s))
         assert t.idle_slots == 3 * p * (p - 1) + 3 * m * (p - 1)
+
+
+def test_q4c_1f1b_with_a_hand_over_latency_never_meets_the_target_gpipe_meets_at_14():
+    assert math.ceil(key._gpipe_fewest(4, 0.3, 1.5) - 1e-9) == 14  # GPipe, as the model answer says
+    p, c, f, b = 4, 1.5, 1, 2
+    floor = 2 * (p - 1) * c / (p * (f + b) + 2 * (p - 1) * c)
+    assert floor == pytest.approx(3 / 7)
+    ratios = {m: simulate(schedules.one_f_one_b(p, m), Costs(f=f, b=b, comm=c)).bubble_ratio
+              for m in (1, 2, 4, 8, 14, 50, 200, 800)}
+    assert all(r > floor > 0.3 for r in ratios.values())  # above the floor at every m, and it approaches it
+    assert (round(ratios[8], 2), round(ratios[200], 2), round(ratios[800], 2)) == (0.58, 0.44, 0.43)

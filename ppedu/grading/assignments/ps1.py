@@ -3,7 +3,8 @@ one GPU twice as slow, counted from its picture (made on the instructors' side a
 ``questions.json``); 1F1B's makespan with a slow GPU as a closed form, and where and why it differs from GPipe's
 (written, graded by hand); GPipe's makespan with a slow GPU as a closed form, and why the slow GPU's place does not
 matter; the closed forms of the chapters, and the
-fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves); and a bubble
+fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves), with why 1F1B
+then has a bubble floor (written); and a bubble
 stated as DeepSeek-V3's table states it, turned into a share of the step. Each function is checked where ppedu (its
 simulator, its formulas) has no code, each call within :data:`CALL_LIMIT` seconds: 3a and 4b are also called at sizes
 (``m`` near 10⁹) that only a closed form answers in time. Nothing here draws or simulates the grid.
