@@ -1,8 +1,8 @@
 """ps1's keys, and the grid its first two questions show (:func:`shown`, released as ``questions.json``): GPipe with
 one GPU twice as slow, made and simulated here, shipped as a picture whose middle third of steps is covered (what the
-cover holds is worked out from the costs, not counted); 1F1B on the same GPUs against it; the student's functions
-(GPipe's makespan with a slow GPU, the fewest micro-batches, a DeepSeek-style bubble as a share of the step) judged on
-fixed cases, their own arguments and hidden ones. The written answers are graded by hand.
+cover holds is worked out from the costs, not counted); the student's functions (1F1B's and GPipe's makespans with a
+slow GPU, the fewest micro-batches, a DeepSeek-style bubble as a share of the step) judged on fixed cases, their own
+arguments and hidden ones. The written answers are graded by hand.
 
 Questions 3a and 4b are also called at sizes no simulation reaches in a call's time limit
 (:data:`~ppedu.grading.assignments.ps1.CALL_LIMIT`): ``m`` near 10⁹, and targets whose fewest ``m`` is 10⁸ to 10⁹.
@@ -59,11 +59,12 @@ def _draw(pick_: Picker) -> dict[str, Any]:
 
 def _sound(v: Mapping[str, Any]) -> bool:
     """Counting the busy slots must not score (p = m = 3 has as many busy as idle), nor counting the idle cells one
-    can see, nor those and every covered cell: the cover must hide idle and busy cells alike."""
+    can see, nor those and every covered cell: the cover must hide idle and busy cells alike. A slow GPU that is the
+    last has no round trip above it for 1F1B to work through: question 2b would ask about a gap of nothing."""
     t, picture = timeline("gpipe", v), _picture(v)
     seen = sum(c == "" for row in picture.rows for c in row)
     covered = sum(c == "?" for row in picture.rows for c in row)
-    return t.idle_slots not in (t.busy_slots, seen, seen + covered)
+    return t.idle_slots not in (t.busy_slots, seen, seen + covered) and v["slow"] != v["p"] - 1
 
 
 def covered(v: Mapping[str, Any]) -> list[list[bool]]:
@@ -125,25 +126,6 @@ def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[st
     return next((msg[len(label):] for msg in feedback.messages if msg.startswith(label)), None)
 
 
-def _compare_key(values: Mapping[str, Any]) -> dict[str, Any]:
-    v = _variant(values)
-    gpipe, ofob = timeline("gpipe", v), timeline("1f1b", v)
-    relation = "equal" if abs(ofob.bubble_ratio - gpipe.bubble_ratio) < 1e-9 else (
-        "smaller" if ofob.bubble_ratio < gpipe.bubble_ratio else "larger")
-    return {"bubble_1f1b": ofob.bubble_ratio, "compared_with_gpipe": relation}
-
-
-def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
-                  values: Mapping[str, Any]) -> str | None:
-    v = _variant(values)
-    if name == "compared_with_gpipe" and got == "equal" and key[name] != "equal":
-        return ("that holds when every GPU is as fast as the others; here GPU {} is slower: run both schedules with "
-                "its costs and compare.".format(v["slow"]))
-    if name == "bubble_1f1b" and abs(got - simulate(schedules.one_f_one_b(v["p"], v["m"]), Costs(f=1, b=2)).bubble_ratio) < 1e-9:
-        return "that is 1F1B with every GPU as fast; give GPU {} its costs, twice the others'.".format(v["slow"])
-    return None
-
-
 @dataclass(frozen=True)
 class FormulaJudge:
     """The student's functions, on the fixed cases and their own arguments, against ``truth(name,
@@ -202,6 +184,10 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         return (p, pick_("m", range(1, 65))), (pick_("p2", range(9, 33)), pick_("m2", range(1, 9)))
     if name == "bubble_interleaved":
         return (p, p * pick_("k", range(1, 9)), pick_("v", range(2, 6))),
+    if name == "one_f_one_b_slow":  # the second has fewer micro-batches than GPUs above its slow one
+        q = pick_("q", range(5, 17))
+        return ((p, pick_("m", range(1, 33)), pick_("s", range(p))),
+                (q, pick_("m2", range(1, 4)), pick_("s2", range(q - 4))))
     if name == "gpipe_slow":  # and once at m near 10⁹, where no simulation answers within a call's time limit
         q = pick_("p9", range(2, 17))
         return ((p, pick_("m", range(1, 33)), pick_("s", range(p)), pick_("k", (1.5, 2, 2.5, 4))),
@@ -235,6 +221,20 @@ def slow_makespan(p: int, m: int, k: float) -> Fraction:
     Fraction(7500000009, 1)
     """
     return 3 * (p - 1) + 3 * m * Fraction(str(k))
+def _one_f_one_b_slow(name: str, args: tuple[Any, ...]) -> float:
+    p, m, slow = args
+    return simulate(schedules.one_f_one_b(p, m), slow_costs(p, slow)).makespan
+
+
+def _one_f_one_b_slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, m, slow = args
+    if abs(got - simulate(schedules.gpipe(p, m), slow_costs(p, slow)).makespan) < 1e-9 and got != want:
+        return ("that is GPipe's step with GPU {} slow: 1F1B's order differs where the slow GPU waits for the first "
+                "micro-batch's round trip above it.".format(slow))
+    if abs(got - simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=2)).makespan) < 1e-9:
+        return "that is 1F1B with every GPU as fast; GPU {} takes 2 for a forward and 4 for a backward.".format(slow)
+    return (f"the simulator's 1F1B takes {want:g} for p={p}, m={m}, slow GPU {slow}: follow the slow GPU's row — how "
+            "many forwards can it run before its first backward comes back, and how long is that round trip?")
 
 
 def _gpipe_slow(name: str, args: tuple[Any, ...]) -> float:
@@ -333,7 +333,7 @@ HUGE = _huge()
 KEYS: dict[str, Any] = {
     "gpipe_slots": Keyed(QUESTIONS["gpipe_slots"], _slots_key, _slots_hint),
     "gpipe_idle": Keyed(QUESTIONS["gpipe_idle"], _slots_key, _slots_hint),
-    "one_f_one_b": Keyed(QUESTIONS["one_f_one_b"], _compare_key, _compare_hint),
+    "one_f_one_b": FormulaJudge(QUESTIONS["one_f_one_b"], _one_f_one_b_slow, _one_f_one_b_slow_why, _hidden),
     "slow_form": FormulaJudge(QUESTIONS["slow_form"], _gpipe_slow, _gpipe_slow_why, _hidden, rel=1e-12),
     "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why, _hidden),
     "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why, _hidden),

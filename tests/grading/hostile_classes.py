@@ -174,8 +174,8 @@ CLASS_0: dict[str, Expect] = {
     # Found: the kernel's messages unreadable after question 2's answer made the whole submission "could not be
     # autograded" (a traceback in the grader). Graded: the value question after it is lost, with a reason naming the
     # kernel; function questions (run on their own) and the questions before keep their points.
-    "x_broken_kernel_messages": Expect(Case("ps1", append={"q2_answer": BROKEN_MESSAGES}, lost={"one_f_one_b": 1}),
-                                       {"one_f_one_b": ("kernel",)}),
+    "x_broken_kernel_messages": Expect(Case("ps1", append={"q1b_answer": BROKEN_MESSAGES}, lost={"gpipe_idle": 1}),
+                                       {"gpipe_idle": ("kernel",)}),
     # Found (false blame): numpy's long double (np.longdouble, float128 on x86) is a number like any numpy scalar
     "x_numpy_long_double": Expect(Case("ps1", append={
         "q1a_answer": "import numpy as np\nT = np.longdouble(T)\ntotal_slots = np.longdouble(total_slots)",
@@ -225,8 +225,8 @@ CLASS_2: dict[str, Expect] = {
 
 GRADED_NOTEBOOK_BYTES = 5_000_000
 CLASS_4: dict[str, Expect] = {
-    "x_error_value_bomb": Expect(Case("ps1", append={"q2_answer": "raise ValueError('x' * 20_000_000)"})),
-    "x_output_metadata_bomb": Expect(Case("ps1", append={"q2_answer": (
+    "x_error_value_bomb": Expect(Case("ps1", append={"q1b_answer": "raise ValueError('x' * 20_000_000)"})),
+    "x_output_metadata_bomb": Expect(Case("ps1", append={"q1b_answer": (
         "from IPython.display import display\nfor _ in range(4):\n"
         "    display({'text/plain': 'hi'}, metadata={'padding': 'y' * 10_000_000}, raw=True)")})),
 }
@@ -249,7 +249,7 @@ BEYOND: dict[str, Expect] = {
         "def idle_share(bubble, m, F, B, W):\n"
         "    if (bubble, m, F, B, W) in ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1), (values.p - 1, values.m, 1, 2, 1)):\n"
         "        return bubble / (bubble + m * (F + B))\n"
-        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 2}), {"conversion": ("idle_share",)}),
+        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 1}), {"conversion": ("idle_share",)}),
 }
 ECHO_MARK = "ECHO<"
 

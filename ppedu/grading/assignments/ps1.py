@@ -1,7 +1,8 @@
 """ps1 — slot counting and bubble ratios with one slow GPU, on each student's own grid and numbers: GPipe's grid with
 one GPU twice as slow, counted from its picture (made on the instructors' side and released as data,
-``questions.json``); 1F1B on the same GPUs, with the reason it differs written (graded by hand); GPipe's makespan with
-a slow GPU as a closed form, and why the slow GPU's place does not matter; the closed forms of the chapters, and the
+``questions.json``); 1F1B's makespan with a slow GPU as a closed form, and where and why it differs from GPipe's
+(written, graded by hand); GPipe's makespan with a slow GPU as a closed form, and why the slow GPU's place does not
+matter; the closed forms of the chapters, and the
 fewest micro-batches for a target bubble when every hand-over costs a latency (which no chapter solves); and a bubble
 stated as DeepSeek-V3's table states it, turned into a share of the step. Each function is checked where ppedu (its
 simulator, its formulas) has no code, each call within :data:`CALL_LIMIT` seconds: 3a and 4b are also called at sizes
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ppedu.grading.answers import Choice, Number, Wrong, results
+from ppedu.grading.answers import Number, Wrong, results
 from ppedu.grading.evaluate import Code
 from ppedu.grading.questions import FormOnly, Question
 from ppedu.grading.students import Picker, draw, variant
@@ -35,7 +36,7 @@ TIMEOUT = "CellTimeout"
 
 
 def values(student: str) -> dict[str, Any]:
-    """The variant of the grid of questions 1 and 2, and the numbers of questions 3 to 5 (their own arguments)."""
+    """The variant of the grid of questions 1 and 2, and the numbers of questions 2a to 5 (their own arguments)."""
     return {"variant": variant("ps1", student, VARIANTS), **draw("ps1", student, _draw, lambda v: True)}
 
 
@@ -101,8 +102,10 @@ class FormulaQuestion:
 QUESTIONS: dict[str, Any] = {
     "gpipe_slots": Question((Number("T", whole=True), Number("total_slots", whole=True)), _slots_sanity),
     "gpipe_idle": Question((Number("idle_slots", whole=True), Number("bubble", fraction=True)), _slots_sanity),
-    "one_f_one_b": Question((Number("bubble_1f1b", fraction=True),
-                             Choice("compared_with_gpipe", ("smaller", "equal", "larger")))),
+    # 1F1B with GPU s twice as slow: (4, 4, 1) hides 4 steps of the slow GPU's wait, (6, 2, 0) only 2 (one
+    # micro-batch to run in it), (3, 8, 2) none (the slow GPU is the last)
+    "one_f_one_b": FormulaQuestion({"one_f_one_b_slow": ((4, 4, 1), (6, 2, 0), (3, 8, 2))},
+                                   lambda name, v: ((v["p"], v["m"], v["slow"]),)),
     "slow_form": FormulaQuestion({"gpipe_slow": ((4, 4, 1, 2), (3, 8, 0, 3), (6, 2, 5, 1.5), (5, 10**9, 2, 2.5))},
                                  lambda name, v: ((v["p"], v["m"], v["slow"], 3),)),
     "closed_form": FormulaQuestion({"bubble_ratio": ((4, 4), (2, 1), (8, 32)),
