@@ -5,7 +5,7 @@ data parallelism, buckets and ZeRO-1 pasted from ppedu.ranks: it scores nothing)
 right only on 2 ranks, DDP's equal average, a flat all-reduce every step: nothing either) and hostile ones, each with
 its exact points per cell: faking the relay's record, computing alone, patching torch.distributed, sending an oversized tensor
 or extra traffic, mimicking the right collectives with nothing in them, reaching another rank's sandbox through files
-or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answer waits for a
+or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answers wait for a
 person, the feedback names each usual mistake and no hidden run, the check shows what a cell raised, the lab's
 implementations are not what a rank's sandbox imports, and the key's rules are PyTorch's own — DDP's rebuilt buckets
 and FSDP2's shard layout, run on gloo — as are the model answer's FSDP2 figures.
