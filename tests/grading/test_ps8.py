@@ -5,7 +5,7 @@ data parallelism, buckets and ZeRO-1 pasted from ppedu.ranks: it scores nothing)
 right only on 2 ranks, DDP's equal average, a flat all-reduce every step: nothing either) and hostile ones, each with
 its exact points per cell: faking the relay's record, computing alone, patching torch.distributed, sending an oversized tensor
 or extra traffic, mimicking the right collectives with nothing in them, reaching another rank's sandbox through files
-or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answer waits for a
+or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answers wait for a
 person, the feedback names each usual mistake and no hidden run, the check shows what a cell raised, the lab's
 implementations are not what a rank's sandbox imports, and the key's rules are PyTorch's own — DDP's rebuilt buckets
 and FSDP2's shard layout, run on gloo — as are the model answer's FSDP2 figures.
@@ -22,6 +22,7 @@ import pytest
 from conftest import ROOT, autograded_cells, make_course
 from corpus import Case, _cell
 from ps8_ranks import pytorch_ddp_buckets, pytorch_fsdp2_inputs
+from ppedu.grading.assignments.ps8 import FSDP_WORLDS
 from test_autograde import _submit
 
 POINTS = dict(autograded_cells(ROOT / "solutions" / "ps8" / "ps8.ipynb"))
@@ -70,7 +71,7 @@ def data_parallel_step(model, x, y):
     # the star's sum is right, but its traffic is not the ring's: nothing; the sum over the examples is right, never
     # divided by their count; blocking buckets right but never in flight together; Adam on the summed gradients:
     # FSDP2's collectives and pieces, but the parameters it then gathers are not the model's
-    lost={"ring": 4, "data_parallel": 0.9, "buckets": 0.8, "zero1": 1.8})
+    lost={"ring": 4, "data_parallel": 0.75, "buckets": 0.8, "zero1": 1.8})
 
 HOSTILE_A = Case("ps8", replace={
     "ring_answer": """
@@ -150,7 +151,7 @@ def zero1(model, lr):
     # the hung run and the unreduced ring lose it all; gathering the data is not data parallelism; the extra
     # all-reduce breaks DDP's steps, and without them its right parameters count for nothing; empty collectives earn
     # nothing
-    lost={"ring": 4, "data_parallel": 3, "buckets": 4, "zero1": 4})
+    lost={"ring": 4, "data_parallel": 2.5, "buckets": 4, "zero1": 4})
 
 # the other ranks' sandboxes, through what a sandbox shares with its neighbours: nothing but the relay
 HOSTILE_C = Case("ps8", replace={"ring_answer": """
@@ -295,7 +296,7 @@ def ddp_buckets(model, cap, first_cap):
 """},
         # the naive ring's sum is right on every run, its count only on 2 ranks; the equal average's traffic is
         # right; the flat all-reduce's parameters and first step are: none of it counts without the question's skill
-        lost={"ring": 4, "data_parallel": 3, "buckets": 4})
+        lost={"ring": 4, "data_parallel": 2.5, "buckets": 4})
 
 
 CASES = {"solved": Case("ps8"), "blank": Case("ps8", release=True, lost=POINTS), "wrong": WRONG,
@@ -330,10 +331,15 @@ def test_each_submission_gets_exactly_its_points(graded, student):
     assert {gid: cells[student][gid] for gid in POINTS} == want, run.stdout
 
 
-def test_the_written_answer_waits_for_a_person(graded):
+#: The answers graded by hand: question 2's two lines, question 5 and question 6.
+WRITTEN = ("data_parallel_why", "measured_answer", "buckets_priced")
+
+
+@pytest.mark.parametrize("gid", WRITTEN)
+def test_the_written_answers_wait_for_a_person(graded, gid):
     _, _, cells = graded
-    assert cells["blank"]["measured_answer"] == 0  # left as released
-    assert all(cells[s]["measured_answer"] is None for s in CASES if s != "blank")
+    assert cells["blank"][gid] == 0  # left as released
+    assert all(cells[s][gid] is None for s in CASES if s != "blank")
 
 
 def _feedback(course, student):
@@ -503,30 +509,37 @@ def test_the_keys_shard_layout_is_pytorchs_own_fsdp2s(world, width):
         assert torch.equal(_laid_out(flat, runs), torch._chunk_cat(tensors, dim=0, num_chunks=n).reshape(-1))
 
 
-def test_the_model_answers_fsdp2_figures_are_the_layouts_and_the_runs():
-    """Question 5 c)'s model answer: rank 0's elements and the padded collectives on 3 ranks, from the layout, and
-    what the lab measures of them."""
+@pytest.mark.parametrize("n", FSDP_WORLDS)
+def test_the_model_answers_fsdp2_figures_are_the_layouts_and_the_runs(n):
+    """Question 5 c)'s model answer, at every world size a student may draw: rank 0's elements, the padded
+    collectives, the fewest elements and each unit's padding, from the layout, and what the lab measures of them."""
     import math
-    from fractions import Fraction
 
     from grader.keys.ps8 import fsdp_runs
     from ppedu.ranks import Workload, run_fsdp2
 
     shapes = [tuple(p.shape) for p in Workload().model().parameters()]
     psi = sum(math.prod(s) for s in shapes)
-    held = [sum(length for start, length in piece if start >= 0) for piece in fsdp_runs(shapes, 3)]
-    padded = 3 * sum(length for _, length in fsdp_runs(shapes, 3)[0])
+    held = [sum(length for start, length in piece if start >= 0) for piece in fsdp_runs(shapes, n)]
+    padded = n * sum(length for _, length in fsdp_runs(shapes, n)[0])
     answer = _cell(nbformat.read(ROOT / "solutions" / "ps8" / "ps8.ipynb", as_version=4), "measured_answer").source
-    excess_mb = (held[0] - psi / 3) * 32 / 1e6
-    for figure in (f"{held[0]:,}", f"{psi:,}", f"{padded:,}", f"{padded - psi:,}", f"{min(held):,}",
-                   f"{excess_mb:.4f} MB", f"{(padded - psi) / psi:.1%}".replace("%", " %")):
-        assert figure in answer, figure
-    more = Fraction(3 * held[0] - psi, 3)  # over Ψ/3
-    assert held.index(min(held)) == 2 and f"{more.numerator // 3}{' ⅓⅔'[more.numerator % 3]}".strip() in answer
-    run = run_fsdp2(3, Workload(steps=2, batch=48, optimizer="adam", dtype="float64"))
+    excess_mb = (held[0] - psi / n) * 32 / 1e6
+    row = next(line for line in answer.splitlines() if line.startswith(f"| {n} |"))
+    percent = f"{(padded - psi) / psi:.1%}".replace("%", " %")
+    assert row.split(" | ")[1:7] == [f"{held[0]:,}", f"{held[0] - psi / n:,.1f}", f"{excess_mb:.4f}", f"{padded:,}",
+                                     percent, f"rank {held.index(min(held))}, {min(held):,}"], row
+    assert held.index(min(held)) == n - 1 and f"Ψ = {psi:,}" in answer
+    per_unit = answer.split("Per unit,")[1].split("\n\n")[0]
+    for rows in (10, 128):  # each unit's rows as sent, in the answer's order of world sizes
+        sent = [-(-rows // w) * w for w in FSDP_WORLDS]
+        assert all(f"{s}" in per_unit for s in sent if s != rows)
+    run = run_fsdp2(n, Workload(steps=2, batch=210, optimizer="adam", dtype="float64"))
     state = next(iter(run.memory))
+    measured = row.split(" | ")[7].rstrip(" |").split(", ×")
     assert state.measured_mb - state.model_mb == pytest.approx(excess_mb, abs=2e-4)  # the layout, exactly
+    assert float(measured[0]) == pytest.approx(state.measured_mb - state.model_mb, abs=2e-4)
     assert run.sharded.sent_mb / run.sharded.formula_mb == pytest.approx(padded / psi, rel=1e-3)
+    assert float(measured[1]) == pytest.approx(padded / psi, rel=1e-3)
 
 
 def test_a_rank_imports_none_of_the_labs_implementations():

@@ -52,13 +52,17 @@ FUNCTIONS = {"ring": "ring_all_reduce", "data_parallel": "data_parallel_step", "
 #: The buckets' caps ``[cap, first_cap]`` and the ZeRO-1 widths a student's own run draws from.
 CAPS = ([9000, 100], [4096, 600], [12000, 2700], [8500, 3000])
 WIDTHS = (29, 31, 35, 37)
+#: The world sizes question 5 c) runs the lab's FSDP2 on: each divides a batch of 210, and none divides both the
+#: output layer's 10 rows and the other layers' 128, so every one pads.
+FSDP_WORLDS = (3, 5, 6, 7)
 
 
 def values(student: str) -> dict[str, Any]:
     n = pick("ps8", student, "n", (2, 3))
     return {"n": n, "length": pick("ps8", student, "length", range(1001, 4001)),
             "caps": pick("ps8", student, "caps", CAPS), "width": pick("ps8", student, "width", WIDTHS),
-            "seed": pick("ps8", student, "seed", range(1000))}
+            "seed": pick("ps8", student, "seed", range(1000)),
+            "fsdp_world": pick("ps8", student, "fsdp_world", FSDP_WORLDS)}
 
 
 # ---- the grader's side: data, model, reference -----------------------------------------------------------------
@@ -747,7 +751,7 @@ def unwrap(runs: object) -> object:
 
 QUESTIONS: dict[str, Any] = {
     "ring": RanksQuestion("ring", 4, ((2, 1000), (3, 1000))),  # 2 ranks alone: any pass of every piece is the ring
-    "data_parallel": RanksQuestion("data_parallel", 3, ((2, 0),)),
+    "data_parallel": RanksQuestion("data_parallel", 2.5, ((2, 0),)),  # and ½ written: data_parallel_why
     "buckets": RanksQuestion("buckets", 4, ((2, [8000, 1000]),)),
     "zero1": RanksQuestion("zero1", 4, ((2, 33),)),
 }
