@@ -272,6 +272,31 @@ def test_ps2s_block_is_a_parallel_one_that_ppedus_inventory_does_not_give():
     assert "is not available while this question is checked" in judged("ps2", "block", library)
 
 
+def test_ps2s_question_5_premise_holds_for_every_student():
+    """Question 5 says GPipe at twice the student's m does not fit in 80 GB: true of every student's model."""
+    for student in [f"student{i}" for i in range(300)]:
+        v = my_values("ps2", student)
+        assert keys.load("ps2")._memory_key(v)["max_m_gpipe"] < 2 * v["m"], student
+
+
+def test_ps2s_gpu0_and_fits_follow_through_from_the_students_own_earlier_answers():
+    """One slip in 2b (GB in GiB) costs 2b only: 3 and 4 computed from it are right; numbers from neither are not."""
+    v = my_values("ps2", "alice")
+    key = keys.load("ps2")._memory_key(v)
+    peaks = {name: list(x) for name, x in keys.load("ps2")._peaks_key(v).items()}
+    s_act, weights = key["S_act_GB"] * 1e9 / 2**30, key["weights_GB"]
+    own = {**peaks, "S_act_GB": s_act, "weights_GB": weights,
+           "gpipe_gpu0_GB": weights + max(peaks["peak_gpipe"]) * s_act,
+           "one_f_one_b_gpu0_GB": weights + max(peaks["peak_1f1b"]) * s_act,
+           "max_m_gpipe": max(0, math.floor((80 - weights) / s_act)),
+           "fits_1f1b": weights + max(peaks["peak_1f1b"]) * s_act <= 80}
+    for question in ("gpu0", "fits"):
+        data = json.loads(json.dumps(load("ps2").QUESTIONS[question].data(own, v)))
+        assert keys.load("ps2").KEYS[question].judge(data, v) == "correct"
+    with pytest.raises(Wrong, match="gpipe_gpu0_GB"):
+        keys.load("ps2").KEYS["gpu0"].judge({**own, "gpipe_gpu0_GB": 2 * own["gpipe_gpu0_GB"]}, v)
+
+
 STUDENTS = [f"student{i}" for i in range(300)]
 
 
