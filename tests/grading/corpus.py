@@ -653,7 +653,7 @@ def grouped_1f1b(p, m, k):
                        lost={"leftover": 4}),
 }
 
-PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
+PS4_ALL = {"zb1p": 1, "grid": 1, "waves": 1, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
 #: 1F1B in waves, built by hand from the library's 1F1B and simulated with a copy of the simulator's code.
 PS4_COPIED_SIMULATOR = """
 import types
@@ -674,7 +674,7 @@ PS4: dict[str, Case] = {
     "abs_patcher": Case("ps4", append={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n    return (p - 1) * (F + B - 2 * W)",
                                        "q3_answer": "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)",
                                        "q4_answer": ABS},
-                        lost={"zb1p": 1, "waves": 2}),
+                        lost={"zb1p": 1, "waves": 1}),
     # DeepSeek's row taken at its word off its ground; two of the three paths, right where the third is shorter
     "deepseek_row": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
                                                        "    return (p - 1) * (F + B - 2 * W)"}, lost={"zb1p": 1}),
@@ -686,12 +686,12 @@ PS4: dict[str, Case] = {
                                     "q3_answer": "import numpy as np\n_mine = waves_makespan\n\n\n"
                                                  "def waves_makespan(p, m, k, f, b):\n    return np.float64(_mine(p, m, k, f, b))"}),
     # the picture misread
-    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 2}),
-    "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 2}),
-    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 2}),
+    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 1}),
+    "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 1}),
+    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 1}),
     # the closed form: right only on the picture, or the simulator behind it
     "picture_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n    return T"},
-                         lost={"waves": 2}),
+                         lost={"waves": 1}),
     "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.ops import Op, Schedule\n"
                                                           "from ppedu.schedules import one_f_one_b\n\n\n"
                                                           "def waves_makespan(p, m, k, f, b):\n"
@@ -700,8 +700,8 @@ PS4: dict[str, Case] = {
                                                           "o.chunk) for w in range(k) for o in s) for s in wave)\n"
                                                           "    return simulate(Schedule(stages, 'w', (tuple(range(p)),), m), "
                                                           "Costs(f=f, b=b)).makespan"},
-                             lost={"waves": 2}),
-    "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 2}),
+                             lost={"waves": 1}),
+    "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 1}),
     # the choice: the fastest row, fitting or not (for this student the fastest does not fit)
     "fastest_whether_it_fits": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
                                                               "schedule = max(rows, key=lambda r: r.tokens_per_second)"

@@ -1,6 +1,7 @@
 """The grading library without nbgrader: per-student values, answers as plain data, answer
 messages, the judge's keys (grader/, the instructor's), schedule checks with partial credit."""
 
+import dataclasses
 import json
 import math
 import sys
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from ppedu import schedules
+from ppedu import cluster, schedules
 from ppedu.grading import Wrong, my_values
 from ppedu.grading.answers import Choice, Counts, Flag, Number, calls, plain
 from ppedu.grading.assignments import ASSIGNMENTS, load
@@ -168,7 +169,7 @@ def test_ps4s_choice_comes_from_ppedu_cluster_and_a_wrong_one_gets_its_own_hint(
     model, gpus = ps4.your_cluster(v)
     grade = lambda ns: ps4.KEYS["choose"].judge(ns, v)  # noqa: E731
     winner = cluster.best(cluster.plan(model, gpus, [v.m]))
-    assert grade({"schedule": winner.schedule}) == "correct"
+    assert grade({"schedule": winner.schedule}).startswith("correct\n(For question 4b's grader")
     wrong = next(r for r in cluster.plan(model, gpus, [v.m]) if r.fits and r.schedule != winner.schedule)
     said = message(grade, {"schedule": wrong.schedule})
     assert "fits, but" in said and winner.schedule not in said
@@ -296,6 +297,26 @@ def test_ps2s_gpu0_and_fits_follow_through_from_the_students_own_earlier_answers
     with pytest.raises(Wrong, match="gpipe_gpu0_GB"):
         keys.load("ps2").KEYS["gpu0"].judge({**own, "gpipe_gpu0_GB": 2 * own["gpipe_gpu0_GB"]}, v)
 
+
+
+def test_ps4s_choice_carries_4bs_figures_for_the_grader():
+    """Question 4a's verdict prints, for 4b's grader, the bandwidth where the choice changes (the plan at a link a
+    little faster still picks the same schedule, a little slower another) and the winner's lead."""
+    ps4 = keys.load("ps4")
+    for student in ("alice", "bob", "carol"):
+        v = my_values("ps4", student)
+        found = ps4.link_break(v)
+        verdict = ps4.KEYS["choose"].judge(ps4._choice_key(v), v)
+        assert verdict.startswith("correct\n(For question 4b's grader: ")
+        if found is None:
+            continue
+        assert f"{found[0]:.3g} GB/s (to {found[1]})" in verdict
+        model, gpus = ps4.your_cluster(v)
+        winner = ps4._choice_key(v)["schedule"]
+        for factor, same in ((1.01, True), (0.99, False)):
+            link = dataclasses.replace(gpus.link, bandwidth=found[0] * 1e9 * factor)
+            row = cluster.best(cluster.plan(model, cluster.Cluster(gpus.gpu, gpus.gpus, link), [v["m"]]))
+            assert (row.schedule == winner) is same, (student, factor)
 
 STUDENTS = [f"student{i}" for i in range(300)]
 
