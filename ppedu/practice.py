@@ -11,8 +11,11 @@ worked answer shows the reasoning a student writes by hand.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import groupby
+from math import comb
 from random import Random
 
 from ppedu import recomputation
@@ -24,17 +27,21 @@ from ppedu.cluster import (
 from ppedu.cluster.cases import deepseek_v3
 from ppedu.cluster.published import LLAMA3_TABLE4
 from ppedu.costs import EQUAL, Costs
+from ppedu.critical import critical_path
 from ppedu.design import frontier
 from ppedu.errata import deepseek_table
 from ppedu.search import bound_arguments
 from ppedu.formulas import bubble_ratio
+from ppedu.idle import SORTS
 from ppedu.layout import layout
 from ppedu.lesson import hand_overs, parameter_copies
 from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b, one_f_one_b, zero_bubble_h1
+from ppedu.ops import Schedule
 from ppedu.schedules.one_f_one_b import with_warmups
 from ppedu.sheet import Markdown
 from ppedu.simulate import simulate
 from ppedu.staleness import staleness
+from ppedu.text import render_grid
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,12 @@ def _frac(x: float, limit: int = 1000) -> str:
     return str(Fraction(x).limit_denominator(limit))
 
 
+def _gs(values: Iterable[float]) -> str:
+    return ", ".join(f"{x:g}" for x in values)
+
+
 def practice_set() -> tuple[Item, ...]:
-    """The exam-style questions, P1 … P20, each tagged with the objectives it practises."""
+    """The exam-style questions, P1 … P27, each tagged with the objectives it practises."""
     items = []
 
     # P1: counting by hand with f ≠ b.
@@ -134,16 +145,25 @@ def practice_set() -> tuple[Item, ...]:
     zb, dp = simulate(zero_bubble_h1(8, 20), unit), simulate(dualpipe(8, 20), unit)
     zb_idle = max(zb.makespan - x for x in zb.busy_per_stage)
     dp_idle = max(dp.makespan - x for x in dp.busy_per_stage)
+    long_w = simulate(zero_bubble_h1(8, 20), Costs(f=1, b=0.5, w=1.5))  # W = 1.5 of a full backward of 2
+    long_w_idle = max(long_w.makespan - x for x in long_w.busy_per_stage)
     items.append(Item(
         "P6", "*p* = 8, *m* = 20; forward, input-gradient and weight-gradient passes take 1 each (a full backward 2), "
         "and an overlapped F&B pair takes F plus a full B (3). Using DeepSeek-V3's formulas, give the idle time per "
         "GPU of ZB1P (ZB-H1) and of DualPipe, and DualPipe's parameter copies and peak activations per GPU (in "
-        "stages). (Answer as a 4-tuple.)",
-        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations)),
+        "stages). Then with *W* = 1.5 (*F* = 1, *B* = 2 full): what does the ZB1P formula give, what does ZB-H1 "
+        "idle, and which path sets it? (Answer as a 6-tuple.)",
+        (zb_idle, dp_idle, parameter_copies(dp.schedule), max(dp.peak_activations), 7 * (1 + 2 - 2 * 1.5),
+         long_w_idle),
         f"ZB1P: (*p* − 1)(*F* + *B* − 2*W*) = 7 × (1 + 2 − 2) = {zb_idle:g}. DualPipe: (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
         f"= 3 × (3 + 2 − 3) = {dp_idle:g} — the simulator agrees with both. DualPipe holds both directions' stages "
         f"on every GPU: {parameter_copies(dp.schedule):g} parameter copies, and *p* + 1 = {max(dp.peak_activations)} "
-        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0.",
+        f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0. With "
+        f"*W* = 1.5 the formula books 7 × (1 + 2 − 3) = {7 * (1 + 2 - 2 * 1.5):g}, but no schedule idles less than the "
+        f"first forward's climb: the last GPU cannot start before micro-batch 0 has passed *p* − 1 GPUs, (*p* − 1)*F* "
+        f"= 7, and has no W yet to fill that wait. The forward path sets it: (*p* − 1)·max(*F*, *B* − *W*, "
+        f"*F* + *B* − 2*W*) = 7 × 1 = {long_w_idle:g}, as simulated (the formula's F + B − 2W is the max only while "
+        f"*W* ≤ min(*F*, *B* − *W*)).",
         ('05.1', '06.3', '06b.1')))
 
     # P7: DualPipeV against DualPipe.
@@ -159,16 +179,26 @@ def practice_set() -> tuple[Item, ...]:
         f"GPU {v_shape.placement[0][0]}.",
         ('06.1',)))
 
-    # P8: the batch caps m, and staleness.
-    row = layout(gpus=2048, t=8, p=16, global_batch=1024, microbatch=2)
+    # P8: the batch caps m; and a layout chosen between two pipeline depths.
+    row, half = (layout(gpus=2048, t=8, p=depth, global_batch=1024, microbatch=2) for depth in (16, 8))
+    state = {x.p: 175e9 * 16 / (x.t * x.p) / 1e9 for x in (row, half)}  # 16 bytes a parameter, no ZeRO
     items.append(Item(
         "P8", "2,048 GPUs, tensor-parallel *t* = 8, pipeline *p* = 16, global batch 1,024 sequences in micro-batches of 2. "
         "How many data-parallel replicas *d*, and micro-batches *m* per pipeline? Why can raising *m* not make the "
-        "bubble vanish here? (Answer as (d, m).)",
-        (row.d, row.m),
+        "bubble vanish here? The model has 175B parameters, 16 bytes of state each (no ZeRO), on 80 GB GPUs: would "
+        "you rather run *p* = 8? Give its *d*, *m*, 1F1B bubble and state per GPU against *p* = 16's, and choose. "
+        "(Answer as (d, m, bubble, state GB, d at p = 8, m, bubble, state GB).)",
+        (row.d, row.m, row.idle_total, state[16], half.d, half.m, half.idle_total, state[8]),
         f"*d* = 2048 / (8 · 16) = {row.d}; *m* = 1024 / ({row.d} · 2) = {row.m}; 1F1B's bubble is then "
         f"{row.idle_total} of all slots. *m* is fixed by the batch: raising it needs fewer replicas (slower training "
-        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation.",
+        f"per GPU added), micro-batches of one sequence, or a larger global batch, which changes the optimisation. "
+        f"At *p* = 8: *d* = {half.d}, *m* = {half.m}, bubble {half.idle_total} — the shorter pipeline gains little, "
+        f"because halving *p* also halves *m*. Its price: {state[8]:.4g} GB of state on each GPU against "
+        f"{state[16]:.4g}, and about twice the data-parallel gradient bytes per GPU (it holds twice the parameters); "
+        f"activations do not change (1F1B's GPU 0 holds *p* micro-batches of 1/*p* of the layers at either depth). "
+        f"So *p* = 16: a bubble {100 * (bubble_ratio(16, row.m) - bubble_ratio(8, half.m)):.1f} points larger "
+        f"buys {state[8] - state[16]:.4g} GB per GPU of headroom and about half the gradient traffic — unless that "
+        f"headroom is not needed and the pipeline's hand-overs cost more than the data-parallel ones.",
         ('09.1', '14.6')))
 
     s = one_f_one_b(4, 8)
@@ -198,24 +228,33 @@ def practice_set() -> tuple[Item, ...]:
     per_block, used = model.layer_params()[1], model.layer_active_params()[1]
     bf16 = sharding.PRECISIONS["bf16"]
     experts_per_gpu = sum(model.layer_expert_params()) / 8
+    dense = 4 * 4096 ** 2 + 4096 * 64 + 2 * 4096  # a block's attention, router and norms
+    dense_zero = sharding.zero_stages(4 * dense, 8, bf16)
     items.append(Item(
         "P11", "A block of width 4,096 (attention 4·h², norms 2·h) with 64 routed SwiGLU experts of width 1,408, 2 per "
         "token, and a router (h × 64). Give its parameters, those a token uses, and the GB of bf16 mixed-precision "
         "state (16 bytes a parameter) each of 8 GPUs holds for 4 such blocks' experts under 8-way expert "
-        "parallelism, without sharding. (Answer as a triple.)",
-        (per_block, used, experts_per_gpu * bf16.total / 1e9),
+        "parallelism, without sharding. The attention, router and norms of the 4 blocks are replicated on the 8 GPUs: "
+        "how many GB of their state does each hold under ZeRO-1, -2 and -3 over those 8 replicas? (Answer as (params, "
+        "used, expert GB, ZeRO-1 GB, ZeRO-2 GB, ZeRO-3 GB).)",
+        (per_block, used, experts_per_gpu * bf16.total / 1e9, *(z.total_gb for z in dense_zero[1:])),
         f"Attention 4 × 4096² = {4 * 4096 ** 2:,}; experts 64 × 3 × 4096 × 1408 = {64 * 3 * 4096 * 1408:,}; router "
         f"{4096 * 64:,}; norms {2 * 4096:,}: {per_block:,} in all. A token passes the attention, 2 experts, the router "
         f"and the norms: {used:,}. Each GPU holds 8 of the 64 experts of each block: "
-        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB.",
+        f"{experts_per_gpu:,.0f} parameters × 16 bytes = {experts_per_gpu * bf16.total / 1e9:.4g} GB. The rest, "
+        f"Ψ = 4 × {dense:,.0f} = {4 * dense:,.0f}, is on every GPU: 2Ψ bytes of weights, 2Ψ of gradients and 12Ψ of "
+        f"fp32 master weights and moments. ZeRO-1 divides the 12Ψ by 8, ZeRO-2 the gradients too, ZeRO-3 the weights "
+        f"too: " + ", ".join(f"{z.total_gb:.4g} GB" for z in dense_zero[1:]) + f" (unsharded "
+        f"{dense_zero[0].total_gb:.4g}).",
         ('13.1', '13.4')))
 
     # P12: MFU from a published throughput.
     v3 = deepseek_v3()
     items.append(Item(
-        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. With ppedu's model FLOPs per token "
-        "for it, give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the H800's 989 TFLOP/s "
-        "BF16 peak. (Answer as a triple.)",
+        "P12", "DeepSeek-V3's report gives 180K H800 GPU hours per trillion tokens. A token costs "
+        f"{v3.flops_per_token / 1e9:.0f} GFLOP of model FLOPs (three times the forward of the 37B used parameters' "
+        "matrices, and attention). Give the tokens per second per GPU, the TFLOP/s that is, and the MFU against the "
+        "H800's 989 TFLOP/s BF16 peak. (Answer as a triple.)",
         (v3.tokens_per_second_per_gpu, v3.achieved_tflops, v3.mfu),
         f"10¹² tokens ÷ (180,000 h × 3,600 s) = {v3.tokens_per_second_per_gpu:.4g} tokens/s per GPU. Each costs "
         f"{v3.flops_per_token / 1e9:.4g} GFLOP (three times the forward of the matrices it passes, 37B of 671B, and "
@@ -235,7 +274,7 @@ def practice_set() -> tuple[Item, ...]:
         f"the batch's gradient (chapter 2's erratum); here no factor fixes it: the sum weights the two small "
         f"micro-batches as much as the large one, so each of their sequences counts 4/3 times as much as one of the "
         f"first micro-batch's. Only the weights do, and they are what GPipe's accumulation must use.",
-        ("02.2", "02.3")))
+        ("02.3",)))
 
     # P14: tensor parallelism's collectives and bytes, with and without sequence parallelism.
     big, tp = MODELS["70b"], 8
@@ -252,7 +291,9 @@ def practice_set() -> tuple[Item, ...]:
         f"each GPU sending 2(*t* − 1)/*t* of it: {sent[0]:.4g} GB. With it each all-reduce becomes a reduce-scatter "
         f"and an all-gather ((*t* − 1)/*t* each: the same bytes), and the backward gathers each column-parallel "
         f"layer's input again for its weight gradient, since only *s*/*t* of it was kept: {len(seq)} collectives, "
-        f"{sent[1]:.4g} GB, a quarter more — the price of keeping a *t*-th of the norms' and dropouts' activations.",
+        f"{sent[1]:.4g} GB, a quarter more — the price of keeping only a *t*-th of the QKV and first MLP layers' "
+        f"input, which each weight gradient must gather again (dividing the norms' and dropouts' activations is free: a "
+        f"reduce-scatter and an all-gather carry an all-reduce's bytes).",
         ("12.3", "12.4")))
 
     # P15: ring attention's overlap, and the causal mask's balance.
@@ -260,9 +301,13 @@ def practice_set() -> tuple[Item, ...]:
     nv, ib = (context.min_block_tokens(llama, h100, LINKS[name]) for name in ("nvlink", "ib-400"))
     items.append(Item(
         "P15", f"Llama 3 405B (*h* = {llama.hidden:,}, {llama.heads} query heads, {llama.kv_heads} key–value heads) "
-        "with its sequence cut over GPUs for ring attention on H100s. Each step a GPU sends on its block's keys and "
-        "values while it computes attention with the block it holds. Above how many tokens per GPU does the transfer "
-        "hide, on NVLink and on InfiniBand NDR? And how much causal work do 4 GPUs get with contiguous blocks and with "
+        f"with its sequence cut over GPUs for ring attention on H100s, each achieving "
+        f"{h100.flops_per_second / 1e12:.4g} TFLOP/s ({h100.efficiency:.0%} of {h100.tflops:g}), in 16 bits. Each step "
+        "a GPU sends on its block's keys and values while it computes attention with the block it holds, a full "
+        "block pair per step (no attention mask; leave latency out). Above how many tokens per GPU does the transfer hide, on NVLink "
+        f"({LINKS['nvlink'].bandwidth / 1e9:g} GB/s each way) and on InfiniBand NDR "
+        f"({LINKS['ib-400'].bandwidth / 1e9:g} GB/s each way)? And how much causal work do 4 GPUs get with "
+        "contiguous blocks and with "
         "zigzag ones (in block pairs)? (Answer as (tokens NVLink, tokens InfiniBand, contiguous, zigzag).)",
         (nv, ib, context.causal_work(4), context.causal_work(4, "zigzag")),
         f"A block of *n* tokens sends 2·*n*·*w*_kv·2 bytes (keys and values, *w*_kv = {llama.kv_heads} × 128) and "
@@ -273,39 +318,59 @@ def practice_set() -> tuple[Item, ...]:
         f"from each end on every GPU: {context.causal_work(4, 'zigzag')[0]} each.",
         ("12.5",)))
 
-    # P16: an expert's capacity, and what a factor drops and pads.
-    load = experts.route(4096, 64, 2, skew=0.5, seed=0)
-    trade = experts.capacity_trade(load, 2, (1.0, 1.25, 2.0))
+    # P16: an expert's capacity, and what a factor drops and pads, on loads given as data (a hand-sized router).
+    tokens, n_experts, top_k = 40, 8, 2
+    load = experts.route(tokens, n_experts, top_k, skew=0.8, seed=0)
+    trade = experts.capacity_trade(load, top_k, (1.0, 1.25, 2.0))
+    even = tokens * top_k / n_experts
+    no_drop = experts.capacity_trade(load, top_k, (max(load) / even,))[0]
     items.append(Item(
-        "P16", "A batch of 4,096 tokens routed to 2 of 64 experts each, by a router skewed as ppedu's `route(4096, "
-        "64, 2, skew=0.5)` is. Give an expert's capacity at a factor of 1.25, the share of token copies dropped at "
-        "factors 1.0 and 1.25, and the share of buffer slots computed on padding at 2.0. (Answer as a 4-tuple.)",
-        (trade[1].capacity, trade[0].dropped, trade[1].dropped, trade[2].padding),
-        f"Capacity ⌈*f*·*T*·*k*/*E*⌉ = ⌈1.25 × 4096 × 2 / 64⌉ = {trade[1].capacity}. Copies above an expert's capacity "
-        f"are dropped: {trade[0].dropped:.1%} at 1.0, {trade[1].dropped:.1%} at 1.25; at 2.0 only "
-        f"{trade[2].dropped:.1%}, but {trade[2].padding:.1%} of the buffers are computed on padding — the price of a "
-        f"larger factor, paid whether the slots are filled or not.",
+        "P16", f"A batch of {tokens} tokens, each routed to {top_k} of {n_experts} experts; the experts receive "
+        f"{', '.join(map(str, load))} token copies. Give an expert's capacity at factors 1.0, 1.25 and 2.0, the share "
+        "of token copies dropped at 1.0 and at 1.25, the share of buffer slots computed on padding at 2.0, and the "
+        "least factor that drops nothing, with its padding share. (Answer as (capacities, dropped 1.0, dropped 1.25, "
+        "padding 2.0, factor, its padding).)",
+        (tuple(r.capacity for r in trade), trade[0].dropped, trade[1].dropped, trade[2].padding, max(load) / even,
+         no_drop.padding),
+        f"An even share is *T*·*k*/*E* = {tokens} × {top_k} / {n_experts} = {even:g} copies; capacity "
+        f"⌈*f* × {even:g}⌉ = {', '.join(str(r.capacity) for r in trade)}. Copies above an expert's capacity are "
+        f"dropped: at {trade[0].capacity} the experts over it lose "
+        f"{' + '.join(str(x - trade[0].capacity) for x in load if x > trade[0].capacity)} of the {sum(load)} copies, "
+        f"{trade[0].dropped:.2%}; at {trade[1].capacity}, "
+        f"{' + '.join(str(x - trade[1].capacity) for x in load if x > trade[1].capacity)}: {trade[1].dropped:.2%}. At "
+        f"2.0 nothing is dropped, but 1 − {sum(load)}/({n_experts} × {trade[2].capacity}) = {trade[2].padding:.0%} of "
+        f"the buffers are padding, paid whether the slots are filled or not. The least factor that drops nothing "
+        f"makes the capacity the busiest expert's {max(load)}: {max(load)}/{even:g} = {max(load) / even:g}, padding "
+        f"1 − {sum(load)}/({n_experts} × {max(load)}) = {no_drop.padding:.1%} — the skew decides it, not the mean.",
         ("13.2",)))
 
     # P17: FSDP2 with and without resharding after the forward; gathers beside a pipeline.
     bf16 = sharding.PRECISIONS["bf16"]
     once, kept = (sharding.fsdp_step([1e9] * 8, 8, bf16, reshard_after_forward=r) for r in (True, False))
+    unit_weights, unit_grads = 1e9 * bf16.weights, 1e9 * bf16.grads
+    held = [round((x.gathered_at_peak - unit_grads) / unit_weights) for x in (once, kept)]  # one unit's gradient too
     again = [sharding.regathers(build(name, 4, 16, 2))[0] for name in ("interleaved", "looped-bfs")]
+    order = build("interleaved", 4, 16, 2).stages[0]
+    runs = [len(list(ops)) for _, ops in groupby(order, key=lambda op: op.chunk)]
     items.append(Item(
         "P17", "FSDP2 over 8 GPUs, 8 units of 1B parameters each in bf16. How many all-gathers does a step run with "
         "the default (reshard after the forward) and without it, how much do they send relative to each other, and "
         "how many units' weights does the second hold at its peak? Then beside a pipeline of 4 GPUs with 2 chunks each "
         "and 16 micro-batches: how often must GPU 0 gather a chunk per step under interleaved 1F1B and under looped "
-        "BFS? (Answer as (gathers, gathers kept, traffic ratio, interleaved, looped BFS).)",
-        (once.gathers, kept.gathers, kept.sent / once.sent, again[0], again[1]),
+        "BFS? (Answer as (gathers, gathers kept, traffic ratio, units held kept, interleaved, looped BFS).)",
+        (once.gathers, kept.gathers, kept.sent / once.sent, held[1], again[0], again[1]),
         f"Resharding after the forward gathers each unit twice, for its forward and its backward: {once.gathers}; "
         f"keeping the weights gathers each once: {kept.gathers}, and sends {kept.sent / once.sent:.3g} of the bytes "
-        f"(2Ψ instead of 3Ψ), but holds every unit's weights from its forward to its backward "
-        f"({kept.gathered_at_peak / 1e9:.3g} GB of whole weights and gradients at its peak, against "
-        f"{once.gathered_at_peak / 1e9:.3g}). Beside "
-        f"a pipeline a sharded chunk is gathered each time the GPU turns to it: interleaved 1F1B switches chunks "
-        f"micro-batch by micro-batch ({again[0]} gathers), looped BFS runs every micro-batch through one chunk first "
-        f"({again[1]}).",
+        f"(2Ψ instead of 3Ψ), but holds every unit's weights from its forward to its backward: at its peak, the first "
+        f"backward, all {held[1]} units' bf16 weights ({held[1] * unit_weights / 1e9:.3g} GB) plus the gradient of "
+        f"the unit being reduced ({unit_grads / 1e9:.3g} GB): {kept.gathered_at_peak / 1e9:.3g} GB, against "
+        f"{once.gathered_at_peak / 1e9:.3g} GB ({held[0]} units' weights and one gradient) when resharding. Beside "
+        f"a pipeline a sharded chunk is gathered each time the GPU turns to it. Interleaved 1F1B's GPU 0 runs its "
+        f"{len(order)} operations in {len(runs)} runs of one chunk: groups of up to *p* forwards at the start, then "
+        f"runs of up to "
+        f"{max(runs)} (forwards and backwards alternating) split by single operations of the other chunk — "
+        f"{again[0]} gathers. Looped BFS runs every micro-batch through one chunk "
+        f"first ({again[1]}).",
         ("13.5", "13.6")))
 
     # P18: Llama 3's Table 4, second row: its groups, its micro-batches, its bubble without interleaving.
@@ -317,12 +382,20 @@ def practice_set() -> tuple[Item, ...]:
         "P18", f"Llama 3 405B's Table 4, second printed: {printed.gpus:,} GPUs, TP {printed.tp}, CP {printed.cp}, PP {printed.pp}, "
         f"{printed.tokens_per_batch / 2 ** 20:.0f}M tokens a batch of sequences of {printed.seq:,}. How many data-parallel "
         "groups, how many micro-batches of one sequence per pipeline, and what would plain 1F1B's bubble (idle ÷ "
-        "total) be there? (Answer as (groups, m, bubble).)",
-        (groups, m, _frac(bubble_ratio(printed.pp, m))),
+        "total) be there? If its kernels ran at 50 % of peak while busy and nothing else were lost, what MFU would "
+        "that bubble leave, and what with interleaving over *v* = 2 chunks? (Answer as (groups, m, bubble, MFU, MFU "
+        "with v = 2).)",
+        (groups, m, _frac(bubble_ratio(printed.pp, m)), 0.5 * (1 - bubble_ratio(printed.pp, m)),
+         0.5 * (1 - bubble_ratio(printed.pp, m, 2))),
         f"{printed.gpus:,} / ({printed.tp} × {printed.cp} × {printed.pp}) = {groups} groups, as the table prints. "
         f"{printed.tokens_per_batch / 2 ** 20:.0f}M / {printed.seq:,} = {sequences:,} sequences, {m} per group: *m* = {m} = "
         f"*p*, where 1F1B idles (*p* − 1)/(*m* + *p* − 1) = {_frac(bubble_ratio(printed.pp, m))} of the time. Hence "
-        f"Llama 3's interleaving (it divides the bubble by *v*), and its care over a schedule that runs *m* = *p*.",
+        f"Llama 3's interleaving (it divides the bubble by *v*), and its care over a schedule that runs *m* = *p*. "
+        f"MFU is the kernels' share of peak times the share of the step they run: 0.5 × (1 − "
+        f"{_frac(bubble_ratio(printed.pp, m))}) = {0.5 * (1 - bubble_ratio(printed.pp, m)):.3g}; with *v* = 2 the "
+        f"bubble is (*p* − 1)/(*vm* + *p* − 1) = {_frac(bubble_ratio(printed.pp, m, 2))} and MFU "
+        f"{0.5 * (1 - bubble_ratio(printed.pp, m, 2)):.3g} — before communication, recomputation and imbalance take "
+        "their own shares.",
         ("14.2", "14.1")))
 
     # P19: failures at scale, checkpoints and goodput; and what a bigger batch buys.
@@ -344,22 +417,257 @@ def practice_set() -> tuple[Item, ...]:
         f"examples: past the noise scale a bigger batch buys few steps for many examples.",
         ("14.4", "14.5")))
 
-    # P20: how far a token's copies travel, with and without node-limited routing.
-    free, limited = experts.nodes_crossed(64, 6, 8), experts.nodes_crossed(64, 6, 8, limit=3)
+    # P20: how far a token's copies travel, with and without node-limited routing. Under the limit the token's 6
+    # experts are drawn among the 24 of its 3 nodes, so they may miss one: ps7 Q5d's average, not nodes_crossed's bound.
+    nodes, per_node, top_k, allowed = 8, 8, 6, 3
+    free = experts.nodes_crossed(nodes * per_node, top_k, nodes)
+    bound = experts.nodes_crossed(nodes * per_node, top_k, nodes, limit=allowed)
+    miss = comb((allowed - 1) * per_node, top_k) / comb(allowed * per_node, top_k)
+    limited = (nodes - 1) / nodes * allowed * (1 - miss)
     items.append(Item(
         "P20", "64 routed experts spread evenly over 8 nodes, each token sent to 6 distinct experts chosen as if at "
-        "random. How many other nodes do a token's copies reach on average, and how many with routing limited to 3 "
-        "nodes per token? By what factor does the limit cut the bytes a token's dispatch sends over InfiniBand? "
+        "random. How many other nodes do a token's copies reach on average? With routing limited to 3 nodes per token "
+        "(the 3 chosen as if at random, the 6 experts then at random among those nodes' 24), how many on average? By "
+        "what factor does the limit cut the bytes a token's dispatch sends over InfiniBand? "
         "(Answer as (nodes, nodes limited, factor).)",
         (free, limited, free / limited),
         f"A node holds 8 of the 64 experts; it is missed by all 6 choices with chance C(56, 6)/C(64, 6), so each of the "
-        f"7 other nodes is reached with chance 1 − that: {free:.3g} other nodes on average. Limited to 3 nodes, the "
-        f"token's own among them with chance 3/8: 3 × 7/8 = {limited:g}. A copy crosses InfiniBand once per other node "
-        f"reached (it is forwarded within the node over NVLink), so the limit cuts the dispatch's InfiniBand bytes "
-        f"{free / limited:.3g} times — less than the 6 copies against 3 nodes suggests.",
+        f"7 other nodes is reached with chance 1 − that: {free:.4g} other nodes on average. Limited to 3 nodes, the "
+        f"token's own among them with chance 3/8, and the 6 experts miss one of the 3 nodes with chance "
+        f"C(16, 6)/C(24, 6) = {miss:.3g}: 3 × (1 − {miss:.3g}) × 7/8 = {limited:.4g} other nodes (at most "
+        f"3 × 7/8 = {bound:g}). A copy crosses InfiniBand once per other node reached (it is forwarded within the "
+        f"node over NVLink), so the limit cuts the dispatch's InfiniBand bytes {free / limited:.3g} times — less than "
+        f"the 6 copies against 3 nodes suggests.",
         ("13.3",)))
+    # P21: one slow GPU: the two lower bounds no order beats, an order that reaches the larger, and GPipe's loss.
+    p, m, s, k, f, b = 5, 6, 2, 3, 1, 2
+    slow = Costs(f=tuple(k * f if j == s else f for j in range(p)), b=tuple(k * b if j == s else b for j in range(p)))
+    work = s * (f + b) + m * k * (f + b)
+    trip = (p - 1) * (f + b) + k * (f + b) + (m - 1) * k * b
+    ahead = (p - 1 - s) + -(-(p - 1 - s) * (f + b) // (k * f))  # warm-up: busy while micro-batch 0 makes its trip
+    best = simulate(with_warmups([m] * s + [ahead] + [p - 1 - j for j in range(s + 1, p)], m), slow)
+    slow_gpipe = simulate(gpipe(p, m), slow)
+    items.append(Item(
+        "P21", f"*p* = {p} GPUs, one stage each, *m* = {m} micro-batches, whole backwards; every GPU takes {f} for a "
+        f"forward and {b} for a backward except GPU {s} (from 0), which takes {k} times as long. Give the two lower "
+        "bounds on the makespan that hold for every order — the slow GPU's own work with what must come before and "
+        "after it, and micro-batch 0's round trip above it followed by its other backwards — an order that reaches the "
+        "larger (the forwards each GPU runs before its first backward), and how much longer GPipe takes. (Answer "
+        "as (work bound, trip bound, best makespan, forwards before the first backward, GPipe's makespan).)",
+        (work, trip, best.makespan, tuple(best.schedule.stages[j].index(next(o for o in best.schedule.stages[j]
+                                                                             if o.kind == "B")) for j in range(p)),
+         slow_gpipe.makespan),
+        f"*Its work*: GPU {s} cannot start before micro-batch 0 has passed the {s} GPUs below it ({s}*f*), then runs "
+        f"*m*·*k*(*f* + *b*) = {m * k * (f + b)}, and its last gradient must still go down {s} GPUs ({s}*b*): "
+        f"*s*(*f* + *b*) + *mk*(*f* + *b*) = {work}. *The trip*: its first backward needs micro-batch 0 to climb to "
+        f"the top and its gradient to come back, (*p* − 1)(*f* + *b*) + *k*(*f* + *b*) in all, then it still owes "
+        f"{m - 1} backwards of {k * b} each: {trip}. The larger, {max(work, trip)}, binds (the trip would bind only "
+        f"with few micro-batches: (*p* − 1 − *s*)(*f* + *b*) = {(p - 1 - s) * (f + b)} against (*m* − 1)*kf* = "
+        f"{(m - 1) * k * f}). An order reaches it: the GPUs below the slow one run every forward first, the slow one "
+        f"runs {ahead + 1} before its first backward (enough to stay busy while micro-batch 0 makes its trip), the "
+        f"ones above 1F1B's *p* − *j*: simulated, {best.makespan:g}. GPipe takes {slow_gpipe.makespan:g}: it keeps "
+        f"the slow GPU idle while the {p - 1 - s} GPUs above it finish their forwards and send the first gradient back, "
+        f"(*p* − 1 − *s*)(*f* + *b*) = {slow_gpipe.makespan - best.makespan:g} more.",
+        ("05.5", "10.5")))
+
+    # P22: 1F1B across processes with blocking sends: the first cycle, and two orderings that break it.
+    p, m = 4, 6
+    stuck = _blocking(one_f_one_b(p, m))
+    cycle = tuple(j for j, (_, to, _), _ in stuck if any(k == to and dst == j for k, (_, dst, _), _ in stuck))
+    at = {j: message for j, (_, _, message), _ in stuck}
+    parity, upper = (_blocking(one_f_one_b(p, m), rule) for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k))
+    items.append(Item(
+        "P22", f"{p} processes run 1F1B (*m* = {m}) and send every activation and gradient with a blocking send, one "
+        "that returns only once the receiver has posted the matching receive; each process receives an operation's "
+        "input, computes, then sends its output, in its order. Which two processes wait on each other first, each "
+        "sending what? Where do the others stop? Then: wherever two neighbours must send to each other, (i) the "
+        "even-numbered one sends first and then receives, the odd one receives and then sends; (ii) the one higher in "
+        "the pipeline sends first. Does each let the step finish? (Answer as (the pair, finishes with (i), finishes "
+        "with (ii)).)",
+        (cycle, not parity, not upper),
+        f"GPU {p - 1} runs F0 and at once B0, and sends B0's gradient down; GPU {p - 2}, whose warm-up is one "
+        f"forward, has by then run F{at[p - 2][1]} and is sending its activation up. Each send waits for the other "
+        f"side to post a receive, and each side posts it only after its own send returns: GPUs {cycle[0]} and "
+        f"{cycle[1]} wait on each other forever (a cycle of two sends). The GPUs below are stuck behind them, each "
+        f"sending its next activation up to a GPU that never receives again: "
+        + ", ".join(f"GPU {j} at F{at[j][1]}" for j in range(p - 2)) +
+        ". The simulator runs the same order because its sends never wait for the receiver. Both rules break the "
+        "cycle: on every link where two sends would meet, one side now receives first, so no two sends wait on each "
+        "other, and a chain of waits can only end at a GPU that is computing. Which side goes first does not matter "
+        "(checked here for every *p* up to 8 and *m* up to 12; parity is Megatron-LM's choice for a chain). Both "
+        "still cost what isend and irecv avoid: the two messages of an exchange go one after the other, and no "
+        "transfer overlaps a computation.",
+        ("11.3",)))
+
+    # P23: a Llama-style block's activations, part by part, and what recomputation buys and pays.
+    block = Model("Llama-style", layers=1, hidden=5120, vocab=32000, seq=4096, microbatch=2, heads=40, kv_heads=8,
+                  ffn=13824, gated=True)
+    parts, kept = block.block_activations("none"), block.block_activations("full")
+    (_, plain_b), (_, full_b) = (block.layer_backward_flops(mode)[0][:2] for mode in ("none", "full"))
+    forward = block.layer_flops()[1]
+    items.append(Item(
+        "P23", "A Llama-style block: width *h* = 5,120, 40 query heads and 8 key–value heads of 128, a SwiGLU MLP of "
+        "width 13,824, RMSNorm, no dropout, FlashAttention, bf16, micro-batches of 2 sequences of 4,096 tokens. How "
+        "many GB does it keep for its backward with no recomputation (part by part), with selective recomputation of "
+        "the attention core, and with full recomputation; and what does full recomputation add to the block's "
+        "backward in FLOPs (as a share of its forward) and in transient memory? (Answer as (GB none, GB selective, GB "
+        "full, extra FLOPs ÷ forward, transient GB).)",
+        (sum(parts.values()) / 1e9, sum(block.block_activations("selective").values()) / 1e9,
+         sum(kept.values()) / 1e9, (full_b - plain_b) / forward, block.recompute_transient_bytes("full") / 1e9),
+        f"In units of *sbh* = {block.tokens * block.hidden / 1e6:.4g} M values (2 bytes each): "
+        + "; ".join(f"{name} {v / 1e9:.4g} GB" for name, v in parts.items() if v) +
+        f": {sum(parts.values()) / 1e9:.4g} GB. The two norms' inputs are 2 *sbh* each; keys and values are a fifth of "
+        "the queries (8 of 40 heads); SwiGLU keeps its gate, its up projection and their product (3 × 13,824 wide); "
+        "no dropout, no masks; FlashAttention keeps one fp32 statistic per query and head instead of the *s* × *s* "
+        "scores. Selective recomputation drops what the attention core keeps beyond that — with FlashAttention "
+        "nothing — so it keeps the same bytes and runs no more FLOPs. Full recomputation keeps the block's input "
+        f"alone, 2 *sbh* = {sum(kept.values()) / 1e9:.4g} GB, and runs the block's forward again inside its backward: "
+        f"{(full_b - plain_b) / forward:.0%} of the forward's FLOPs more, and while it does, the block's "
+        f"{block.recompute_transient_bytes('full') / 1e9:.4g} GB are there again (one block at a time).",
+        ("08.1", "08.2")))
+
+    # P24: ZB-H1 where W is longer than F: which path sets the idle.
+    p, m, F, B, W = 5, 10, 1, 3.5, 1.25
+    h1 = simulate(zero_bubble_h1(p, m), Costs(f=F, b=B - W, w=W))
+    h1_idle = max(h1.makespan - x for x in h1.busy_per_stage)
+    paths = {"forward": F, "input-gradient": B - W, "formula": F + B - 2 * W}
+    setter = max(paths, key=lambda name: paths[name])
+    items.append(Item(
+        "P24", f"ZB-H1 at *p* = {p}, *m* = {m}: a forward takes *F* = {F}, a full backward *B* = {B}, of which the "
+        f"weight-gradient pass *W* = {W}. What does DeepSeek's ZB1P formula (*p* − 1)(*F* + *B* − 2*W*) give, what "
+        "does each GPU idle, which pass sets it, and up to which *W* (*F* and *B* as they are) does the formula hold? "
+        "(Answer as (formula, idle, pass, largest W).)",
+        ((p - 1) * paths["formula"], h1_idle, setter, min(F, B / 2)),
+        f"The formula books (*p* − 1)(*F* + *B* − 2*W*) = {p - 1} × {paths['formula']:g} = "
+        f"{(p - 1) * paths['formula']:g}: 1F1B's (*p* − 1)(*F* + *B*) less 2*W* per GPU, filled by postponed W's. "
+        f"But a chain of *p* − 1 forwards climbing the pipeline, or of *p* − 1 input-gradient passes (*B* − *W* = "
+        f"{B - W:g}) coming down it, cannot be filled by anything, so each GPU idles (*p* − 1)·max(*F*, *B* − *W*, "
+        f"*F* + *B* − 2*W*) = {p - 1} × max({_gs(paths.values())}) = {(p - 1) * max(paths.values()):g} — the simulated "
+        f"{h1_idle:g}. The {setter} pass sets it: the W's, longer than *F*, would fill more than the gaps hold. The "
+        f"formula holds while *F* + *B* − 2*W* is the largest, *W* ≤ min(*F*, *B* − *W*): *W* ≤ min(*F*, *B*/2) = "
+        f"{min(F, B / 2):g}.",
+        ("06b.2",)))
+
+    # P25: a vendor's bubble figure read under both definitions.
+    p, v, claim = 5, 2, Fraction(1, 16)
+    megatron = next(m for m in range(1, 1000) if Fraction(p - 1, v * m) == claim)
+    textbook = next(m for m in range(1, 1000) if Fraction(p - 1, v * m + p - 1) == claim)
+    runs = {m: simulate(interleaved_1f1b(p, m, v)) for m in (megatron, textbook)}
+    items.append(Item(
+        "P25", f"A vendor's slide says interleaved 1F1B with *v* = {v} chunks per GPU \"has a {float(claim):.2%} "
+        f"bubble\" on a {p}-stage pipeline, every chunk's forward and backward equally long. How many micro-batches "
+        "does that mean if the figure is Megatron-LM's bubble time ÷ ideal time, and if it is the textbook's idle ÷ "
+        "total slots? What would each of those two runs show under the other definition? (Answer as (m Megatron-LM, "
+        "m textbook, the first run's idle ÷ total, the second's bubble ÷ ideal).)",
+        (megatron, textbook, _frac(runs[megatron].bubble_ratio), _frac(runs[textbook].bubble_over_ideal)),
+        f"Megatron-LM's (*p* − 1)/(*vm*) = 1/16 gives *m* = 16 × {p - 1}/{v} = {megatron}; the textbook's "
+        f"(*p* − 1)/(*vm* + *p* − 1) = 1/16 gives *vm* + {p - 1} = {16 * (p - 1)}, *m* = {textbook}. The same run "
+        f"reads lower as idle ÷ total than as bubble ÷ ideal (the total includes the idle): at *m* = {megatron}, "
+        f"*r*/(1 + *r*) = {_frac(runs[megatron].bubble_ratio)} ({runs[megatron].bubble_ratio:.2%}); at *m* = "
+        f"{textbook}, *r*/(1 − *r*) = {_frac(runs[textbook].bubble_over_ideal)} "
+        f"({runs[textbook].bubble_over_ideal:.2%}) — simulated. A figure without its definition leaves *m* uncertain "
+        "by a few micro-batches, and a comparison of two vendors meaningless until both are on one definition.",
+        ("01.3", "04.3")))
+
+    # P26: a ring all-reduce from messages, and DDP's buckets for one model and cap.
+    n, vector = 6, 96e6
+    ring6 = collectives.cost("all-reduce", vector, n, LINKS["nvlink"])
+    width, layers, cap = 1024, 6, 10 * 2 ** 20
+    sizes = [(width * width + width) * 4] * layers  # fp32 weights and biases, layer by layer
+    buckets, held = [[]], 0
+    for i in reversed(range(layers)):  # gradients ready from the last layer back; a bucket closes at the cap
+        buckets[-1].append(i + 1)
+        held += sizes[i]
+        if held >= cap and i:
+            buckets.append([])
+            held = 0
+    items.append(Item(
+        "P26", f"(a) You write a ring all-reduce from point-to-point messages for {n} ranks and a gradient of "
+        f"{vector / 1e6:g} MB: how many messages does each rank send, how many MB in each, and how many MB in all? "
+        f"(b) DDP trains an MLP of {layers} layers of {width:,} × {width:,} (fp32 weights and biases) with every "
+        f"bucket's cap, the first's included, {cap // 2 ** 20} MiB. How many all-reduces does it launch in its "
+        "first step and in every later one, and which layers share a bucket? (Answer as (messages, MB each, MB "
+        "in all, first step, later steps, buckets).)",
+        (ring6.steps, vector / n / 1e6, ring6.sent / 1e6, 1, len(buckets), tuple(map(tuple, buckets))),
+        f"The vector is cut into {n} pieces of {vector / n / 1e6:g} MB. Reduce-scatter: in *n* − 1 = {n - 1} steps "
+        f"each rank sends one piece to the next and adds the piece it receives; all-gather: {n - 1} more steps pass "
+        f"the finished pieces round. {ring6.steps} messages of {vector / n / 1e6:g} MB, "
+        f"2(*n* − 1)/*n* × {vector / 1e6:g} = {ring6.sent / 1e6:g} MB per rank, less than twice the vector "
+        f"at any *n*. DDP's first step all-reduces every gradient as one bucket (it records the "
+        f"order in which they become ready); then it rebuilds its buckets in that order — for an MLP the last layer "
+        f"first — closing each once it holds at least the cap: a layer is "
+        f"{sizes[0] / 2 ** 20:.4g} MiB, so a bucket closes once {-(-cap // sizes[0])} layers are in: "
+        + ", ".join("layers " + "+".join(map(str, x)) for x in buckets) +
+        f", {len(buckets)} all-reduces a step, each launched as soon as its last gradient is in, while the backward "
+        "still runs below it.",
+        ("15.2", "15.3")))
+
+    # P27: micro-batches under a memory budget when every pass has a fixed overhead.
+    p, batch, f, bw, overhead, act = 4, 48, 1, 2, 0.5, 1
+    plans = {}
+    for m in (m for m in range(1, batch + 1) if batch % m == 0):
+        s = batch // m
+        t = simulate(one_f_one_b(p, m), Costs(f=overhead + s * f, b=overhead + s * bw))
+        plans[m] = (t.makespan, max(t.peak_activations) * s * act)
+    gpipe_gb = max(simulate(gpipe(p, 4)).peak_activations) * (batch // 4) * act
+    chosen = {room: min((t, m) for m, (t, gb) in plans.items() if gb <= room) for room in (30, 6)}
+    items.append(Item(
+        "P27", f"1F1B on *p* = {p} GPUs, a batch of {batch} samples cut into *m* micro-batches of {batch}/*m* (*m* "
+        f"dividing {batch}). A forward costs {overhead} (its launch and hand-over, whatever its size) plus {f} per "
+        f"sample; a backward {overhead} plus {bw} per sample. A sample's activations take {act} GB on a GPU from its "
+        "forward to its backward. Which *m* gives the shortest step when each GPU has room for 30 GB of "
+        "activations, and which when it has 6 GB, with their makespans? Could GPipe run under 30 GB? (Answer as "
+        "(m at 30 GB, makespan, m at 6 GB, makespan, GPipe's GB).)",
+        (chosen[30][1], chosen[30][0], chosen[6][1], chosen[6][0], gpipe_gb),
+        f"1F1B's makespan is (*m* + *p* − 1)(*F* + *B*) with *F* + *B* = {2 * overhead:g} + {f + bw}·{batch}/*m*: "
+        + ", ".join(f"*m* = {m}: {t:g}" for m, (t, _) in plans.items()) +
+        f". More micro-batches shrink the bubble but pay the overhead {2 * overhead:g} once more each (the "
+        f"continuous optimum is *m* = √({p - 1}·{(f + bw) * batch}/{2 * overhead:g}) ≈ "
+        f"{((p - 1) * (f + bw) * batch / (2 * overhead)) ** 0.5:.1f}). GPU 0 holds min(*p*, *m*) micro-batches of "
+        f"{batch}/*m* samples: " + ", ".join(f"{gb:g} GB at *m* = {m}" for m, (_, gb) in plans.items()) +
+        f". Under 30 GB the fastest that fits is *m* = {chosen[30][1]} ({chosen[30][0]:g}); under 6 GB memory "
+        f"forces *m* = {chosen[6][1]} ({chosen[6][0]:g}), the overhead paid in time. GPipe keeps every micro-batch "
+        f"until its backward: all {batch} samples, {gpipe_gb:g} GB at any *m* — it fits neither budget.",
+        ("10.3",)))
 
     return tuple(items)
+
+
+def _blocking(schedule: Schedule,
+              sends_first: Callable[[int, int], bool] | None = None) -> list[tuple[int, tuple, float]]:
+    """Where each process of ``schedule`` (one stage per GPU) stops when every send blocks until the receiver has
+    posted its receive: per stuck GPU, its action (``("send" | "recv", peer, (kind, micro-batch))``) and the time it
+    got there (each operation one unit); empty if the step finishes. With ``sends_first(j, k)``, GPU ``j`` sends
+    before it receives wherever it and its neighbour ``k`` would each send to the other and then receive."""
+    p, programs = schedule.p, []
+    for j, ops in enumerate(schedule.stages):
+        acts: list[tuple] = []
+        for op in ops:
+            source, target = (j - 1, j + 1) if op.kind == "F" else (j + 1, j - 1)
+            acts += [("recv", source, (op.kind, op.microbatch))] if 0 <= source < p else []
+            acts += [("run", j, op)] + ([("send", target, (op.kind, op.microbatch))] if 0 <= target < p else [])
+        programs.append(acts)
+    if sends_first:
+        exchanges = [{(a[1], a[2], b[2]) for a, b in zip(acts, acts[1:]) if (a[0], b[0]) == ("send", "recv")
+                      and a[1] == b[1]} for acts in programs]
+        for j, acts in enumerate(programs):
+            for i, (a, b) in enumerate(zip(acts, acts[1:])):
+                if (a[0], b[0]) == ("send", "recv") and (j, b[2], a[2]) in exchanges[a[1]] and not sends_first(j, a[1]):
+                    acts[i], acts[i + 1] = b, a
+    at, clock, moved = [0] * p, [0.0] * p, True
+    while moved:
+        moved = False
+        for j in range(p):
+            while at[j] < len(programs[j]):
+                kind, k, what = programs[j][at[j]]
+                if kind == "run":
+                    clock[j], at[j], moved = clock[j] + 1, at[j] + 1, True
+                elif at[k] < len(programs[k]) and programs[k][at[k]] == ("recv" if kind == "send" else "send", j, what):
+                    clock[j] = clock[k] = max(clock[j], clock[k])  # a rendezvous: both move on together
+                    at[j], at[k], moved = at[j] + 1, at[k] + 1, True
+                else:
+                    break
+    return [(j, programs[j][at[j]], clock[j]) for j in range(p) if at[j] < len(programs[j])]
 
 
 def self_check_answers() -> tuple[Item, ...]:
@@ -379,6 +687,12 @@ def self_check_answers() -> tuple[Item, ...]:
     trade = recomputation.trade(MODELS["7b"], Cluster(GPUS["a100-80gb"], 4, LINKS["nvlink"]), m=16)
     slowdown = next(r.slowdown for r in trade if (r.schedule, r.recompute) == ("1f1b", "full"))
     zb_row = deepseek_table(8, 20, Costs(f=1, b=2, w=1))[1]
+    dp_off = {x / 4: deepseek_table(8, 20, Costs(f=1, b=2, w=1, fb=x / 4))[2] for x in range(4, 33)}  # b ≠ f
+    dp_on = {(p, x / 4): deepseek_table(p, 20, Costs(f=2, b=2, w=1, fb=x / 4))[2]  # f = b = B − W: F = 2, B = 3, W = 1
+             for p in (6, 8) for x in range(6, 29)}
+    agree = {x for (_, x), r in dp_on.items() if r.formula_bubble == r.simulated_bubble}
+    held = sorted(x for x in agree if all(dp_on[p, x].formula_bubble == dp_on[p, x].simulated_bubble for p in (6, 8)))
+    first, off_on = (1, 2, 3, 4), [(x, dp_on[8, x]) for x in (2.5, 5.5)]
     by_link = interleaving_by_link(MODELS["7b"], Cluster(GPUS["h100-80gb"], 4, LINKS["pcie-gen4"]), m=8)
     slow_link = next(link.name for link, one, inter in by_link if one < inter)
     front = [x.schedule for x in frontier(4, 8)]
@@ -390,7 +704,7 @@ def self_check_answers() -> tuple[Item, ...]:
     volumes = zero[0].traffic[1].gigabytes()
     loudest = max(volumes, key=lambda kind: volumes[kind])
     edge = collectives.crossover(64, LINKS["ib-400"])
-    sp = tensor.block_collectives(llama, 8, sequence=True)
+    sp, sp4 = (tensor.block_collectives(llama, t, sequence=True) for t in (8, base.t))
     zero3 = sharding.zero_stages(7.5e9, 64, sharding.PRECISIONS["bf16"])[3]
     fsdp8 = sharding.fsdp_step([1.0] * 8, 2, sharding.PRECISIONS["bf16"])
     third = LLAMA3_TABLE4[2]
@@ -452,10 +766,20 @@ def self_check_answers() -> tuple[Item, ...]:
              "value, and whether the simulation agrees.", (zb_row.formula_bubble, zb_row.formula_bubble == zb_row.simulated_bubble),
              f"(*p* − 1)(*F* + *B* − 2*W*) = 7 × 2 = {zb_row.formula_bubble:g}; *W* = 1 is no longer than *F* or "
              f"*B* − *W* = 2, so the postponed W's fit the drain and the simulation agrees."),
-        Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 1, "
-             "*B* = 3, *W* = 1?", 1 + 3 * 1 - 3,
-             "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula drops below that when "
-             "*F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 1."),
+        Item("Chapter 6b, question 2", "Below which *F&B* can DeepSeek's DualPipe formula not hold when *F* = 2, "
+             "*B* = 3 (full), *W* = 1, and over which *F&B* does it hold? (Answer as (floor, from, to).)",
+             (2 + 3 * 1 - 3, min(held), max(held)),
+             "The middle rank idles at least its fill, (*p*/2 − 1)*F*; the formula (*p*/2 − 1)(*F&B* + *B* − 3*W*) "
+             "drops below that when *F&B* + *B* − 3*W* < *F*, that is below *F* + 3*W* − *B* = 2. That is a floor, "
+             "not where the row holds. Simulated at *p* = 8 and *p* = 6 (*m* = 20), *F&B* from 1.5 to 7 in quarters, "
+             f"the row agrees from *F&B* = {min(held):g} = *F* + *W* to {max(held):g} = *F* + *B* and nowhere else: "
+             f"at {_gs(x for x, _ in off_on)} the simulation idles {_gs(r.simulated_bubble for _, r in off_on)} "
+             f"against {_gs(r.formula_bubble for _, r in off_on)} (*p* = 8). Here "
+             "the input-gradient pass, *B* − *W* = 2, is as long as the forward; with *F* = 1 (*B* − *W* ≠ *F*) "
+             f"the row is off almost everywhere: at *p* = 8, *F&B* = {_gs(first)} the simulation idles "
+             f"{_gs(dp_off[x].simulated_bubble for x in first)} against the formula's "
+             f"{_gs(dp_off[x].formula_bubble for x in first)}, and of *F&B* from 1 to 8 in quarters it agrees at "
+             f"{_gs(x for x, r in dp_off.items() if r.formula_bubble == r.simulated_bubble) or 'none'} only."),
         Item("Chapter 7, question 1", "Which simulated GPU holds the most activation bytes under 1F1B?",
              o_peaks.index(max(o_peaks)),
              f"The first: it starts *p* micro-batches before its first backward returns (counts {o_peaks}); "
@@ -519,7 +843,10 @@ def self_check_answers() -> tuple[Item, ...]:
              f"many bytes of gradients, each 63/64 of it: 3 × 15 × 63/64 = {zero3.sent_gb:.4g} GB, 1.5 times "
              "stages 0–2."),
         Item("Chapter 14, question 1", "Which parallelism sends the most bytes per GPU and step in the 70B setting?",
-             loudest, "Tensor parallelism: four all-reduces of a block's activations per block and micro-batch."),
+             loudest, f"Tensor parallelism with sequence parallelism: {len(sp4)} collectives of a block's "
+             "activations (reduce-scatters and all-gathers, the backward's two re-gathers included) per block and "
+             f"micro-batch: {volumes['tensor']:.3g} GB a step against data parallelism's {volumes['data']:.2g} and "
+             f"the pipeline's {volumes['pipeline']:.2g}."),
         Item("Chapter 14, question 2", "The data-parallel degree of 16,384 GPUs at TP 8, CP 16, PP 16?", groups,
              f"16384 / (8 × 16 × 16) = {groups}, not the 4 Table 4 prints: with 4 the row would use 8,192 GPUs "
              "and 8M tokens a batch."),
@@ -533,9 +860,11 @@ def self_check_answers() -> tuple[Item, ...]:
              "so the link carries half the gathered buffer in the time the whole is reported over."),
         Item("Chapter 15, question 2", "How many buckets did DDP all-reduce in its last step, at the lab's cap?",
              "the number the run's table shows",
-             "Read it off the DDP row: the reducer packs the gradients, in the reverse of the parameters' order, into "
-             "buckets of at least the cap (a parameter is never split), and all-reduces each as soon as every "
-             "gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
+             "Read it off the DDP row. The first step runs as one bucket; from the second step on the reducer packs "
+             "the gradients in the order the first step's gradients became ready (for the lab's MLP, the reverse of "
+             "its parameters), each bucket closed once it holds the cap (`bucket_cap_mb`; the first bucket has a cap "
+             "of its own, equal to it when the cap is set), a parameter never split, and all-reduces each as soon as "
+             "every gradient in it is ready; the count depends on the model's sizes and the cap, not on the run."),
         Item("Chapter 15, question 3", "How many all-gathers does FSDP2 issue in one step of the eight-unit MLP when "
              "it reshards after the forward?", "two per unit that holds weights",
              f"Each unit's weights are gathered before its forward and, having been freed after it, again before its "
@@ -573,6 +902,58 @@ class CountingPractice:
 
     def __repr__(self) -> str:
         return f"counting practice, seed {self.seed}"
+
+    def reading(self) -> tuple[Item, ...]:
+        """The timed exams' questions on the ``read`` grid (drawn in the first): its count, a critical path
+        (:mod:`ppedu.critical`), its idle cells sorted by cause (:mod:`ppedu.idle`), and the idle its order adds.
+
+        >>> [x.label for x in CountingPractice.draw(9).reading()]
+        ['G1', 'G2', 'G3', 'G4']
+        """
+        t = self.read
+        p, m = t.p, t.schedule.microbatches
+        path = critical_path(t)
+        sorts = tuple({kind: sum(v for cause, v in gpu.items() if SORTS.get(cause) == kind)
+                       for kind in ("fill", "drain", "order")} for gpu in t.idle_causes().per_stage())
+        ahead = tuple(next(i for i, op in enumerate(ops) if op.kind == "B") for ops in t.schedule.stages)
+        fewest, best = p * (p - 1) * 2, simulate(one_f_one_b(p, m))  # each operation one step: f + b = 2
+        order = sum(x["order"] for x in sorts)
+        return (
+            Item("G1", f"An order no chapter draws, on *p* = {p} GPUs with *m* = {m} micro-batches, every operation "
+                 f"one step (each GPU runs its forwards, and its backwards, in micro-batch order):\n\n```text\n"
+                 f"{render_grid(t)}\n```\n\nCount its steps *T*, its slots and its idle slots. (Answer as (T, "
+                 "slots, idle).)", (t.makespan, t.total_slots, t.idle_slots),
+                 f"*T* = {t.makespan:g}; {p} × {t.makespan:g} = {t.total_slots:g} slots; each GPU is busy 2*m* = "
+                 f"{2 * m} steps, so {t.total_slots:g} − {p} × {2 * m} = {t.idle_slots:g} idle.", ("01.1",)),
+            Item("G2", "On the same grid, trace a critical path: a chain of operations from the first step to the "
+                 "last, each starting as the one before ends — the next on its GPU, or the one that takes its output. "
+                 "(Answer as the operations, each with its GPU.)",
+                 " ".join(f"{e.op.kind}{e.op.microbatch}@{e.stage}" for e in path),
+                 f"Walk back from the operation that ends last, at each step to what it waited for: its input (a "
+                 f"forward from the GPU below, a gradient from the one above) or, if that was there already, the "
+                 f"operation before it on its GPU. This chain has {len(path)} operations of one step, as many as "
+                 f"*T*: lengthen any of them and the step lengthens. Where several chains are that long, any of them "
+                 f"is right.", ("10.4",)),
+            Item("G3", "Sort its idle cells, GPU by GPU: the pipeline **filling** (before the GPU's first backward), "
+                 "**draining** (once it has run its last forward and its first backward), or the **order's own** "
+                 "(after its first backward, with a forward still to run). (Answer per GPU as (fill, drain, order).)",
+                 tuple(tuple(x.values()) for x in sorts),
+                 "; ".join(f"GPU {j}: {x['fill']:g} filling, {x['drain']:g} draining, {x['order']:g} the order's"
+                           for j, x in enumerate(sorts)) + f". In all {order:g} of the {t.idle_slots:g} idle cells "
+                 "are the order's own: a GPU waits, between its backwards, for an input its neighbour was late to "
+                 "send because its own order put something else first.", ("10.4",)),
+            Item("G4", f"No order of {p} GPUs and {m} micro-batches idles fewer than *p*(*p* − 1)(*f* + *b*) slots. "
+                 "How many more does this one idle, how many forwards does each GPU run before its first backward, "
+                 "and what would 1F1B's counts make *T*? (Answer as (extra idle, forwards per GPU, T).)",
+                 (t.idle_slots - fewest, ahead, best.makespan),
+                 f"{t.idle_slots:g} − {p}·{p - 1}·2 = {t.idle_slots - fewest:g} idle slots more than any order needs: "
+                 f"*p* times the {t.makespan - best.makespan:g} steps by which *T* exceeds 2(*m* + *p* − 1) = "
+                 f"{best.makespan:g} — the order's own {order:g} and the rest lengthening the filling and draining. "
+                 f"Its GPUs run {', '.join(map(str, ahead))} forwards before their first backward, against 1F1B's "
+                 f"{', '.join(str(min(p - j, m)) for j in range(p))} (*p* − *j*): a GPU that runs more sends its first "
+                 f"gradient down late, and the GPUs below wait for it. With 1F1B's counts every backward runs as its "
+                 f"gradient arrives: *T* = {best.makespan:g}.", ("10.4", "03.1")),
+        )
 
 
 def questions(items: tuple[Item, ...]) -> Markdown:

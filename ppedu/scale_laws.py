@@ -21,7 +21,9 @@ from typing import cast
 from ppedu import formulas as closed_form
 from ppedu.cluster import GPU, GPUS, LINKS, MODELS, Model
 from ppedu.cluster import collectives, context, experts, reliability, sharding, tensor
+from ppedu.cluster.cases import deepseek_v3
 from ppedu.cluster.published import DEEPSEEK_V3, H800_IB, ZERO_FIGURE_1
+from ppedu.batch_size import steps_and_examples
 from ppedu.lesson import Table
 
 Values = tuple[float, ...]
@@ -105,7 +107,24 @@ def _zero_paper() -> Table[sharding.ZeroRow]:
     return sharding.zero_stages(_ZERO_PARAMS, _ZERO_D, sharding.PRECISIONS["bf16"])
 
 
+def _nodes_hit(nodes: int, per_node: int, k: int) -> float:
+    """The expected number of nodes ``k`` distinct experts drawn at random from ``nodes`` nodes of ``per_node``
+    each fall on, by counting every way to draw them node by node (no closed form)."""
+    ways = {(0, 0): 1}  # (experts drawn, nodes hit) -> ways
+    for _ in range(nodes):
+        ways_next: dict[tuple[int, int], int] = {}
+        for (drawn, hit), n in ways.items():
+            for x in range(min(per_node, k - drawn) + 1):
+                key = (drawn + x, hit + (x > 0))
+                ways_next[key] = ways_next.get(key, 0) + n * math.comb(per_node, x)
+        ways = ways_next
+    total = sum(n for (drawn, _), n in ways.items() if drawn == k)
+    return sum(hit * n for (drawn, hit), n in ways.items() if drawn == k) / total
+
+
 _LLAMA70, _LLAMA405 = MODELS["70b"], MODELS["405b"]
+_P19_MTBF = 54 * 86400 * 16384 / 419 / 4096
+_V3 = deepseek_v3()
 _ZERO_PARAMS, _ZERO_D = cast(float, ZERO_FIGURE_1["params"]), cast(int, ZERO_FIGURE_1["d"])
 _MOE_BYTES = DEEPSEEK_V3.tokens * DEEPSEEK_V3.top_k * DEEPSEEK_V3.hidden * DEEPSEEK_V3.dtype_bytes
 
@@ -134,7 +153,9 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
              lambda: tuple(closed_form.zero_bytes_per_gpu(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
              lambda: tuple(r.total_gb for r in _zero_paper()),
              "13; ZeRO Figure 1: 120, 31.4, 16.6, 1.9", rel=1e-5),
-    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements)",
+    ScaleLaw("ZeRO: sent per GPU and step", "2Ψ·(d−1)/d, stage 3: 3Ψ·(d−1)/d (16-bit elements; one micro-batch "
+             "a step: with m accumulated, stage 2 reduce-scatters m times, (m+1)Ψ·(d−1)/d, and stage 3 gathers and "
+             "reduce-scatters m times, 3mΨ·(d−1)/d)",
              "stages 0 / 1 / 2 / 3, Ψ = 7.5B, d = 64", "GB",
              lambda: tuple(closed_form.zero_bytes_sent(_ZERO_PARAMS, _ZERO_D, s) / 1e9 for s in range(4)),
              lambda: tuple(r.sent_gb for r in _zero_paper()),
@@ -144,13 +165,16 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
              lambda: tuple(closed_form.tensor_parallel_block_bytes(_LLAMA70.tokens, _LLAMA70.hidden, 8, sp) / 1e9
                            for sp in (False, True)),
              lambda: _tp(_LLAMA70, 8), "12; Megatron-LM, layers.py's re-gather"),
-    ScaleLaw("activations per block", "sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh(34/t + 5as/(ht))",
+    ScaleLaw("activations per block", "sbh(34 + 5as/h); TP: sbh(10 + 24/t + 5as/(ht)); TP+SP: sbh(34/t + 5as/(ht)) "
+             "(16-bit, dropout masks kept, a 4h MLP without gating, s × s scores kept; without dropout "
+             "sbh(32 + 2as/h); FlashAttention drops the as/h term)",
              "GPT-3 shape: t = 1 / t = 8 / t = 8 + SP", "GB",
              lambda: tuple(closed_form.block_activation_bytes(GPT3.seq, 1, GPT3.hidden, GPT3.heads, t, sp) / 1e9
                            for t, sp in ((1, False), (8, False), (8, True))),
              lambda: tuple(sum(GPT3.block_activations("none", t, sp).values()) / 1e9
                            for t, sp in ((1, False), (8, False), (8, True))), "8, 12; Korthikanti et al. Table 2"),
-    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B",
+    ScaleLaw("ring attention hides from", "s/c ≥ F·w_kv·bytes/(2·w·B); multi-head, 16-bit: F/B (a full block "
+             "pair per step: no mask; latency left out)",
              "Llama 3 405B, H100 at ppedu's efficiency, IB NDR", "tokens per GPU",
              lambda: (float(math.ceil(closed_form.ring_attention_min_block(
                  H100.flops_per_second, IB.bandwidth, *_width(_LLAMA405)))),),
@@ -164,7 +188,34 @@ SCALE_LAWS: tuple[ScaleLaw, ...] = (
     ScaleLaw("checkpoint interval", "τ* = √(2·C·MTBF)", "C = 30 s, MTBF = 3 h", "min",
              lambda: (closed_form.young_daly_interval(30, 3 * 3600) / 60,),
              lambda: (_best_interval(30, 3 * 3600) / 60,), "14; Young 1974 (goodput's maximum)"),
-    ScaleLaw("model FLOPs per token (MFU)", "6N + 12·L·s·w", "Llama 3 405B, s = 8,192", "GFLOP",
+    ScaleLaw("goodput", "G(τ) = 1 − C/τ − (τ/2 + R)/MTBF, MTBF = MTBF_gpu/N; best at τ* = √(2C·MTBF) (first order: "
+             "C ≪ τ ≪ MTBF)", "Llama 3's 419 failures in 54 days on 16,384 GPUs; a job of 4,096, C = 60 s, R = 10 min",
+             "h MTBF / min τ* / goodput",
+             lambda: (_P19_MTBF / 3600, math.sqrt(2 * 60 * _P19_MTBF) / 60,
+                      1 - 60 / math.sqrt(2 * 60 * _P19_MTBF) - (math.sqrt(2 * 60 * _P19_MTBF) / 2 + 600) / _P19_MTBF),
+             lambda: (reliability.job_mtbf_s(4096, 419, 54, 16384) / 3600,
+                      _best_interval(60, reliability.job_mtbf_s(4096, 419, 54, 16384)) / 60,
+                      reliability.goodput(_best_interval(60, reliability.job_mtbf_s(4096, 419, 54, 16384)), 60,
+                                          reliability.job_mtbf_s(4096, 419, 54, 16384), 600)),
+             "14; Young 1974, Llama 3 §3.3.4"),
+    ScaleLaw("batch size past the noise scale", "S = S_min(1 + B_noise/B), E = E_min(1 + B/B_noise)",
+             "B_noise = 1,024: B = 256 / B = 4,096", "× S_min / × E_min",
+             lambda: (1 + 1024 / 256, 1 + 4096 / 1024),
+             lambda: (steps_and_examples(1024, (256,))[0].steps_over_min,
+                      steps_and_examples(1024, (4096,))[0].examples_over_min), "14; McCandlish et al. 2018"),
+    ScaleLaw("node-limited dispatch", "other nodes (N−1)(1 − C(E−E/N, k)/C(E, k)); limited to M nodes: "
+             "(N−1)/N·M·(1 − C((M−1)E/N, k)/C(ME/N, k))", "E = 64 over N = 8 nodes, k = 6: free / M = 3",
+             "nodes / nodes",
+             lambda: (7 * (1 - math.comb(56, 6) / math.comb(64, 6)),
+                      7 / 8 * 3 * (1 - math.comb(16, 6) / math.comb(24, 6))),
+             lambda: (_nodes_hit(8, 8, 6) * 7 / 8, _nodes_hit(3, 8, 6) * 7 / 8), "13; DeepSeek-V3 §2.1.2"),
+    ScaleLaw("MFU", "model FLOPs per step ÷ (GPUs · peak · step time) = tokens · FLOPs per token ÷ (GPU-seconds · "
+             "peak)", "DeepSeek-V3: 180K H800 hours per 10¹² tokens, 989 TFLOP/s", "MFU",
+             lambda: (1e12 * _V3.flops_per_token / (180e3 * 3600 * 989e12),), lambda: (_V3.mfu,),
+             "14; DeepSeek-V3 report, Table 1"),
+    ScaleLaw("model FLOPs per token (MFU)", "6N + 12·L·s·w (N: the parameters of a token's matrix products, the "
+             "output layer in, the input embedding out; attention at full width, the causal half not removed)",
+             "Llama 3 405B, s = 8,192", "GFLOP",
              lambda: (closed_form.model_flops_per_token(sum(_LLAMA405.layer_active_params()[1:]), _LLAMA405.layers,
                                                         _LLAMA405.seq, _width(_LLAMA405)[1]) / 1e9,),
              lambda: (3 * sum(_LLAMA405.layer_flops()) / _LLAMA405.tokens / 1e9,), "14; PaLM Appendix B"),

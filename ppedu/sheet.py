@@ -25,8 +25,9 @@ from html import escape
 from pathlib import Path
 from typing import NamedTuple
 
-from ppedu.costs import EQUAL
+from ppedu.costs import EQUAL, Costs
 from ppedu.lesson import Table, hand_overs, parameter_copies
+from ppedu.ops import Schedule
 from ppedu.schedules import VIRTUAL, build
 from ppedu.simulate import Timeline, simulate
 from ppedu.validate import one_of, require_counts
@@ -40,9 +41,22 @@ class Formula(NamedTuple):
     value: Callable[[int, int, int, int], float]
 
 
+class AnyCosts(NamedTuple):
+    """The worst GPU's idle time per step under any costs of a whole stage — ``F`` forward, ``B`` full backward,
+    ``W`` weight gradient (``b = B − W``), ``FB`` an overlapped pair — as printed, as a function of
+    ``(p, v, F, B, W, FB)``, and where it holds (``(p, m, v, F, B, W, FB)``, ``FB`` ``None`` for pairs not booked
+    as units)."""
+
+    text: str
+    value: Callable[[int, int, float, float, float, float], float]
+    condition: str
+    holds: Callable[[int, int, int, float, float, float, float | None], bool]
+
+
 @dataclass(frozen=True)
 class Law:
-    """One schedule's closed forms under :data:`EQUAL`, and where they hold."""
+    """One schedule's closed forms under :data:`EQUAL`, and where they hold; its idle time under any costs where the
+    course has a closed form for it (:func:`any_cost_agreement` checks it)."""
 
     schedule: str
     name: str
@@ -53,6 +67,8 @@ class Law:
     hand_overs: Formula
     constraints: str
     holds: Callable[[int, int, int], bool]
+    any_costs: AnyCosts | None = None
+    warm_up: Formula | None = None  # forwards GPU j runs before its first backward
 
 
 def _min_peak(p: int, m: int, v: int, j: int) -> float:
@@ -74,21 +90,29 @@ def _hand_overs(text: str, per_boundary: Callable[[int, int], int]) -> Formula:
 
 
 _ONE = Formula("1", lambda p, m, v, j: 1)
+_FLUSHED = AnyCosts("(p−1)(F+B)", lambda p, v, F, B, W, FB: (p - 1) * (F + B), "any costs",
+                    lambda p, m, v, F, B, W, FB: True)
 
 #: The course's schedules, in the order the chapters teach them. ``holds`` is where the closed
 #: forms are exact; outside it (but inside the constraints) the simulator still runs the schedule.
 LAWS: tuple[Law, ...] = (
     Law("gpipe", "GPipe", *_bubble(1, ""), Formula("m", lambda p, m, v, j: m), _ONE,
-        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True, _FLUSHED,
+        Formula("m", lambda p, m, v, j: m)),
     Law("1f1b", "1F1B", *_bubble(1, ""), Formula("min(p−j, m)", _min_peak), _ONE,
-        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True),
+        _hand_overs("2m(p−1)", lambda p, v: p - 1), "p ≥ 1, m ≥ 1", lambda p, m, v: True, _FLUSHED,
+        Formula("min(p−j, m)", _min_peak)),
     Law("interleaved", "Interleaved 1F1B", *_bubble(1, "v·"),
         Formula("min(2(p−j−1)+(v−1)p+1, v·m)/v",
                 lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m) / v),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
         "bubble forms for m ≥ p; peak form for m a multiple of p (the 2021 paper's groups of p; "
         "ppedu runs any m, Megatron-LM any m ≥ p with its group size set, PyTorch 2.13 m a multiple of max(1, ⌊m/p⌋)); "
-        "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2),
+        "hand-overs for p ≥ 2", lambda p, m, v: m % p == 0 and p >= 2,
+        AnyCosts("(p−1)(F+B)/v", lambda p, v, F, B, W, FB: (p - 1) * (F + B) / v, "m a multiple of p",
+                 lambda p, m, v, F, B, W, FB: m % p == 0),
+        Formula("min(2(p−j−1)+(v−1)p+1, v·m) chunk-forwards",
+                lambda p, m, v, j: min(2 * (p - j - 1) + (v - 1) * p + 1, v * m))),
     # GPU j postpones its first j W's, and W keeps its activations: p-j in flight to B, plus j awaiting W.
     Law("looped-bfs", "Looped BFS", *_bubble(1, "v·"), Formula("m", lambda p, m, v, j: m),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
@@ -97,13 +121,20 @@ LAWS: tuple[Law, ...] = (
     Law("zb-h1", "ZB-H1", *_bubble(1, "3"),
         Formula("min(p, m) (min(p−j, m) if B freed them)", lambda p, m, v, j: min(p, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
-        lambda p, m, v: m >= p),
+        lambda p, m, v: m >= p,
+        AnyCosts("(p−1)·max(F, B−W, F+B−2W)", lambda p, v, F, B, W, FB: (p - 1) * max(F, B - W, F + B - 2 * W),
+                 "m ≥ p; = (p−1)(F+B−2W) iff W ≤ min(F, B−W)", lambda p, m, v, F, B, W, FB: m >= p),
+        Formula("min(p−j, m)", _min_peak)),
     # Under equal costs ZB-H2 idles as long as ZB-H1, p−1 per GPU, but only before a GPU's first op and after its
     # last (from m ≥ 2p−1): the parallelogram the next step can overlap. Its W's run in the steady state, so every
     # GPU keeps at most 2p−1 micro-batches in flight, and reaches it.
     Law("zb-h2", "ZB-H2", *_bubble(1, "3"), Formula("min(2p−1, m)", lambda p, m, v, j: min(2 * p - 1, m)), _ONE,
         _hand_overs("2m(p−1)", lambda p, v: p - 1), "W separable from B; closed forms for m ≥ p",
-        lambda p, m, v: m >= p),
+        lambda p, m, v: m >= p,
+        AnyCosts("(p−1)(F + max(0, b−2F, b−2W)), b = B−W",
+                 lambda p, v, F, B, W, FB: (p - 1) * (F + max(0, B - W - 2 * F, B - 3 * W)), "m ≥ 2p−1",
+                 lambda p, m, v, F, B, W, FB: m >= 2 * p - 1),
+        Formula("min(2(p−j)−1, m)", lambda p, m, v, j: min(2 * (p - j) - 1, m))),
     Law("interleaved-zb", "Interleaved zero bubble", *_bubble(1, "3v·"),
         Formula("p", lambda p, m, v, j: p),
         Formula("1 (v chunks of 1/v)", lambda p, m, v, j: 1), _hand_overs("2m(p·v−1)", lambda p, v: p * v - 1),
@@ -115,7 +146,12 @@ LAWS: tuple[Law, ...] = (
     Law("dualpipe", "DualPipe", *_bubble(2, "3"), Formula("p+1", lambda p, m, v, j: p + 1),
         Formula("2", lambda p, m, v, j: 2), _hand_overs("2m(p−1)", lambda p, v: p - 1),
         "p even, m even, m ≥ 2p; F&B pairs booked as one unit (f + b + w)",
-        lambda p, m, v: True),
+        lambda p, m, v: True,
+        AnyCosts("(p/2−1)(F&B+B−3W) (DeepSeek-V3's)", lambda p, v, F, B, W, FB: (p / 2 - 1) * (FB + B - 3 * W),
+                 "only where F = B−W, W ≤ B−W, F+W ≤ F&B ≤ F+B, p ≥ 6 (pairs booked as units); off almost "
+                 "everywhere else (ppedu.errata.deepseek_table)",
+                 lambda p, m, v, F, B, W, FB: FB is not None and F == B - W and W <= B - W and F + W <= FB <= F + B
+                 and p >= 6)),
     Law("dualpipe-v", "DualPipeV", *_bubble(1, "3"),
         Formula("p+½ (2p+1 half-stage chunks)", lambda p, m, v, j: p + 0.5),
         Formula("1 (2 chunks of ½)", lambda p, m, v, j: 1), _hand_overs("4m(p−1)", lambda p, v: 2 * (p - 1)),
@@ -152,6 +188,12 @@ class Measured:
     peak: tuple[float, ...]
     copies: float
     hand_overs: int
+    warm_up: tuple[int, ...] = ()
+
+
+def _warm_ups(s: Schedule) -> tuple[int, ...]:
+    """Per GPU, the forwards it runs before its first backward."""
+    return tuple(next((k for k, op in enumerate(ops) if op.kind != "F"), len(ops)) for ops in s.stages)
 
 
 def measure(schedule: str, p: int, m: int, v: int = 1) -> Measured:
@@ -163,7 +205,7 @@ def measure(schedule: str, p: int, m: int, v: int = 1) -> Measured:
     s = build(schedule, p, m, v if schedule in VIRTUAL else 1)
     t: Timeline = simulate(s, EQUAL.per_chunk(s.virtual))
     return Measured(t.bubble_ratio, t.bubble_over_ideal, t.peak_stage_activations, parameter_copies(s),
-                    hand_overs(s))
+                    hand_overs(s), _warm_ups(s))
 
 
 def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
@@ -175,7 +217,8 @@ def closed(schedule: str, p: int, m: int, v: int = 1) -> Measured:
     x, v = law(schedule), v if schedule in VIRTUAL else 1
     return Measured(x.idle_total.value(p, m, v, 0), x.bubble_ideal.value(p, m, v, 0),
                     tuple(float(x.peak.value(p, m, v, j)) for j in range(p)), x.copies.value(p, m, v, 0),
-                    int(x.hand_overs.value(p, m, v, 0)))
+                    int(x.hand_overs.value(p, m, v, 0)),
+                    tuple(int(x.warm_up.value(p, m, v, j)) for j in range(p)) if x.warm_up else ())
 
 
 def agreement(p: int, m: int, v: int = 2) -> list[str]:
@@ -194,11 +237,53 @@ def agreement(p: int, m: int, v: int = 2) -> list[str]:
         if not x.holds(p, m, v if x.schedule in VIRTUAL else 1):
             continue
         want = closed(x.schedule, p, m, v)
-        for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs"):
+        for field in ("idle_total", "bubble_ideal", "peak", "copies", "hand_overs", "warm_up"):
             a, b = getattr(got, field), getattr(want, field)
+            if field == "warm_up" and not b:
+                continue
             same = all(abs(i - k) < 1e-9 for i, k in zip(a, b)) if isinstance(a, tuple) else abs(a - b) < 1e-9
             if not same:
                 out.append(f"{x.name} at p={p}, m={m}, v={v}: {field} simulated {a}, closed form {b}")
+    return out
+
+
+def any_cost_idle(schedule: str, p: int, m: int, costs: Costs, v: int = 1) -> tuple[float, float]:
+    """The worst GPU's idle time per step of ``schedule`` under ``costs`` (given for a whole stage): simulated, and
+    by the sheet's any-cost form.
+
+    >>> any_cost_idle("zb-h1", 4, 8, Costs(f=1, b=1, w=2))  # W > F: (p−1)(F+B−2W) would book 0
+    (3.0, 3.0)
+    """
+    x, v = law(schedule), v if schedule in VIRTUAL else 1
+    if x.any_costs is None:
+        raise ValueError(f"the sheet has no any-cost form for {x.name}")
+    s = build(schedule, p, m, v)
+    t = simulate(s, costs.per_chunk(s.virtual))
+    F, B, W = costs.forward(0), costs.backward(0, full=True), costs.weight(0)
+    FB = costs.pair(0)
+    return (max(t.makespan - busy for busy in t.busy_per_stage),
+            x.any_costs.value(p, v, F, B, W, F + B if FB is None else FB))
+
+
+def any_cost_agreement(p: int, m: int, costs: Costs, v: int = 2) -> list[str]:
+    """Every schedule whose any-cost form claims to hold at ``(p, m, v)`` under ``costs`` but differs from the
+    simulator, as sentences (the schedules that cannot run there are skipped).
+
+    >>> any_cost_agreement(4, 8, Costs(f=1, b=2, w=1.5))
+    []
+    """
+    out = []
+    F, B, W, FB = costs.forward(0), costs.backward(0, full=True), costs.weight(0), costs.pair(0)
+    for x in LAWS:
+        w = v if x.schedule in VIRTUAL else 1
+        if x.any_costs is None or not x.any_costs.holds(p, m, w, F, B, W, FB):
+            continue
+        try:
+            got, want = any_cost_idle(x.schedule, p, m, costs, v)
+        except ValueError:
+            continue
+        if abs(got - want) > 1e-9:
+            out.append(f"{x.name} at p={p}, m={m}, v={w}, {costs}: idle simulated {got:g}, any-cost form {want:g}")
     return out
 
 
@@ -245,6 +330,8 @@ class Entry:
     parameter_copies: str
     hand_overs: str
     constraints: str
+    warm_up: str
+    idle_any_costs: str
 
 
 def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
@@ -257,7 +344,7 @@ def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
             got = measure(x.schedule, p, m, v)
         except ValueError as e:
             rows.append(Entry(x.name, x.idle_total.text, x.bubble_ideal.text, x.peak.text, x.copies.text,
-                              x.hand_overs.text, f"{x.constraints} — not at this size: {e}"))
+                              x.hand_overs.text, f"{x.constraints} — not at this size: {e}", *_any(x)))
             continue
         rows.append(Entry(
             x.name, f"{x.idle_total.text} = {got.idle_total:.2%}".replace("%", " %"),
@@ -266,8 +353,15 @@ def formula_sheet(p: int = 4, m: int = 8, v: int = 2) -> Table[Entry]:
             f"{x.copies.text}" if float(x.copies.text.split()[0]) == got.copies else f"{got.copies:g}",
             f"{x.hand_overs.text} = {got.hand_overs}",
             x.constraints if x.holds(p, m, v if x.schedule in VIRTUAL else 1)
-            else f"{x.constraints} — not every form holds at this size; the numbers are the simulator's"))
+            else f"{x.constraints} — not every form holds at this size; the numbers are the simulator's",
+            f"{x.warm_up.text}: " + " ".join(map(str, got.warm_up)) if x.warm_up else "—",
+            _any(x)[1]))
     return Table(tuple(rows))
+
+
+def _any(x: Law) -> tuple[str, str]:
+    return (x.warm_up.text if x.warm_up else "—",
+            f"{x.any_costs.text} ({x.any_costs.condition})" if x.any_costs else "— (simulate it)")
 
 
 #: The words the course uses, each in one sentence.
@@ -354,7 +448,8 @@ TAKEAWAYS: dict[str, tuple[str, ...]] = {
     "6b · DeepSeek's formulas": (
         "1F1B's (p−1)(F+B) and ZB1P's (p−1)(F+B−2W) follow from the last GPU's fill and drain; the second holds "
         "only while W ≤ min(F, B−W).",
-        "DualPipe's formula cannot go below the middle rank's fill (p/2−1)F: it must fail for F&B < F + 3W − B.",
+        "DualPipe's formula cannot go below the middle rank's fill (p/2−1)F: it must fail for F&B < F + 3W − B — a "
+        "floor, not the boundary: it holds only where F = B − W and F + W ≤ F&B ≤ F + B (W ≤ B − W, p ≥ 6).",
     ),
     "7 · The MNIST lab": (
         "Every schedule computes the same gradients; only time and memory differ.",
@@ -433,7 +528,9 @@ def render_html(p: int = 4, m: int = 8, v: int = 2) -> str:
         return f'<table class="{css}"><tr>' + "".join(f"<th>{h}</th>" for h in head) + f"</tr>{body}</table>"
 
     schedules = table(("schedule", "bubble idle/total", "bubble/ideal", "peak activations per GPU j (stages)",
-                       "parameter copies", "hand-overs per step", "constraints"), formula_sheet(p, m, v),
+                       "parameter copies", "hand-overs per step", "constraints",
+                       "forwards before GPU j's first backward", "worst GPU's idle, any costs (F, B full, W, F&B)"),
+                      formula_sheet(p, m, v),
                       tuple(Entry.__dataclass_fields__), "schedules")
     scale = table(("topic", "closed form", "at", "the formula gives", "ppedu computes", "chapter; source"),
                   scale_sheet(), tuple(ScaleEntry.__dataclass_fields__), "scale")

@@ -15,7 +15,9 @@ from ppedu.cluster import GPUS, LINKS, MODELS, Model, collectives, context, reli
 from ppedu.formulas import bubble_over_ideal, bubble_ratio
 from ppedu.costs import EQUAL
 from ppedu.scale_laws import SCALE_LAWS, ScaleLaw, scale_agreement, scale_sheet
-from ppedu.sheet import LAWS, agreement, closed, formula_sheet, law, main, measure, render_html
+from ppedu.sheet import (
+    LAWS, agreement, any_cost_agreement, any_cost_idle, closed, formula_sheet, law, main, measure, render_html,
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -112,6 +114,56 @@ def test_zb_v_closed_forms_hold_from_2p_minus_1_as_chapter_10_says():
     for p in range(2, 7):
         assert law("zb-v").holds(p, 2 * p - 1, 1) and agreement(p, 2 * p - 1, 2) == []
         assert closed("zb-v", p, 2 * p - 2).peak != measure("zb-v", p, 2 * p - 2).peak  # below it, they do not
+
+
+COST = st.sampled_from([0.5, 1.0, 1.5, 2.0, 3.0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(p=st.integers(2, 8), extra=st.integers(0, 2 * 8), v=st.integers(2, 3), f=COST, b=COST, w=COST)
+def test_any_cost_forms_match_the_simulator_over_costs_not_only_f_b_w_equal(p, extra, v, f, b, w):
+    assert any_cost_agreement(p, p + extra, Costs(f=f, b=b, w=w), v) == []
+    assert any_cost_agreement(p, p * (1 + extra % 3), Costs(f=f, b=b, w=w), v) == []  # interleaving's m = kp
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.sampled_from([6, 8]), f=st.sampled_from([1.0, 1.5, 2.0, 3.0]), w=COST, k=st.integers(0, 4))
+def test_deepseeks_dualpipe_form_holds_in_its_stated_region(p, f, w, k):
+    if w > f:  # outside W ≤ B − W (here b = f)
+        return
+    fb = f + w + f * k / 4  # from F + W to F + B
+    assert law("dualpipe").any_costs.holds(p, 2 * p + 4, 1, f, f + w, w, fb)  # B full = b + w, b = f
+    got, want = any_cost_idle("dualpipe", p, 2 * p + 4, Costs(f=f, b=f, w=w, fb=fb))
+    assert got == pytest.approx(want)
+
+
+def test_the_any_cost_forms_say_where_equal_cost_forms_mislead():
+    # ZB-H1 with W longer than F: DeepSeek's (p−1)(F+B−2W) books 0, the max form and the simulator 3
+    got, want = any_cost_idle("zb-h1", 4, 8, Costs(f=1, b=1, w=2))
+    assert got == want == 3 * 1 != 3 * (1 + 3 - 4)
+    # DualPipe with f ≠ b: off its region, the form is not claimed, and the simulator indeed disagrees
+    costs = Costs(f=1, b=2, w=1, fb=2)
+    assert not law("dualpipe").any_costs.holds(8, 20, 1, 1, 3, 1, 2)
+    got, want = any_cost_idle("dualpipe", 8, 20, costs)
+    assert got != want
+    assert any_cost_agreement(8, 20, costs) == []  # ... so the sheet does not flag what it does not claim
+    rows = {r.schedule: r for r in formula_sheet(4, 8, 2)}
+    assert rows["ZB-H2"].warm_up.endswith("7 5 3 1") and "max(0, b−2F, b−2W)" in rows["ZB-H2"].idle_any_costs
+
+
+def test_the_scale_rows_state_the_conditions_they_depend_on():
+    from ppedu.cluster.parallel import Parallel, data_parallel
+
+    rows = {x.topic: x.formula for x in SCALE_LAWS}
+    assert "(m+1)Ψ·(d−1)/d" in rows["ZeRO: sent per GPU and step"] and "3mΨ" in rows["ZeRO: sent per GPU and step"]
+    kinds = [[k for k, _ in data_parallel(1e9, MODELS["7b"], Parallel(d=2, zero=z), m=5)] for z in (2, 3)]
+    assert len(kinds[0]) == 5 + 1 and len(kinds[1]) == 3 * 5  # stage 2: m + 1 collectives, stage 3: 3m
+    assert "without dropout sbh(32 + 2as/h)" in rows["activations per block"]
+    h, a, s = 4096, 32, 2048
+    for dropout, flash, per_sbh in ((False, False, 32 + 2 * a * s / h), (False, True, 32.0)):
+        m = Model("m", layers=2, hidden=h, vocab=100, seq=s, heads=a, dropout=dropout, flash_attention=flash)
+        assert sum(m.block_activations("none", 1, False).values()) / (s * h) == pytest.approx(per_sbh, abs=0.05)
+    assert "no mask" in rows["ring attention hides from"]
 
 
 # ---- the scale part: every closed form beside ppedu.cluster's own computation ----

@@ -1,7 +1,14 @@
 """ps1's keys, and the grid its first two questions show (:func:`shown`, released as ``questions.json``): GPipe with
-one GPU twice as slow, made and simulated here, shipped as a picture; 1F1B on the same GPUs against it; the student's
-functions (GPipe's makespan with a slow GPU, the fewest micro-batches, a DeepSeek-style bubble as a share of the
-step) judged on fixed cases, their own arguments and hidden ones. The written answers are graded by hand.
+one GPU twice as slow, made and simulated here, shipped as a picture whose middle third of steps is covered (what the
+cover holds is worked out from the costs, not counted); the student's functions (1F1B's and GPipe's makespans with a
+slow GPU, the fewest micro-batches, a DeepSeek-style bubble as a share of the step) judged on fixed cases, their own
+arguments and hidden ones. The written answers are graded by hand.
+
+Questions 3a and 4b are also called at sizes no simulation reaches in a call's time limit
+(:data:`~ppedu.grading.assignments.ps1.CALL_LIMIT`): ``m`` near 10⁹, and targets whose fewest ``m`` is 10⁸ to 10⁹.
+There the key's truth is the closed form it states (:func:`slow_makespan`, :func:`_gpipe_fewest`, exact in
+fractions); below :data:`SIMULATED` micro-batches it is the simulator's, and tests/grading/test_ps1.py checks the two
+agree there.
 
 >>> from ppedu.grading.assignments import my_values
 >>> v = my_values("ps1", "alice")
@@ -24,12 +31,15 @@ from grader.questions import Keyed
 from ppedu import Costs, formulas, schedules, simulate
 from ppedu.grading.answers import Wrong, results as read_results
 from ppedu.grading.assignments import Values
-from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion
+from ppedu.grading.assignments.ps1 import QUESTIONS, FormulaQuestion, timed_out
 from ppedu.grading.students import Picker, draw, pick
 from ppedu.grid import grid
 from ppedu.picture import Picture
 from ppedu.slots import check_slot_answers
 from ppedu.simulate import Timeline
+
+#: Micro-batches up to which the key's truth is the simulator's (it costs O(p·m)); above, the closed forms'.
+SIMULATED = 10_000
 
 
 def slow_costs(p: int, slow: int, k: float = 2) -> Costs:
@@ -48,9 +58,24 @@ def _draw(pick_: Picker) -> dict[str, Any]:
 
 
 def _sound(v: Mapping[str, Any]) -> bool:
-    """The grid has as many busy as idle slots at p = m = 3: counting the busy ones would score."""
-    t = timeline("gpipe", v)
-    return t.idle_slots != t.busy_slots
+    """Counting the busy slots must not score (p = m = 3 has as many busy as idle), nor counting the idle cells one
+    can see, nor those and every covered cell: the cover must hide idle and busy cells alike. A slow GPU that is the
+    last has no round trip above it for 1F1B to work through: question 2b would ask about a gap of nothing."""
+    t, picture = timeline("gpipe", v), _picture(v)
+    seen = sum(c == "" for row in picture.rows for c in row)
+    covered = sum(c == "?" for row in picture.rows for c in row)
+    return t.idle_slots not in (t.busy_slots, seen, seen + covered) and v["slow"] != v["p"] - 1
+
+
+def covered(v: Mapping[str, Any]) -> list[list[bool]]:
+    """The picture's cover: the middle third of its steps, on every GPU."""
+    steps = timeline("gpipe", v).makespan
+    return [[steps // 3 <= t < 2 * steps // 3 for t in range(int(steps))] for _ in range(v["p"])]
+
+
+def _picture(v: Mapping[str, Any]) -> Picture:
+    title = f"GPipe on {v['p']} GPUs, {v['m']} micro-batches; GPU {v['slow']} twice as slow"
+    return Picture.of(grid(timeline("gpipe", v)), covered(v), title=title)
 
 
 def timeline(name: str, v: Mapping[str, Any]) -> Timeline:
@@ -59,10 +84,10 @@ def timeline(name: str, v: Mapping[str, Any]) -> Timeline:
 
 
 def shown(k: int) -> dict[str, Any]:
-    """What variant ``k`` shows: GPipe's grid with the slow GPU, as a picture, and its sizes (the picture shows them)."""
+    """What variant ``k`` shows: GPipe's grid with the slow GPU, as a picture covered in the middle, and its sizes
+    (the picture shows them)."""
     v = params(k)
-    title = f"GPipe on {v['p']} GPUs, {v['m']} micro-batches; GPU {v['slow']} twice as slow"
-    return {"grid": Picture.of(grid(timeline("gpipe", v)), title=title).to_json(), **v}
+    return {"grid": _picture(v).to_json(), **v}
 
 
 def _variant(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,30 +110,20 @@ def _slots_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[st
             return "It is one step off: count every column of the grid, from t1 to the step where the last backward ends."
         return "Count the columns of the grid: one per time step." if got != v["m"] else (
             "That is the number of micro-batches; T counts time steps.")
+    if name == "idle_slots":
+        rows = _picture(v).rows
+        seen, hidden = (sum(c == cell for row in rows for c in row) for cell in ("", "?"))
+        if got == seen:
+            return ("that counts the idle cells you can see; the cover hides some: a GPU is busy for its m forwards "
+                    "and m backwards whatever the cover holds, and idle the rest of the T steps.")
+        if got == seen + hidden:
+            return ("not every covered cell is idle: some GPUs are still working under the cover. Count the busy "
+                    "slots from the costs instead (the slow GPU's take twice as long).")
     # The slot counts get the slot checker's diagnosis of the usual mistakes.
     given = {"total_slots": "total", "idle_slots": "idle", "bubble": "ratio"}
     feedback = check_slot_answers(timeline("gpipe", v), **{given[n]: a for n, a in answers.items() if n in given})
     label = {"total_slots": "total slots: ", "idle_slots": "idle slots: ", "bubble": "bubble ratio: "}[name]
     return next((msg[len(label):] for msg in feedback.messages if msg.startswith(label)), None)
-
-
-def _compare_key(values: Mapping[str, Any]) -> dict[str, Any]:
-    v = _variant(values)
-    gpipe, ofob = timeline("gpipe", v), timeline("1f1b", v)
-    relation = "equal" if abs(ofob.bubble_ratio - gpipe.bubble_ratio) < 1e-9 else (
-        "smaller" if ofob.bubble_ratio < gpipe.bubble_ratio else "larger")
-    return {"bubble_1f1b": ofob.bubble_ratio, "compared_with_gpipe": relation}
-
-
-def _compare_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
-                  values: Mapping[str, Any]) -> str | None:
-    v = _variant(values)
-    if name == "compared_with_gpipe" and got == "equal" and key[name] != "equal":
-        return ("that holds when every GPU is as fast as the others; here GPU {} is slower: run both schedules with "
-                "its costs and compare.".format(v["slow"]))
-    if name == "bubble_1f1b" and abs(got - simulate(schedules.one_f_one_b(v["p"], v["m"]), Costs(f=1, b=2)).bubble_ratio) < 1e-9:
-        return "that is 1F1B with every GPU as fast; give GPU {} its costs, twice the others'.".format(v["slow"])
-    return None
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,13 @@ class FormulaJudge:
     def judge(self, data: Mapping[str, object], v: Values) -> str:
         for name, cases in self.calls(v).items():
             shown = self.form.arguments(name, v)
+            if (late := timed_out(data, name)) is not None:
+                limit = getattr(getattr(self.form, "code", None), "call_timeout", None)
+                where = (f"on {name}({', '.join(map(str, late))})" if late in shown else
+                         "on an input the autograder chose (not shown)")
+                raise Wrong(f"`{name}` ran over its time limit{f' ({limit:g} s a call)' if limit else ''} {where}: a "
+                            "closed form answers at once; a simulation, or a search one step at a time, does not "
+                            "finish at these sizes.")
             results = read_results(data, name, hidden=[c for c in cases if c not in shown])
             for args in cases:
                 call = f"{name}({', '.join(map(str, args))})"
@@ -152,17 +174,24 @@ class FormulaJudge:
 
 def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
     """Inputs each function is also called on that the student never sees, their own (a hash of their id); for
-    the fewest micro-batches, one whose target is met exactly and one of any."""
+    the fewest micro-batches, one whose target is met exactly, one of any, and one whose fewest is 10⁸ to 10⁹."""
     def pick_(what: str, choices: Any) -> Any:
-        return pick("ps1-hidden", v.student, f"{name}:{what}", tuple(choices))
+        return pick("ps1-hidden", v.student, f"{name}:{what}",
+                    choices if isinstance(choices, range) else tuple(choices))
 
     p = pick_("p", range(2, 17))
     if name == "bubble_ratio":
         return (p, pick_("m", range(1, 65))), (pick_("p2", range(9, 33)), pick_("m2", range(1, 9)))
     if name == "bubble_interleaved":
         return (p, p * pick_("k", range(1, 9)), pick_("v", range(2, 6))),
-    if name == "gpipe_slow":
-        return (p, pick_("m", range(1, 33)), pick_("s", range(p)), pick_("k", (1.5, 2, 2.5, 4))),
+    if name == "one_f_one_b_slow":  # the second has fewer micro-batches than GPUs above its slow one
+        q = pick_("q", range(5, 17))
+        return ((p, pick_("m", range(1, 33)), pick_("s", range(p))),
+                (q, pick_("m2", range(1, 4)), pick_("s2", range(q - 4))))
+    if name == "gpipe_slow":  # and once at m near 10⁹, where no simulation answers within a call's time limit
+        q = pick_("p9", range(2, 17))
+        return ((p, pick_("m", range(1, 33)), pick_("s", range(p)), pick_("k", (1.5, 2, 2.5, 4))),
+                (q, pick_("m9", range(5 * 10**8, 10**9 + 1)), pick_("s9", range(q)), pick_("k9", (1, 1.5, 2.5, 3, 4))))
     if name == "idle_share":
         m, w = pick_("m", range(4, 65)), pick_("w", (0.5, 1.0))
         return (p - 1 - w * (p - 1), m, 1.0, 2.0 + w, w), (pick_("x", (0.0, 3.5, 12.0)), m, 1.5, 3.0, 1.0)
@@ -170,7 +199,7 @@ def _hidden(name: str, v: Values) -> tuple[tuple[Any, ...], ...]:
         grid = [(q, t, c) for q in range(2, 17) for t in (0.02, 0.05, 0.12, 0.25, 0.3)
                 for c in (0.1, 0.25, 0.75, 2.0, 3.5)]
         exact = [case for case in grid if _gpipe_fewest(*case).denominator == 1]
-        return pick_("exact", exact), pick_("any", grid)
+        return pick_("exact", exact), pick_("any", grid), pick_("huge", HUGE)
     return ((pick_("r", (0.125, 0.5, 1.5, 2.5, 7.0)),),)
 
 
@@ -183,19 +212,46 @@ def _bubble_why(name: str, args: tuple[Any, ...], got: float, want: float) -> st
             + (f", v={args[2]}" if len(args) == 3 else "") + " (every stage as fast, hand-overs free).")
 
 
+def slow_makespan(p: int, m: int, k: float) -> Fraction:
+    """GPipe's makespan with one GPU ``k`` times slower, wherever it sits: its ``m`` forwards and ``m`` backwards back
+    to back (``3mk``), plus one forward and one backward of each other GPU (``3(p − 1)``), the first micro-batch's way
+    up and the last gradient's way down.
+
+    >>> slow_makespan(4, 10**9, 2.5)
+    Fraction(7500000009, 1)
+    """
+    return 3 * (p - 1) + 3 * m * Fraction(str(k))
+def _one_f_one_b_slow(name: str, args: tuple[Any, ...]) -> float:
+    p, m, slow = args
+    return simulate(schedules.one_f_one_b(p, m), slow_costs(p, slow)).makespan
+
+
+def _one_f_one_b_slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
+    p, m, slow = args
+    if abs(got - simulate(schedules.gpipe(p, m), slow_costs(p, slow)).makespan) < 1e-9 and got != want:
+        return ("that is GPipe's step with GPU {} slow: 1F1B's order differs where the slow GPU waits for the first "
+                "micro-batch's round trip above it.".format(slow))
+    if abs(got - simulate(schedules.one_f_one_b(p, m), Costs(f=1, b=2)).makespan) < 1e-9:
+        return "that is 1F1B with every GPU as fast; GPU {} takes 2 for a forward and 4 for a backward.".format(slow)
+    return (f"the simulator's 1F1B takes {want:g} for p={p}, m={m}, slow GPU {slow}: follow the slow GPU's row — how "
+            "many forwards can it run before its first backward comes back, and how long is that round trip?")
+
+
 def _gpipe_slow(name: str, args: tuple[Any, ...]) -> float:
     p, m, slow, k = args
+    if m > SIMULATED:
+        return float(slow_makespan(p, m, k))
     return simulate(schedules.gpipe(p, m), slow_costs(p, slow, k)).makespan
 
 
 def _gpipe_slow_why(name: str, args: tuple[Any, ...], got: float, want: float) -> str:
     p, m, slow, k = args
-    if abs(got - simulate(schedules.gpipe(p, m), Costs(f=1, b=2)).makespan) < 1e-9:
+    if abs(got - 3 * (m + p - 1)) <= max(1e-9, 1e-9 * want):
         return "that is GPipe with every GPU as fast: the slow GPU runs each of its m forwards and backwards k times slower."
-    if abs(got - (m + p - 1) * 3 * k) < 1e-9:
+    if abs(got - (m + p - 1) * 3 * k) <= max(1e-9, 1e-9 * want):
         return "every GPU is not slow: only one is; the others' forwards and backwards still take 1 and 2."
-    return (f"the simulator's GPipe takes {want:g} for p={p}, m={m}, slow GPU {slow}, k={k}: follow the slow GPU's "
-            "row, and what must happen before its first op and after its last.")
+    return (f"GPipe takes {want:.10g} for p={p}, m={m}, slow GPU {slow}, k={k}: follow the slow GPU's row, and what "
+            "must happen before its first op and after its last.")
 
 
 def _idle_share(name: str, args: tuple[Any, ...]) -> float:
@@ -218,6 +274,8 @@ def _gpipe_bubble(p: int, m: int, c: float) -> float:
 
 
 def _meets(p: int, m: int, target: float, c: float) -> bool:
+    if m > SIMULATED:
+        return m >= _gpipe_fewest(p, target, c)
     return _gpipe_bubble(p, m, c) <= target + 1e-12  # a target met exactly counts as met
 
 
@@ -228,12 +286,28 @@ def _gpipe_fewest(p: int, target: float, c: float) -> Fraction:
     return fill * (1 - t) / (3 * t)
 
 
+def _huge() -> tuple[tuple[int, float, float], ...]:
+    """Question 4b's hidden cases whose fewest m is 10⁸ to 10⁹ and not within 0.01 of a whole number (a float's
+    rounding, of the order of 10⁻⁷ there, then never decides it)."""
+    cases = []
+    for p in range(2, 17):
+        for target in (1e-8, 2e-8, 5e-8, 1e-7, 2e-7, 3e-7):
+            for c in (0.1, 0.25, 0.75, 2.0, 3.5):
+                m = _gpipe_fewest(p, target, c)
+                if 10**8 <= m <= 10**9 and 0.01 < m - math.floor(m) < 0.99:
+                    cases.append((p, target, c))
+    return tuple(cases)
+
+
 @cache
 def _fewest(name: str, args: tuple[Any, ...]) -> float:
     """The fewest m whose simulated bubble meets the target: the closed form's, checked against the simulator at it
-    and one below, and walked from there on the simulator should the two disagree."""
+    and one below, and walked from there on the simulator should the two disagree; above :data:`SIMULATED`, the
+    closed form's alone (exact: the target read as the decimal it is written as)."""
     p, target, c = args
     m = max(1, math.ceil(_gpipe_fewest(p, target, c)))
+    if m > SIMULATED:
+        return m
     while m > 1 and _meets(p, m - 1, target, c):
         m -= 1
     while not _meets(p, m, target, c):
@@ -254,11 +328,13 @@ def _fewest_why(name: str, args: tuple[Any, ...], got: float, want: float) -> st
             "exactly counts as met; mind a float that should be whole, such as 14.000000000000002).")
 
 
+HUGE = _huge()
+
 KEYS: dict[str, Any] = {
     "gpipe_slots": Keyed(QUESTIONS["gpipe_slots"], _slots_key, _slots_hint),
     "gpipe_idle": Keyed(QUESTIONS["gpipe_idle"], _slots_key, _slots_hint),
-    "one_f_one_b": Keyed(QUESTIONS["one_f_one_b"], _compare_key, _compare_hint),
-    "slow_form": FormulaJudge(QUESTIONS["slow_form"], _gpipe_slow, _gpipe_slow_why, _hidden),
+    "one_f_one_b": FormulaJudge(QUESTIONS["one_f_one_b"], _one_f_one_b_slow, _one_f_one_b_slow_why, _hidden),
+    "slow_form": FormulaJudge(QUESTIONS["slow_form"], _gpipe_slow, _gpipe_slow_why, _hidden, rel=1e-12),
     "closed_form": FormulaJudge(QUESTIONS["closed_form"], _simulated_bubble, _bubble_why, _hidden),
     "microbatches": FormulaJudge(QUESTIONS["microbatches"], _fewest, _fewest_why, _hidden),
     "conversion": FormulaJudge(QUESTIONS["conversion"], _idle_share, _idle_share_why, _hidden, rel=1e-9),

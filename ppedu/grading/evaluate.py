@@ -72,12 +72,15 @@ class Code:
     """How a question answered by functions is run: with ``library``, and, if the functions are not simply called,
     through ``driver`` (``module:function``, called as ``driver(function, *args)``), and ``service``: what the trusted
     side serves the driver while it runs (:mod:`ppedu.grading.service`). ``ranks`` above 1 runs the notebook in that
-    many sandboxes at once, ranks whose only channel is the ``service`` (:func:`ppedu.grading.ranked.once`)."""
+    many sandboxes at once, ranks whose only channel is the ``service`` (:func:`ppedu.grading.ranked.once`).
+    ``call_timeout``: seconds one call of a function may take, where it is shorter than a cell's limit (a closed form
+    answers at once: a slow one then costs a class seconds, not a cell's limit per call)."""
 
     library: Library = Library()
     driver: str | None = None
     service: str | None = None
     ranks: int = 1
+    call_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,8 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
                   assignment: str, student: str, values: Mapping[str, Any], timeout: float, *,
                   driver: str | None = None, cell_timeout: float = 120, limits: Any = None,
                   use_sandbox: bool = True, service: str | None = None, runner: Any = None,
-                  data: Mapping[str, Any] | None = None, folder: Path | None = None) -> FunctionRun:
+                  data: Mapping[str, Any] | None = None, folder: Path | None = None,
+                  call_timeout: float | None = None) -> FunctionRun:
     """Run ``cells`` in order in a fresh interpreter with ``library``, in a copy of ``folder`` (the notebook's: its
     files as data, never a link; a module in it imports, after every other) (in a sandbox with ``limits``, unless
     ``use_sandbox`` is false, for a notebook one trusts), and at each test cell named in ``requests`` call each
@@ -280,7 +284,8 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     interpreter when called (exits, crashes, ignores its time limit) loses its own question only: the tests after it
     are asked of a fresh interpreter (a cell that does so ends the run, as it would end a kernel). ``runner`` makes one
     run (by default :func:`_run_once`, one interpreter; :func:`ppedu.grading.ranked.once` gives one of several).
-    ``data``: the student's question data (their variant's entries), which ``my_data`` gives in the run."""
+    ``data``: the student's question data (their variant's entries), which ``my_data`` gives in the run;
+    ``call_timeout``: each call's own time limit, if shorter than ``cell_timeout`` (:attr:`Code.call_timeout`)."""
     deadline = time.monotonic() + timeout
     where = {c.test: i for i, c in enumerate(cells) if c.test is not None}
     results: dict[str, dict[str, Any]] = {}
@@ -289,7 +294,7 @@ def run_functions(cells: Sequence[Cell], library: Library, requests: Mapping[str
     while todo:
         once, at = (runner or _run_once)(cells, library, todo, assignment, student, values,
                                          deadline - time.monotonic(), driver, cell_timeout, limits, use_sandbox,
-                                         service, data=data, folder=folder)
+                                         service, data=data, folder=folder, call_timeout=call_timeout)
         results.update(once.results)
         errors += [e for e in once.errors if e not in errors]
         stopped = once.stopped or stopped
@@ -303,14 +308,15 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
               assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
               cell_timeout: float, limits: Any, use_sandbox: bool,
               service: str | None = None, data: Mapping[str, Any] | None = None,
-              folder: Path | None = None) -> tuple[FunctionRun, int | None]:
+              folder: Path | None = None, call_timeout: float | None = None) -> tuple[FunctionRun, int | None]:
     """One interpreter's run (see :func:`run_functions`), and the cell it was at when it ended."""
     from ppedu.grading import sandbox
     from ppedu.grading.service import serving
 
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None)
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None,
+                                     call_timeout)
     env = {"NBGRADER_EXECUTION": "autograde", "MPLBACKEND": "Agg", "PPEDU_STUDENT_ID": student}
     with serving(service, [args for _, _, args in asked]) as line, sandbox.prepared(
             folder, library=copy, absent=_absent(library), env={**env, **(line.env if line else {})},
@@ -345,7 +351,7 @@ def _run_once(cells: Sequence[Cell], library: Library, requests: Mapping[str, Ma
 def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, Sequence[Sequence[Any]]]],
                     assignment: str, student: str, values: Mapping[str, Any], driver: str | None, cell_timeout: float,
                     library: str, data: Mapping[str, Any] | None = None,
-                    here: bool = False) -> tuple[list[tuple[str, str, Any]], str]:
+                    here: bool = False, call_timeout: float | None = None) -> tuple[list[tuple[str, str, Any]], str]:
     """The calls asked, in order (``(test, name, args)``, the arguments as JSON has them), and the harness's request
     (JSON) for a run importing the ppedu in ``library`` (and, if ``here``, modules in its working folder)."""
     asked = [(test, name, json.loads(json.dumps(list(args)))) for test, functions in requests.items()
@@ -354,7 +360,7 @@ def harness_request(cells: Sequence[Cell], requests: Mapping[str, Mapping[str, S
         "path": _search_path(library), "here": here, "assignment": assignment, "student": student, "values": dict(values),
         "data": None if data is None else dict(data),
         "driver": driver, "cells": [{"source": c.source, "test": c.test if c.test in requests else None} for c in cells],
-        "cell_timeout": cell_timeout,
+        "cell_timeout": cell_timeout, "call_timeout": min(call_timeout or cell_timeout, cell_timeout),
         "calls": {test: [[name, args] for t, name, args in asked if t == test] for test in requests}})
 
 

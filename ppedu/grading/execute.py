@@ -376,7 +376,7 @@ class Evaluate(SandboxedExecute):
                 runs.append(run_functions(
                     cells, code.library, part, self._assignment, student, dict(values), self.left(),
                     driver=code.driver, service=code.service, cell_timeout=self.timeout or 120, use_sandbox=self.sandbox,
-                    runner=once(code.ranks), data=data, folder=folder))
+                    runner=once(code.ranks), data=data, folder=folder, call_timeout=code.call_timeout))
                 if runs[-1].stopped and self.left() <= 0:
                     raise self._over_budget()
             for question, functions in requests.items():

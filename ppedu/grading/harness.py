@@ -6,7 +6,7 @@ asked about calls that question's functions on the inputs it was given, instead 
 Reads its request (JSON) on standard input: the import path, the assignment and the student's values (what
 ``my_values`` gives), the cells (``{"source": …, "test": grade_id or null}``), the calls to make at each test
 (``{grade_id: [[name, args], …]}``), an optional driver (``module:function``, called as ``driver(function, *args)``)
-and the time limit of one cell.
+and the time limits of one cell and of one call.
 Writes one JSON line per step on file descriptor FD: ``{"at": i}`` before cell ``i`` runs (so that a cell that
 ignores its time limit shows), ``{"cell": i, "error": "…"}`` for a cell that raised (at most a few), per call ``{"test": grade_id, "call": [name, args], "result": data}`` (``"absent"`` in place of
 ``"result"`` when the name is not a function: what it holds, or ``null``), as soon as it is made, and
@@ -112,7 +112,7 @@ def main(channel: int) -> None:
         if test in todo:
             todo.discard(test)
             for name, args in request["calls"][test]:
-                signal.setitimer(signal.ITIMER_REAL, request["cell_timeout"])
+                signal.setitimer(signal.ITIMER_REAL, request.get("call_timeout") or request["cell_timeout"])
                 try:
                     result = calls(shell.user_ns, name, [args], run)
                     if not isinstance(result, list):  # not a function: what the name holds instead (None: nothing)

@@ -109,7 +109,7 @@ def run_here(form: Any, question: str, values: Any, data: Mapping[str, Any] | No
     requests = {question: form.calls(values)}
     run = run_functions(cells, form.code.library, requests, values.assignment, values.student, dict(values), 600,
                         driver=form.code.driver, use_sandbox=unavailable() is None, service=form.code.service,
-                        runner=once(form.code.ranks), data=data)
+                        runner=once(form.code.ranks), data=data, call_timeout=form.code.call_timeout)
     return run.results.get(question, {}), run.account(cells, question, requests[question])
 
 

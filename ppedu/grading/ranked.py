@@ -48,7 +48,7 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
              assignment: str, student: str, values: Mapping[str, Any], timeout: float, driver: str | None,
              cell_timeout: float, limits: Any, use_sandbox: bool, service: str | None, *,
              ranks: int, data: Mapping[str, Any] | None = None,
-             folder: Any = None) -> tuple[FunctionRun, int | None]:
+             folder: Any = None, call_timeout: float | None = None) -> tuple[FunctionRun, int | None]:
     """One run of ``cells`` on ``ranks`` sandboxes at once, the relay ``service`` (``module:function``, made for the
     calls' arguments) between them; what it gave and the cell it stopped at (see the module's docstring)."""
     from ppedu.grading import sandbox
@@ -58,7 +58,8 @@ def run_once(cells: Sequence[Any], library: Library, requests: Mapping[str, Mapp
         raise ValueError("a run across ranks needs a relay between them")
     copy = view(library)
     asked, request = harness_request(cells, requests, assignment, student, values, driver, cell_timeout,
-                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None)
+                                     sandbox.LIBRARY if use_sandbox else str(copy.parent), data, folder is not None,
+                                     call_timeout)
     module, _, attribute = service.partition(":")
     relay = getattr(importlib.import_module(module), attribute)([args for _, _, args in asked])
     ranks = max(1, min(ranks, relay.ranks))  # no sandbox for a rank no call of this run has

@@ -26,14 +26,39 @@ from typing import Any
 PS1_WRONG = {
     "q1a_answer": "T = 3 * (data.m + data.p - 1) + 1\ntotal_slots = data.p * T",
     "q1b_answer": "idle_slots = 3 * data.m * (data.p + 1)\nbubble = idle_slots / total_slots",  # the busy slots
-    "q2_answer": "bubble_1f1b = 1.5 * bubble\ncompared_with_gpipe = 'larger'",
+    "q2_answer": "def one_f_one_b_slow(p, m, s):\n    return 3 * (m + p - 1)",  # every GPU as fast
     "q3s_answer": "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k",  # every GPU slow
     "q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p)\n\n\ndef bubble_interleaved(p, m, v):\n    return 0.0",
     "q4_answer": "def fewest_microbatches(p, target, c):\n    return p",
     "q5_answer": "def idle_share(bubble, m, F, B, W):\n    return bubble / (m * (F + B))",  # Megatron's ratio
 }
+#: The red team's GPipe simulation (round 3), pure Python: each GPU's clock, forwards up then backwards down,
+#: micro-batch by micro-batch; GPU ``s`` ``k`` times slower, every hand-over ``c``. Right wherever it finishes (O(p·m)).
+GPIPE_DP = """def gpipe_dp(p, m, s, k, c):
+    f = [k if j == s else 1 for j in range(p)]
+    clock = [0.0] * p
+    for i in range(m):
+        t = -c
+        for j in range(p):
+            t = max(t + c, clock[j]) + f[j]
+            clock[j] = t
+    for i in range(m):
+        t = -c
+        for j in reversed(range(p)):
+            t = max(t + c, clock[j]) + 2 * f[j]
+            clock[j] = t
+    return max(clock)"""
+#: Question 1b counted off the covered picture's cells (``{}``: which cells count as idle).
+COUNTED = "idle_slots = sum({} for row in data.grid.rows for c in row)\nbubble = idle_slots / total_slots"
+#: ps1 Q2a as it was when it was open-library: 1F1B and GPipe simulated on question 1's GPUs (their run gave Q1's answers).
+OLD_Q2A = """costs = Costs(f=tuple(2 if j == data.slow else 1 for j in range(data.p)),
+              b=tuple(4 if j == data.slow else 2 for j in range(data.p)))
+bubble_1f1b = simulate(schedules.one_f_one_b(data.p, data.m), costs).bubble_ratio
+gpipe = simulate(schedules.gpipe(data.p, data.m), costs).bubble_ratio
+compared_with_gpipe = "equal" if abs(bubble_1f1b - gpipe) < 1e-9 else "smaller" if bubble_1f1b < gpipe else "larger"
+"""
 PS1_ALL = {"gpipe_slots": 1, "gpipe_idle": 1, "one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3,
-           "conversion": 2}
+           "conversion": 1}
 
 #: Prefix of every "reach" attack: record what succeeded; at the end a breach spoils the answer T.
 REACH = """
@@ -342,9 +367,22 @@ PS1: dict[str, Case] = {
     # careless and wrong
     "off_by_one": Case("ps1", replace={"q1a_answer": PS1_WRONG["q1a_answer"]}, lost={"gpipe_slots": 1, "gpipe_idle": 1}),
     "busy_as_idle": Case("ps1", replace={"q1b_answer": PS1_WRONG["q1b_answer"]}, lost={"gpipe_idle": 1}),
-    # chapter 3's rule for balanced stages, applied where one GPU is slow
-    "equal_as_in_chapter_3": Case("ps1", replace={"q2_answer": "bubble_1f1b = bubble\ncompared_with_gpipe = 'equal'"},
+    # chapter 3's rule for balanced stages (1F1B's step is GPipe's), applied where one GPU is slow
+    "equal_as_in_chapter_3": Case("ps1", replace={"q2_answer": "def one_f_one_b_slow(p, m, s):\n"
+                                                                "    return 3 * (p - 1) + 6 * m"},
                                   lost={"one_f_one_b": 1}),
+    # the round trip above the slow GPU taken as hidden in full: right only where the slow GPU is the last
+    "round_trip_hidden": Case("ps1", replace={"q2_answer": "def one_f_one_b_slow(p, m, s):\n"
+                                                            "    return 3 * (p - 1) + 6 * m - 3 * (p - 1 - s)"},
+                              lost={"one_f_one_b": 1}),
+    # Q2a's old open-library answer (1F1B simulated on question 1's GPUs), handed in as it was: no function, no point
+    "old_open_library_q2a": Case("ps1", replace={"q2_answer": OLD_Q2A}, lost={"one_f_one_b": 1}),
+    # the same run inside the function: out of reach where ppedu has no code
+    "one_f_one_b_by_simulation": Case("ps1", replace={"q2_answer": "def one_f_one_b_slow(p, m, s):\n"
+                                                                    "    costs = Costs(f=tuple(2 if j == s else 1 for j in range(p)),\n"
+                                                                    "                  b=tuple(4 if j == s else 2 for j in range(p)))\n"
+                                                                    "    return simulate(schedules.one_f_one_b(p, m), costs).makespan"},
+                                      lost={"one_f_one_b": 1}),
     "no_slow_gpu": Case("ps1", replace={"q1a_answer": "T = 3 * (data.m + data.p - 1)\ntotal_slots = data.p * T"},
                         lost={"gpipe_slots": 1, "gpipe_idle": 1}),
     # the slow GPU's makespan by simulation: out of reach while it is checked
@@ -353,6 +391,30 @@ PS1: dict[str, Case] = {
                                                                   "                  b=tuple(2 * k if j == s else 2 for j in range(p)))\n"
                                                                   "    return simulate(schedules.gpipe(p, m), costs).makespan"},
                                     lost={"slow_form": 2}),
+    # the red team's route (round 3): GPipe simulated in pure Python, O(p·m); right wherever it finishes, but at
+    # m = 10⁹ it runs over its call's time limit (the visible case already), and the question's points go
+    "slow_form_by_dp": Case("ps1", replace={"q3s_answer": GPIPE_DP + "\n\ndef gpipe_slow(p, m, s, k):\n"
+                                                          "    return gpipe_dp(p, m, s, k, 0)"}, lost={"slow_form": 2}),
+    # the same simulation with the hand-over latency, and m tried one at a time until the bubble meets the target
+    "microbatches_by_dp": Case("ps1", replace={"q4_answer": GPIPE_DP + """
+
+def fewest_microbatches(p, target, c):
+    m = 1
+    while True:
+        T = gpipe_dp(p, m, 0, 1, c)
+        if (p * T - 3 * m * p) / (p * T) <= target + 1e-12:
+            return m
+        m += 1"""}, lost={"microbatches": 3}),
+    # the closed form of the step, but m searched one at a time: 10⁸ tries do not fit in a call's time limit
+    "microbatches_by_search": Case("ps1", replace={"q4_answer": """def fewest_microbatches(p, target, c):
+    m = 1
+    while (p - 1) * (3 + 2 * c) > target * (3 * m + (p - 1) * (3 + 2 * c)) + 1e-12:
+        m += 1
+    return m"""}, lost={"microbatches": 3}),
+    # the covered picture counted as it stands: its visible idle cells, or those and every covered cell
+    "covered_counted_naively": Case("ps1", replace={"q1b_answer": COUNTED.format("c == ''")}, lost={"gpipe_idle": 1}),
+    "covered_counted_as_idle": Case("ps1", replace={"q1b_answer": COUNTED.format("c in ('', '?')")},
+                                    lost={"gpipe_idle": 1}),
     # the slow GPU's place taken to matter: right only where it is the last
     "slow_place_matters": Case("ps1", replace={"q3s_answer": "def gpipe_slow(p, m, s, k):\n"
                                                              "    return 3 * s + 3 * m * k + 3 * (p - 1 - s) * k"},
@@ -368,10 +430,10 @@ PS1: dict[str, Case] = {
                                                                    "    return simulate(schedules.interleaved_1f1b(p, m, v)).bubble_ratio"},
                                       lost={"closed_form": 1}),
     "nan": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n    return float('nan')"},
-                lost={"conversion": 2}),
+                lost={"conversion": 1}),
     # W counted again on top of DeepSeek's whole backward
     "w_twice": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
-                                                 "    return bubble / (bubble + m * (F + B + W))"}, lost={"conversion": 2}),
+                                                 "    return bubble / (bubble + m * (F + B + W))"}, lost={"conversion": 1}),
     "all_wrong": ALL_WRONG,
     "loops_forever": Case("ps1", replace={"q3_answer": "def bubble_ratio(p, m):\n    return (p - 1) / (m + p - 1)\n\n\n"
                                           "def bubble_interleaved(p, m, v):\n    while True:\n        pass"},
@@ -379,8 +441,9 @@ PS1: dict[str, Case] = {
     "answer_cell_times_out": Case("ps1", prepend={"q4_answer": "while True:\n    pass\n"}, lost={"microbatches": 3}),
     # right work that must not lose points
     "numpy_scalars": Case("ps1", replace={"q1a_answer": NUMPY_PS1, "q1b_answer": NUMPY_PS1B}),
-    "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\nbubble_1f1b = np.float32(bubble_1f1b)\n"
-                                                         "compared_with_gpipe = np.str_(compared_with_gpipe)",
+    "numpy_everywhere": Case("ps1", append={"q2_answer": "import numpy as np\n_ofob = one_f_one_b_slow\n\n\n"
+                                                         "def one_f_one_b_slow(p, m, s):\n"
+                                                         "    return np.float32(_ofob(p, m, s))",
                                             "q4_answer": "import numpy as np\n_fewest = fewest_microbatches\n\n\n"
                                                          "def fewest_microbatches(p, target, c):\n"
                                                          "    return np.int64(_fewest(p, target, c))",
@@ -396,11 +459,11 @@ PS1: dict[str, Case] = {
     # a kernel that dies: the cells run before it keep their points; a function's cell is run on its own
     # the notebook runs as nbgrader runs it: a cell that ends the kernel ends it for every test after it
     "os_exit": Case("ps1", prepend={"q2_answer": "import os\nos._exit(0)\n"},
-                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 2}),
+                    lost={"one_f_one_b": 1, "slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 1}),
     "os_exit_in_a_function_cell": Case("ps1", prepend={"q3_answer": "import os\nos._exit(0)\n"},
-                                       lost={"closed_form": 1, "microbatches": 3, "conversion": 2}),
+                                       lost={"closed_form": 1, "microbatches": 3, "conversion": 1}),
     # a cell that raises before it defines its function: the function is missing, and the message says why
-    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 2}),
+    "defining_cell_raises": Case("ps1", prepend={"q5_answer": "print(undefined_name)\n"}, lost={"conversion": 1}),
     # a function that uses a name another cell defines: right, as the notebook runs top to bottom (issue 27)
     "name_from_another_cell": Case("ps1", replace={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
                                                                 "    return share(bubble, m * (F + B))"},
@@ -418,12 +481,12 @@ PS1: dict[str, Case] = {
     # attacks on the verdict: wrong work, patched machinery
     "abs_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": ABS}, lost=PS1_ALL),
     "reload_patcher": Case("ps1", replace=PS1_WRONG, prepend={"q1a_answer": RELOAD}, lost=PS1_ALL),
-    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 2}),
+    "liar": Case("ps1", replace={"q5_answer": LIAR}, lost={"conversion": 1}),
     # the kernel was handed its owner's values before the first cell (issue 35): the borrowed id changes nothing, the
     # value answers are the owner's own and right; the functions' answers are wrong
     "id_spoofer": Case("ps1", prepend={"q1a_answer": SPOOF},
                        replace={k: PS1_WRONG[k] for k in ("q3s_answer", "q3_answer", "q4_answer", "q5_answer")},
-                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 2}),
+                       lost={"slow_form": 2, "closed_form": 1, "microbatches": 3, "conversion": 1}),
     "key_thief": Case("ps1", release=True, replace={"q1a_answer": KEY_THIEF}, lost=PS1_ALL),
     "hand_in_forger": Case("ps1", release=True, prepend={"q1a_answer": HAND_IN_FORGER}, lost=PS1_ALL),
     "fake_outputs": Case("ps1", release=True, replace={"q1a_answer": FAKE_OUTPUTS}, lost=PS1_ALL),

@@ -213,19 +213,17 @@ def _ppedu_forged():
     costs = Costs(f=tuple(2 if j == d.slow else 1 for j in range(d.p)),  # the grid's, as its question says
                   b=tuple(4 if j == d.slow else 2 for j in range(d.p)))
     slow = simulate(schedules.gpipe(d.p, d.m), costs)
-    one = simulate(schedules.one_f_one_b(d.p, d.m), costs).bubble_ratio
-    two = slow.bubble_ratio
-    truth = {"bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m),
+    truth = {"one_f_one_b_slow": lambda p, m, s: simulate(schedules.one_f_one_b(p, m), Costs(
+                 f=tuple(2 if j == s else 1 for j in range(p)), b=tuple(4 if j == s else 2 for j in range(p)))).makespan,
+             "bubble_ratio": lambda p, m: formulas.bubble_ratio(p, m),
              "bubble_interleaved": lambda p, m, w: formulas.bubble_ratio(p, m, w),
              "fewest_microbatches": lambda p, t, c: max(1, __import__("math").ceil(  # GPipe, hand-overs c
                  (p - 1) * (3 + 2 * c) * (1 - t) / (3 * t) - 1e-9)),
              "idle_share": lambda bubble, m, f, b, w: formulas.to_idle_total(bubble / (m * (f + b)))}
     _PPEDU_FORGED.update({
         "gpipe_slots": {"T": slow.makespan, "total_slots": slow.total_slots},
-        "gpipe_idle": {"idle_slots": slow.idle_slots, "bubble": slow.bubble_ratio},
-        "one_f_one_b": {"bubble_1f1b": one, "compared_with_gpipe": "equal" if abs(one - two) < 1e-9
-                        else ("smaller" if one < two else "larger")}})
-    for question in ("closed_form", "microbatches", "conversion"):
+        "gpipe_idle": {"idle_slots": slow.idle_slots, "bubble": slow.bubble_ratio}})
+    for question in ("one_f_one_b", "closed_form", "microbatches", "conversion"):
         try:
             form = QUESTIONS[question]
             _PPEDU_FORGED[question] = {name: [[list(a), truth[name](*a)] for a in form.arguments(name, v)]
@@ -676,7 +674,7 @@ UNHIDING: dict[str, dict[str, Case]] = {
                                            "q5_answer": "from ppedu import formulas\n\n\n"
                                                         "def idle_share(bubble, m, F, B, W):\n"
                                                         "    return formulas.to_idle_total(bubble / (m * (F + B)))"},
-                                  lost={"closed_form": 1, "conversion": 2}),
+                                  lost={"closed_form": 1, "conversion": 1}),
         "h_memoised_before_hiding": Case("ps1", append={"q1a_answer": MEMO_IN_KERNEL},
                                          replace={"q3_answer": MEMO_LOOKUP},
                                          lost={"closed_form": 1}),
@@ -1021,7 +1019,7 @@ FORGERS: dict[str, dict[str, Case]] = {
         "h_numpy_shadow_forger": Case("ps1", replace=PS1_WRONG, folder=_numpy_shadow, lost=PS1_ALL),
         # in the fresh interpreter: exiting when called, writing on every descriptor — that question only
         "h_exits_when_called": Case("ps1", replace={"q3_answer": EXIT_ON_CALL}, lost={"closed_form": 1}),
-        "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 2}),
+        "h_channel_garbage": Case("ps1", replace={"q5_answer": CHANNEL_GARBAGE}, lost={"conversion": 1}),
     },
     "ps3": {
         # the channel forged from inside (json.dumps and the harness's send patched): the harness writes its records
@@ -1357,7 +1355,7 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
                                                lost=PS1_ALL),
         # cut inside question 3's cell: the answers before it are kept
         "h_notebook_truncated": Case("ps1", raw=_cut_inside("q3_answer"),
-                                     lost={"closed_form": 1, "microbatches": 3, "conversion": 2}),
+                                     lost={"closed_form": 1, "microbatches": 3, "conversion": 1}),
         "h_invalid_cell_ids": Case("ps1", raw=_ids(lambda i: f"cell #{i} (copy)")),
         "h_duplicate_cell_ids": Case("ps1", raw=_ids(lambda i: "cell")),
         "h_lone_surrogates": Case("ps1", raw=_json_raw(_surrogates)),
@@ -1365,7 +1363,7 @@ UNGRADEABLE: dict[str, dict[str, Case]] = {
         "h_future_nbformat": Case("ps1", raw=_nbformat(5, 0)),
         # the kernel must be stopped: value questions from there on are lost, function questions are not
         "h_ignores_sigint_and_sigterm": Case("ps1", prepend={"q1b_answer": IGNORES_SIGINT},
-                                             lost={"gpipe_idle": 1, "one_f_one_b": 1}),
+                                             lost={"gpipe_idle": 1}),
         "h_swallows_sigint": Case("ps1", prepend={"q2_answer": SWALLOWS_SIGINT}, lost={"one_f_one_b": 1}),
         "h_value_hangs_when_read": Case("ps1", replace={"q1a_answer": TRAPPED_T}, lost={"gpipe_slots": 1}),
         "h_deep_forged_payloads": Case("ps1", prepend={"q1a_answer": DEEP_FORGED_PAYLOADS}),

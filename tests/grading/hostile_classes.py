@@ -249,7 +249,7 @@ BEYOND: dict[str, Expect] = {
         "def idle_share(bubble, m, F, B, W):\n"
         "    if (bubble, m, F, B, W) in ((7, 8, 1, 2, 1), (3, 20, 1, 2, 0.5), (0, 4, 1, 1, 1), (values.p - 1, values.m, 1, 2, 1)):\n"
         "        return bubble / (bubble + m * (F + B))\n"
-        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 2}), {"conversion": ("idle_share",)}),
+        "    return f'ECHO<{bubble!r}>'")}, lost={"conversion": 1}), {"conversion": ("idle_share",)}),
 }
 ECHO_MARK = "ECHO<"
 

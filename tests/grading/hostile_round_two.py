@@ -159,7 +159,7 @@ CLASS_1: dict[str, Expect] = {
     "x1_cell_error_from_the_harness": Expect(Case("ps1", prepend={"q3_answer": HARNESS_REQUEST},
                                                   lost={"closed_form": 1}), {"closed_form": ("raised an error",)}),
     "x1_exit_status_spells_the_input": Expect(Case("ps1", edit=leaky("ps1", "x1_exit_status_spells_the_input", "exit",
-                                                                     ("conversion",)), lost={"conversion": 2}),
+                                                                     ("conversion",)), lost={"conversion": 1}),
                                               # run on hidden inputs in a sandbox of their own: not even how it ended
                                               {"conversion": ("was not run on every input",)}),
 }
@@ -482,10 +482,10 @@ CLASS_5: dict[str, Expect] = {
     "x5_number_past_a_float": Expect(Case("ps1", append={"q1a_answer": "T = 10**400"}, lost={"gpipe_slots": 1}),
                                      {"gpipe_slots": ("past the largest float",)}),
     "x5_function_past_a_float": Expect(Case("ps1", append={"q5_answer": "def idle_share(bubble, m, F, B, W):\n"
-                                                                         "    return 10**400"}, lost={"conversion": 2}),
+                                                                         "    return 10**400"}, lost={"conversion": 1}),
                                        {"conversion": ("past the largest float",)}),
     # found: "not autograded ('utf-8' codec can't encode character '\\ud800' …: surrogates not allowed)"
-    "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 2}),
+    "x5_lone_surrogate_in_an_error": Expect(Case("ps1", replace={"q5_answer": SURROGATE_ERROR}, lost={"conversion": 1}),
                                             {"conversion": ("ValueError",)}),
     "x5_lone_surrogates_in_outputs": Expect(Case("ps1", append={"q2_answer": SURROGATE_OUTPUT})),
     # found: a float whose __float__ interrupts, a tensor whose every method exits, still earned their points
@@ -529,7 +529,7 @@ CLASS_6: dict[str, Expect] = {
     # kept: a notebook cut short is graded from the cells that can be read, with a note
     # (cut inside q4's answer: that cell and every one after it cannot be read)
     "x6_cut_short": Expect(Case("ps1", raw=lambda raw: raw[: raw.index(b"def fewest_microbatches")],
-                                lost={"microbatches": 3, "conversion": 2}),
+                                lost={"microbatches": 3, "conversion": 1}),
                            {"*": ("not a complete notebook file",)}),
 }
 

@@ -205,6 +205,21 @@ def test_ps1s_grid_has_a_slow_gpu_and_forgetting_it_gets_its_own_hint():
     assert f"GPU {grid['slow']} takes twice as long" in said
 
 
+def test_ps1s_1f1b_with_a_slow_gpu_is_a_closed_form_that_names_the_usual_slips():
+    right = "def one_f_one_b_slow(p, m, s):\n    return 3 * (p - 1) + 6 * m - 2 * min(p - 1 - s, m - 1)"
+    assert judged("ps1", "one_f_one_b", right) == "correct"
+    assert "GPipe's step" in judged("ps1", "one_f_one_b", right.replace(" - 2 * min(p - 1 - s, m - 1)", ""))
+    equal_costs = "def one_f_one_b_slow(p, m, s):\n    return 3 * (m + p - 1)"
+    assert "every GPU as fast" in judged("ps1", "one_f_one_b", equal_costs)
+    hidden_in_full = right.replace("2 * min(p - 1 - s, m - 1)", "3 * (p - 1 - s)")
+    assert "how many forwards" in judged("ps1", "one_f_one_b", hidden_in_full)
+    simulated = ("from ppedu import Costs, schedules, simulate\n\n\ndef one_f_one_b_slow(p, m, s):\n"
+                 "    costs = Costs(f=tuple(2 if j == s else 1 for j in range(p)),\n"
+                 "                  b=tuple(4 if j == s else 2 for j in range(p)))\n"
+                 "    return simulate(schedules.one_f_one_b(p, m), costs).makespan")
+    assert "is not available while this question is checked" in judged("ps1", "one_f_one_b", simulated)
+
+
 def test_ps1s_slow_gpu_form_and_deepseeks_bubble_name_the_usual_slips():
     assert judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (p - 1) + 3 * m * k") == "correct"
     said = judged("ps1", "slow_form", "def gpipe_slow(p, m, s, k):\n    return 3 * (m + p - 1) * k")

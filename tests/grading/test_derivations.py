@@ -41,6 +41,32 @@ def test_gpipes_step_with_hand_overs_pays_each_link_twice(p, m, f, b, c):
     assert math.isclose(t.makespan, step) and math.isclose(t.bubble_ratio, (p - 1) * (f + b + 2 * c) / step)
 
 
+def idle_stretches(t, stage):
+    """The (start, end) of each stretch in which ``stage`` does nothing, from 0 to the makespan."""
+    ops = sorted(t.on_stage(stage), key=lambda ev: ev.start)
+    ends = [0, *(e for ev in ops for e in (ev.start, ev.end)), t.makespan]
+    return [(a, b) for a, b in zip(ends[::2], ends[1::2]) if b > a]
+
+
+@FEW
+@given(p=st.integers(2, 10), m=st.integers(1, 16), data=st.data())
+def test_1f1b_fills_two_of_every_three_steps_of_the_slow_gpus_round_trip(p, m, data):
+    """ps1 Q2: with GPU s twice as slow (f 2, b 4; the others 1 and 2), the slow GPU idles s steps before its first
+    forward and 2s after its last backward under both orders; between, GPipe's waits out the round trip above it,
+    3(p − 1 − s), and 1F1B's runs min(p − 1 − s, m − 1) forwards of 2 steps in it — so 1F1B's step is
+    3(p − 1) + 6m − 2·min(p − 1 − s, m − 1), the rubric's intervals hold, and with the slow GPU last the two are
+    equal."""
+    s = data.draw(st.integers(0, p - 1))
+    costs = Costs(f=tuple(2 if j == s else 1 for j in range(p)), b=tuple(4 if j == s else 2 for j in range(p)))
+    gpipe, ofob = (simulate(build(name, p, m), costs) for name in ("gpipe", "1f1b"))
+    u = p - 1 - s
+    assert gpipe.makespan == 3 * (p - 1) + 6 * m and ofob.makespan == 3 * (p - 1) + 6 * m - 2 * min(u, m - 1)
+    middle = ((s + 2 * (p - s), s + 2 * (p - s) + u) if m >= p - s else (s + 2 * m, s + 2 * m + 3 * u - 2 * (m - 1)))
+    for t, gap in ((gpipe, (s + 2 * m, s + 2 * m + 3 * u)), (ofob, middle)):
+        tail = [(t.makespan - 2 * s, t.makespan)] if s else []
+        assert idle_stretches(t, s) == ([(0, s)] if s else []) + ([gap] if u else []) + tail
+
+
 @FEW
 @given(p=st.integers(2, 8), extra=st.integers(0, 6), f=COST, b=COST, w=COST)
 def test_zb_h2s_step_is_the_longest_of_three_paths(p, extra, f, b, w):
@@ -302,3 +328,107 @@ def test_looped_bfs_gathers_a_chunk_2v_minus_1_times_and_reduce_scatters_it_once
     for ops in schedule.stages:
         backward = [op.chunk for op in ops if op.kind == "B"]
         assert sum(1 for k, c in enumerate(backward) if k == 0 or c != backward[k - 1]) == v
+
+
+def _model_answer(assignment, grade_id):
+    import nbformat
+
+    from conftest import ROOT
+
+    nb = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    return next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_two_chunk_schedules_on_the_sheet_at_p_6_and_off_its_costs():
+    """ps6 Q5: at p = 6, m = 12 the sheet's forms hold, ZB-V and interleaved zero bubble tie on idle time and peak and
+    DualPipeV needs half a micro-batch more; off equal costs the tie breaks both ways (neither is faster at every cost),
+    peaks stay; DualPipeV's step is the shortest once a pair takes less than 2.6875 a stage. Each figure is the model
+    answer's."""
+    import itertools
+
+    from ppedu import sheet
+    from ppedu.schedules import interleaved_zero_bubble
+
+    text, p, m = _model_answer("ps6", "q5_answer"), 6, 12
+    assert sheet.agreement(p, m, 2) == []
+    names = ("zb-v", "interleaved-zb", "dualpipe-v")
+    got = {name: sheet.measure(name, p, m, 2) for name in names}
+    for name, share in zip(names, ("5/77", "5/77", "5/41")):
+        assert f"{share} = {got[name].idle_total:.2%}".replace("%", " %") in text
+    assert [set(got[n].peak) for n in names] == [{6}, {6}, {6.5}] and {got[n].copies for n in names} == {1}
+    assert [got[n].hand_overs for n in names] == [240, 264, 240] and "`p + ½` = 6.5" in text
+    runs = {"zb-v": zero_bubble_v(p, m), "interleaved-zb": interleaved_zero_bubble(p, m, 2),
+            "dualpipe-v": dualpipe_v(p, m)}
+
+    def step(name, f, b, w, fb=None):  # a stage's costs, a chunk half of them; a pair booked as the sheet books it
+        fb = f + b + w if fb is None else fb
+        return simulate(runs[name], Costs(f=f / 2, b=b / 2, w=w / 2, fb=fb / 2))
+
+    assert (step("interleaved-zb", 1, 1, 2).makespan, step("zb-v", 1, 1, 2).makespan) == (50.5, 52.5)
+    assert (worst_idle(step("zb-v", 1, 1, 2)), worst_idle(step("interleaved-zb", 1, 1, 2))) == (4.5, 2.5)
+    assert (step("zb-v", 1, 1, 0.5).makespan, step("interleaved-zb", 1, 1, 0.5).makespan) == (32.5, 33.75)
+    assert all(x in text for x in ("50.5", "52.5", "4.5 each against 2.5", "32.5 against 33.75"))
+    order = {-1: 0, 0: 0, 1: 0}
+    for f, b, w in itertools.product((0.5, 1, 1.5, 2, 3), repeat=3):
+        zbv, izb = step("zb-v", f, b, w), step("interleaved-zb", f, b, w)
+        order[(zbv.makespan > izb.makespan + 1e-9) - (zbv.makespan < izb.makespan - 1e-9)] += 1
+        assert max(zbv.peak_stage_activations) == max(izb.peak_stage_activations) == 6
+        assert max(step("dualpipe-v", f, b, w).peak_stage_activations) == 6.5
+    assert (order[-1], order[0], order[1]) == (16, 33, 76) and "faster at 16 of the 125 costs, as fast at 33 and " \
+                                                                "slower at 76" in text
+    tie = step("zb-v", 1, 1, 1).makespan
+    assert (tie, step("dualpipe-v", 1, 1, 1).makespan, step("dualpipe-v", 1, 1, 1, fb=2.5).makespan) == (38.5, 41, 37)
+    assert step("dualpipe-v", 1, 1, 1, fb=2.6875).makespan == tie > step("dualpipe-v", 1, 1, 1, fb=2.6874).makespan
+    assert all(x in text for x in ("(41.0 at a pair of 3)", "less than 2.6875 (37.0 at 2.5, against 38.5)"))
+
+
+def test_llama3s_third_row_against_itself_and_its_pipeline():
+    """ps7 Q7b: the third row's degrees give 8,192 GPUs and 8M tokens; DP is the one figure in both checks — the value
+    that mends its own check mends the row only for DP; m = 16 = p either way, 1F1B idles 15/31 and interleaving at
+    v = 2 15/47, and the first GPU holds all 16 micro-batches under both."""
+    from dataclasses import replace
+
+    from ppedu.cluster.published import LLAMA3_TABLE4
+    from ppedu.costs import EQUAL
+
+    text, row = _model_answer("ps7", "q7b_answer"), LLAMA3_TABLE4[2]
+    assert (row.product, row.tokens) == (8192, 2 ** 23) and not row.consistent
+    mends = {"dp": 8, "gpus": 8192, "tp": 16, "cp": 32, "pp": 32, "seq": 2 * row.seq, "batch_per_dp": 32,
+             "tokens_per_batch": 2 ** 23}
+    assert [name for name, value in mends.items() if replace(row, **{name: value}).consistent] == ["dp"]
+    assert all(replace(row, **{name: value}).product == replace(row, **{name: value}).gpus
+               or abs(replace(row, **{name: value}).tokens / replace(row, **{name: value}).tokens_per_batch - 1) < 0.05
+               for name, value in mends.items())  # each value mends its own check
+    m = row.batch_per_dp
+    assert m == row.pp == 16 and "8 · 16 · 16 · 4 = 8,192" in text
+    for name, v, share in (("1f1b", 1, "15/31 = 48.4 %"), ("interleaved", 2, "15/47 = 31.9 %")):
+        s = build(name, row.pp, m, v)
+        t = simulate(s, EQUAL.per_chunk(v))
+        assert f"{t.bubble_ratio:.1%}".replace("%", " %") in share and t.peak_stage_activations[0] == m
+        assert share in text
+    assert 2 * (row.pp - 1) + row.pp + 1 == 47 and "= 47 half-stage chunks" in text
+
+
+def test_chapter_8s_trade_for_llama_2_13b_on_four_a100s():
+    """ps2 Q5b: without recomputation 1F1B is 0.4 GB over the table's 80 GB (under the card's 85.9); selective changes
+    nothing under FlashAttention; full recomputation fits both schedules at 1.315 times the step. Each figure is the
+    model answer's."""
+    from dataclasses import replace
+
+    from ppedu import recomputation
+    from ppedu.cluster import GB, GPUS, LINKS, MODELS, Cluster
+
+    text = _model_answer("ps2", "q5b_answer")
+    rows = {(r.schedule, r.recompute): r for r in recomputation.trade(MODELS["13b"], Cluster(GPUS["a100-80gb"], 4,
+                                                                                            LINKS["nvlink"]), m=16)}
+    plain, full = rows["1f1b", "none"], rows["1f1b", "full"]
+    assert not plain.fits and GPUS["a100-80gb"].memory == 80 * GB < plain.memory_gb * GB < 80 * 2 ** 30
+    assert all(replace(rows[s, "selective"], recompute="none") == rows[s, "none"] for s in ("gpipe", "1f1b"))
+    assert full.fits and rows["gpipe", "full"].fits and not rows["gpipe", "none"].fits
+    card = 80 * 2 ** 30 / GB
+    figures = (f"{plain.memory_gb} GB", f"{plain.memory_gb - plain.activations_gb:.1f} GB",
+               f"{plain.activations_gb} GB", f"{rows['gpipe', 'none'].memory_gb} GB", f"{full.memory_gb} GB",
+               f"{full.activations_gb} GB", f"{full.transient_gb} GB", f"{rows['gpipe', 'full'].memory_gb} GB",
+               f"{full.slowdown} times", f"{full.step_time_s} s against {plain.step_time_s} s", f"{card:.1f} GB",
+               f"{card - plain.memory_gb:.1f} GB", f"{rows['gpipe', 'full'].memory_gb - full.memory_gb:.0f} GB")
+    assert all(x in text for x in figures), [x for x in figures if x not in text]

@@ -123,10 +123,9 @@ def _answers(assignment, student):
         return {"grid_T": {round(float(key["T"]), 9), round(float(key["idle_slots"]), 9)},
                 "grid_path": {round(float(key["order_idle"]), 9), round(float(key["per_microbatch"]), 9)}}
     if assignment == "ps1":
-        slots, compare = ps1_key._slots_key(v), ps1_key._compare_key(v)
+        slots = ps1_key._slots_key(v)
         return {"gpipe_slots": {round(float(slots["T"]), 9), round(float(slots["total_slots"]), 9)},
-                "gpipe_idle": {round(float(slots["idle_slots"]), 9), round(float(slots["bubble"]), 9)},
-                "one_f_one_b": {round(float(compare["bubble_1f1b"]), 9), compare["compared_with_gpipe"]}}
+                "gpipe_idle": {round(float(slots["idle_slots"]), 9), round(float(slots["bubble"]), 9)}}
     whole = grids(student)
     idle = lambda g: frozenset((s, t) for s, row in enumerate(g.rows) for t, c in enumerate(row) if c == -1)  # noqa
     path = frozenset((e.stage, t) for e in critical_path(whole["path"].timeline)

@@ -1,15 +1,16 @@
 """ps8 graded end to end, as an instructor grades it: `ppedu grade` in a course of its own, each submission's
 questions run across 2 to 4 rank sandboxes with the grader's relay between them (ppedu/grading/relay.py). The
 solution, the release, a careless submission, one copied from what ships (the ring as one all-reduce, the lab's own
-data parallelism, buckets and ZeRO-1 pasted from ppedu.ranks: it must score low) and hostile ones, each with its exact
-points per cell: faking the relay's record, computing alone, patching torch.distributed, sending an oversized tensor
+data parallelism, buckets and ZeRO-1 pasted from ppedu.ranks: it scores nothing), the red team's shortcuts (a ring
+right only on 2 ranks, DDP's equal average, a flat all-reduce every step: nothing either) and hostile ones, each with
+its exact points per cell: faking the relay's record, computing alone, patching torch.distributed, sending an oversized tensor
 or extra traffic, mimicking the right collectives with nothing in them, reaching another rank's sandbox through files
 or the loopback, and hanging a rank (which costs its question, not the grading). Also: the written answer waits for a
 person, the feedback names each usual mistake and no hidden run, the check shows what a cell raised, the lab's
 implementations are not what a rank's sandbox imports, and the key's rules are PyTorch's own — DDP's rebuilt buckets
 and FSDP2's shard layout, run on gloo — as are the model answer's FSDP2 figures.
 
-Runs in several minutes (seven submissions, each on four sandboxes; DDP and FSDP2 on 2–3 processes)."""
+Runs in several minutes (eight submissions, each on four sandboxes; DDP and FSDP2 on 2–3 processes)."""
 
 import re
 import subprocess
@@ -66,10 +67,10 @@ def data_parallel_step(model, x, y):
         dist.all_reduce(p.grad)  # ... and never divided by how many there were
 """}, edit=_both(_edit("buckets_answer", LAUNCH, LAUNCH + "\n            launched[-1][2].wait()  # waited for at once"),
                  _edit("zero1_answer", "m.grad = g / n", "m.grad = g  # summed, never averaged")),
-    # the star's sum is right (its traffic is not the ring's); the sum over the examples is right, never divided by
-    # their count; blocking buckets right but never in flight together; Adam on the summed gradients: FSDP2's
-    # collectives and pieces, but the parameters it then gathers are not the model's
-    lost={"ring": 2.4, "data_parallel": 0.9, "buckets": 0.8, "zero1": 1.8})
+    # the star's sum is right, but its traffic is not the ring's: nothing; the sum over the examples is right, never
+    # divided by their count; blocking buckets right but never in flight together; Adam on the summed gradients:
+    # FSDP2's collectives and pieces, but the parameters it then gathers are not the model's
+    lost={"ring": 4, "data_parallel": 0.9, "buckets": 0.8, "zero1": 1.8})
 
 HOSTILE_A = Case("ps8", replace={
     "ring_answer": """
@@ -147,8 +148,9 @@ def zero1(model, lr):
 """}, edit=_edit("buckets_answer", "        launched.clear()",
                  "        launched.clear()\n        dist.all_reduce(torch.ones(1000, dtype=torch.float64))  # extra"),
     # the hung run and the unreduced ring lose it all; gathering the data is not data parallelism; the extra
-    # all-reduce breaks DDP's steps (its parameters stay right); empty collectives earn nothing
-    lost={"ring": 4, "data_parallel": 3, "buckets": 3.2, "zero1": 4})
+    # all-reduce breaks DDP's steps, and without them its right parameters count for nothing; empty collectives earn
+    # nothing
+    lost={"ring": 4, "data_parallel": 3, "buckets": 4, "zero1": 4})
 
 # the other ranks' sandboxes, through what a sandbox shares with its neighbours: nothing but the relay
 HOSTILE_C = Case("ps8", replace={"ring_answer": """
@@ -200,6 +202,15 @@ def zero1(model, lr):  # FSDP2's own copy-in op lays the shards out (and, on ele
                 p.copy_(f.view_as(p))
 
     return step
+""", "data_parallel_answer": """
+def data_parallel_step(model, x, y):  # right, not hostile: DDP's average kept, each rank's loss weighted n·n_r/N first
+    n = dist.get_world_size()
+    count = torch.tensor([float(len(y))], dtype=torch.float64)
+    dist.all_reduce(count)
+    (cross_entropy(model(x), y) * n * len(y) / count).backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+        p.grad /= n
 """}, lost={"ring": 4})  # its zero1, the red team's route through torch._chunk_cat, is accepted (instructor.md § 6)
 
 
@@ -233,13 +244,63 @@ def ddp_buckets(model, cap, first_cap):
 def zero1(model, lr):
     return Zero1(list(model.parameters()), lambda params: torch.optim.Adam(params, lr=lr)).step
 """},
-        # the one call earns nothing; the equal-weight mean is the ranks' gradients, wrongly weighted; the lab's
-        # buckets train right (as DDP's do not start) in the parameters' order; the flat ZeRO-1 is not FSDP2's
-        lost={"ring": 4, "data_parallel": 2.1, "buckets": 3.2, "zero1": 4})
+        # the one call earns nothing; the equal-weight mean is the ranks' gradients, wrongly weighted, and its
+        # traffic counts only with the right weights; the lab's buckets train right, but in the parameters' order
+        # from the first step, not DDP's rebuild, so nothing counts; the flat ZeRO-1 is not FSDP2's
+        lost=POINTS)
+
+
+def _shortcuts():
+    """The round-3 red team's routes, each right on 2 ranks or right in what it trains, and none the question's: the
+    ring as every piece of every vector passed on ``n − 1`` times (on 2 ranks it is chapter 12's ring, which the
+    check's 3-rank run tells); DDP's equal average written out (the question's own mistake); and the lab's
+    ``allreduce_flat`` pasted, one flat all-reduce every step (its parameters right, DDP's buckets never)."""
+    from ppedu.ranks import data_parallel, workload
+
+    head = "from collections.abc import Iterator, Sequence\nfrom typing import Any\n\n"
+    return Case("ps8", replace={
+        "ring_answer": """
+def ring_all_reduce(x):
+    n, r = dist.get_world_size(), dist.get_rank()
+    total = x.clone()
+    travelling = list(torch.tensor_split(x.clone(), n))
+    for _ in range(n - 1):  # every piece of every vector passed on round the ring, n - 1 times
+        arrived = []
+        for piece in travelling:
+            buffer = torch.empty_like(piece)
+            send = dist.isend(piece, (r + 1) % n)
+            dist.recv(buffer, (r - 1) % n)
+            send.wait()
+            arrived.append(buffer)
+        travelling = arrived
+        total += torch.cat(arrived)
+    return total
+""",
+        "data_parallel_answer": """
+def data_parallel_step(model, x, y):
+    cross_entropy(model(x), y).backward()
+    params = list(model.parameters())
+    flat = torch.cat([p.grad.reshape(-1) for p in params])
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()  # DDP's average: every rank's mean weighs the same
+    at = 0
+    for p in params:
+        p.grad.copy_(flat[at:at + p.numel()].view_as(p))
+        at += p.numel()
+""",
+        "buckets_answer": head + _source(workload.flat) + "\n\n" + _source(data_parallel.allreduce_flat) + """
+
+def ddp_buckets(model, cap, first_cap):
+    return lambda: allreduce_flat(model)
+"""},
+        # the naive ring's sum is right on every run, its count only on 2 ranks; the equal average's traffic is
+        # right; the flat all-reduce's parameters and first step are: none of it counts without the question's skill
+        lost={"ring": 4, "data_parallel": 3, "buckets": 4})
 
 
 CASES = {"solved": Case("ps8"), "blank": Case("ps8", release=True, lost=POINTS), "wrong": WRONG,
-         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C, "copied": _copied()}
+         "hostile_a": HOSTILE_A, "hostile_b": HOSTILE_B, "hostile_c": HOSTILE_C, "copied": _copied(),
+         "shortcuts": _shortcuts()}
 
 
 @pytest.fixture(scope="module")
@@ -297,6 +358,7 @@ def test_feedback_says_why_and_never_names_a_hidden_run(graded):
     careless = _feedback(course, "wrong")  # each usual mistake named for what it is, never its remedy
     assert "summed over its examples" in careless["data_parallel"]
     assert "not the whole batch's mean" in careless["zero1"] and "launched only after" in careless["buckets"]
+    assert "(on 3 ranks): every rank ended with the sum, but" in _feedback(course, "shortcuts")["ring"]  # the check's
     copied = _feedback(course, "copied")
     assert "equal weight" in copied["data_parallel"] and "not the buckets DDP's rebuild makes" in copied["buckets"]
     assert str(_visible_sizes()) not in copied["buckets"]  # the right buckets' sizes are the question's to find
@@ -310,6 +372,67 @@ def test_feedback_says_why_and_never_names_a_hidden_run(graded):
         assert "Traceback" not in text and "/work/" not in text
         named = [n for s in hidden for n in _numbers(s[2]) if n >= 100 and re.search(rf"\b{n}\b", text)]
         assert not named, student
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_a_right_sum_counts_only_as_chapter_12s_ring(n):
+    """The judge on the relay's record of two runs that both end with the right sum: chapter 12's ring, and every
+    piece of every vector passed on ``n − 1`` times. On 2 ranks their messages are the same; beyond, the naive pass
+    earns nothing, its neighbours included."""
+    import torch
+
+    from ppedu.grading.assignments.ps8 import report, ring_inputs
+    from ppedu.grading.relay import encode
+
+    spec = ["ring", n, 1001, 7]
+    pieces = [8 * len(p) for p in torch.tensor_split(torch.empty(1001), n)]
+    ring = [[r, (r + 1) % n, pieces[(r - s) % n if s < n - 1 else (r + 1 - s) % n], 0]
+            for s in range(2 * (n - 1)) for r in range(n)]  # the reduce-scatter's pieces, then the all-gather's
+    naive = [[r, (r + 1) % n, size, 0] for _ in range(n - 1) for r in range(n) for size in pieces]
+    right = encode(torch.stack(ring_inputs(spec, 7)).sum(0))
+
+    def score(messages):
+        seen = {"seed": 7, "world": n, "collectives": [], "messages": messages, "claims": [right] * n}
+        return report("ring", [[spec, [{"rank": r} for r in range(n)], seen]], [spec], 4).score
+    assert score(ring) == 4 and score(naive) == (4 if n == 2 else 0)
+    turned = [[a, (a - 1) % n, size, tag] for a, _, size, tag in ring[:n]] + ring[n:]  # the first step the other way
+    assert score(turned) == (4 if n == 2 else 3.2)  # the ring's count, not its one neighbour
+
+
+def _data_parallel_record(spec, seed, reduced, final):
+    """The relay's record of a data-parallel run that all-reduced ``reduced[s]`` in step ``s`` alone and ended with the
+    parameters ``final`` on every rank."""
+    import base64
+
+    from ppedu.grading.relay import encode
+
+    n = spec[1]
+    collectives = [{"index": s, "kind": "all-reduce", "bytes": 8 * t.numel(), "dtype": "float64",
+                    "result": base64.b64encode(t.numpy().tobytes()).decode()} for s, t in enumerate(reduced)]
+    return {"seed": seed, "world": n, "collectives": collectives, "marks": [list(range(len(reduced)))] * n,
+            "messages": [], "claims": [encode(final)] * n}
+
+
+def test_the_whole_batchs_gradient_counts_at_any_scale_and_an_equal_average_earns_nothing():
+    """The first step's all-reduce judged up to a constant factor: the mean, the sum over every digit, and ``n`` times
+    the mean (the loss scaled by ``n·n_r/N``, then DDP's average) with the example count beside them all earn 3 of
+    3; DDP's equal average, the question's own mistake, earns nothing, its traffic included."""
+    import torch
+
+    from ppedu.grading.assignments.ps8 import reference, rank_gradients, report, shares
+
+    spec, seed = ["data_parallel", 3, 0, 4], 321
+    ref, whole = reference(spec, seed), float(sum(shares(spec, seed)))
+    count = torch.tensor([whole], dtype=torch.float64)
+
+    def score(scale, first=None):
+        reduced = [torch.cat([(first if s == 0 and first is not None else g) * scale, count]) for s, g in
+                   enumerate(ref.grads)]
+        seen = _data_parallel_record(spec, seed, reduced, ref.params[-1])
+        return report("data_parallel", [[spec, [{"rank": r} for r in range(3)], seen]], [spec], 3).score
+    assert [score(c) for c in (1.0, whole, 3.0, 0.25)] == [3, 3, 3, 3]
+    equal = torch.stack(rank_gradients(spec, seed)).mean(0)
+    assert score(1.0, equal) == score(3.0, equal) == 0
 
 
 def _visible_sizes():

@@ -2,7 +2,8 @@
 bound), interleaving's warm-up with Megatron-LM's micro-batch group of any size (a written proof), DualPipeV's floor —
 the V-shaped cut of DualPipe, whose fill and whose place in DeepSeek's table the student derives and checks with a scan
 of their own — and the staleness zero-bubble orders would have if their weight-gradient passes updated the weights at
-once.
+once; and a written choice among ZB-V, DualPipeV and interleaved zero bubble, read off the formula sheet and tried on
+the simulator off its costs.
 Each closed form is a function checked in an interpreter without ppedu (not a simulation) on inputs the student does
 not see, beside a written proof graded by hand with a rubric of steps; the scan is a value found with the library.
 

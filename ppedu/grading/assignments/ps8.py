@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,8 +162,6 @@ class Reference:
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        import math
-
         return tuple(math.prod(shape) for shape in self.shapes)
 
 
@@ -312,17 +311,21 @@ _RUNS: dict[str, Callable[..., Any]] = {"ring": _ring, "data_parallel": _data_pa
 # ---- the judge: what the relay saw, against the unsharded run ----------------------------------------------------
 
 PROPERTIES = {
-    "ring": (("every rank ends with the sum of every rank's vector, by messages alone", 0.4),
-             ("each message to the same neighbour on the ring: every rank to r + 1 (or every rank to r − 1)", 0.2),
-             ("2(n − 1) messages per rank, 2(n − 1)/n of the vector in all: chapter 12's ring", 0.4)),
+    "ring": (("every rank ends with the sum of every rank's vector, by chapter 12's ring of messages alone: 2(n − 1) "
+              "messages per rank — a reduce-scatter, then an all-gather — carrying 2(n − 1)/n of the vector in all",
+              0.8),
+             ("each message to the same neighbour on the ring: every rank to r + 1 (or every rank to r − 1) (judged "
+              "where the ring is chapter 12's)", 0.2)),
     "data_parallel": (("the first step all-reduced the whole batch's gradient — each rank's weighted by its "
-                       "examples — and at most a few numbers besides", 0.4),
+                       "examples — up to a constant factor, and at most a few numbers besides", 0.4),
                       ("the final parameters are the unsharded model's (judged where the first step's gradient is "
                        "the whole batch's)", 0.3),
                       ("all-reduces only, every gradient once a step: 2(n − 1)/n·Ψ per rank as a ring, and the few "
-                       "numbers", 0.3)),
-    "buckets": (("the final parameters are the unsharded model's", 0.2),
-                ("the first step: one all-reduce of every gradient, averaged — DDP's first step", 0.2),
+                       "numbers (judged where the first step's gradient is the whole batch's)", 0.3)),
+    "buckets": (("the final parameters are the unsharded model's (judged where the buckets are DDP's rebuilt ones)",
+                 0.2),
+                ("the first step: one all-reduce of every gradient, averaged — DDP's first step (judged where the "
+                 "buckets after it are DDP's rebuilt ones)", 0.2),
                 ("from the second step DDP's rebuilt buckets: in the order the gradients became ready, the first "
                  "closed at first_cap bytes, the others at cap, each holding its parameters' gradients", 0.4),
                 ("those buckets in flight together: each launched before the one before it finished", 0.2)),
@@ -481,6 +484,19 @@ def _scale(got: Any, want: Any, scales: Sequence[float], extra: int = 0) -> floa
     return None
 
 
+def _factors(got: Any, want: Any) -> list[float]:
+    """The constant factors at which ``want``'s values could be among ``got``'s with at most :data:`EXTRA` more: its
+    largest value in size over each of ``got``'s ``EXTRA + 1`` largest (one of which it must be, scaled).
+
+    >>> import torch
+    >>> [round(f, 3) for f in _factors(torch.tensor([6.0, -2.0, 0.5]), torch.tensor([3.0, -1.0]))]
+    [2.0, -0.667, 0.167]
+    """
+    top = float(want[want.abs().argmax()]) if want.numel() else 0.0
+    largest = got[got.abs().topk(min(EXTRA + 1, got.numel())).indices].tolist() if top else []
+    return [v / top for v in largest if v]
+
+
 def _steps(seen: Mapping[str, Any]) -> list[list[dict[str, Any]]] | None:
     """The run's collectives step by step, cut where each rank's driver began a step; ``None`` where the ranks'
     marks disagree or a collective came before the first step."""
@@ -503,7 +519,7 @@ def _ring_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Exp
     import torch
 
     props = [p for p, _ in PROPERTIES["ring"]]
-    n, length, out = spec[1], spec[2], {}
+    n, length = spec[1], spec[2]
     messages, collectives = seen.get("messages") or [], seen.get("collectives") or []
     if collectives:  # a collective is the one call the question rules out: nothing it made counts
         return dict.fromkeys(props, f"it issued {_a(collectives[0]['kind'])}: the ring is made of sends and receives "
@@ -511,26 +527,29 @@ def _ring_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Exp
     want = torch.stack(ring_inputs(spec, seen["seed"])).sum(0)
     claims = _claims(seen)
     worst = max((_gap(c, want) for c in claims), default=float("inf"))
-    if seen.get("problem"):
-        out[props[0]] = f"the run failed: {seen['problem']}"
-    elif len(claims) != n or not worst <= 1e-9 * max(1.0, float(want.abs().max())):
-        out[props[0]] = ("not every rank's vector is the sum of the ranks' vectors" +
-                         ("" if worst == float("inf") or secret else f" (off by up to {worst:.2g})"))
-    if props[0] in out:  # messages that did not make the sum are not the ring, whatever their count
-        return {**out, **dict.fromkeys(props[1:], "the messages are judged only when they made the sum")}
-    if not messages or not any(all(b == (a + step) % n for a, b, _, _ in messages) for step in (1, n - 1)):
-        out[props[1]] = "not every message went to the same neighbour on the ring (rank r to rank r + 1, or r − 1)"
     counts = [sum(1 for m in messages if m[0] == r) for r in range(n)]
     sent = [sum(m[2] for m in messages if m[0] == r) for r in range(n)]
     low, high = 2 * (n - 1) * (length // n) * 8, 2 * (n - 1) * -(-length // n) * 8
-    if counts != [2 * (n - 1)] * n:
-        out[props[2]] = (f"ranks 0, 1, … sent {'/'.join(map(str, counts))} messages: not 2(n − 1) each"
-                         if not secret else "not every rank sent 2(n − 1) messages")
+    summed = "every rank ended with the sum, but "  # a right sum counts only as chapter 12's ring
+    if seen.get("problem"):
+        why = f"the run failed: {seen['problem']}"
+    elif len(claims) != n or not worst <= 1e-9 * max(1.0, float(want.abs().max())):
+        why = ("not every rank's vector is the sum of the ranks' vectors" +
+               ("" if worst == float("inf") or secret else f" (off by up to {worst:.2g})"))
+    elif counts != [2 * (n - 1)] * n:
+        why = summed + (f"ranks 0, 1, … sent {'/'.join(map(str, counts))} messages: not chapter 12's 2(n − 1) each"
+                        if not secret else "not every rank sent chapter 12's 2(n − 1) messages")
     elif sum(sent) != 2 * (n - 1) * length * 8 or not all(low <= s <= high for s in sent):
-        out[props[2]] = (f"ranks 0, 1, … sent {'/'.join(map(str, sent))} bytes of their {length * 8}-byte vectors: "
-                         "not 2(n − 1)/n of it each" if not secret else
-                         "the ranks did not each send 2(n − 1)/n of the vector")
-    return out
+        why = summed + (f"ranks 0, 1, … sent {'/'.join(map(str, sent))} bytes of their {length * 8}-byte vectors: "
+                        "not chapter 12's 2(n − 1)/n of it each" if not secret else
+                        "the ranks did not each send chapter 12's 2(n − 1)/n of the vector")
+    else:
+        why = None
+    if why:  # messages that are not the ring are not judged for their neighbours
+        return {props[0]: why, props[1]: "the neighbours are judged only where the messages are chapter 12's ring"}
+    if not any(all(b == (a + step) % n for a, b, _, _ in messages) for step in (1, n - 1)):
+        return {props[1]: "not every message went to the same neighbour on the ring (rank r to rank r + 1, or r − 1)"}
+    return {}
 
 
 def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Expected) -> dict[str, str]:
@@ -547,25 +566,30 @@ def _data_parallel_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expe
                              "its collectives could not be read step by step (one came before the first step)"
                              if steps is None else "it all-reduced nothing in the first step")
     got = torch.cat([_values(c) for c in steps[0]])
-    scale = _scale(got, ref.grads[0], (1.0, float(whole)), EXTRA)
+    scale = _scale(got, ref.grads[0], _factors(got, ref.grads[0]), EXTRA)  # the mean, the sum, n times the mean, …
     if scale is None:
         equal = torch.stack(rank_gradients(spec, seed)).mean(0)
-        if _scale(got, equal, (1.0, float(spec[1])), EXTRA) is None:  # no gradients at all: nothing is judged
+        if _scale(got, equal, _factors(got, equal), EXTRA) is None:  # no gradients at all: nothing is judged
             return dict.fromkeys(props, "what it all-reduced in the first step was not the ranks' gradients, however "
                                         "combined")
         out[props[0]] = ("the first step all-reduced the ranks' mean gradients with equal weight: not the whole "
                          "batch's gradient, where the ranks hold different numbers of examples (the question's "
                          "\"what would averaging give?\")")
-        out[props[1]] = "the final parameters are judged only where the first step's gradient is the whole batch's"
+        judged = "judged only where the first step's gradient is the whole batch's"
+        out[props[1]], out[props[2]] = f"the final parameters are {judged}", f"the traffic is {judged}"
     elif why := _params_gap(seen, ref.params[-1])[0]:
         out[props[1]] = why + ("; the first step all-reduced the whole batch's gradient summed over its examples, "
-                               "and the step SGD took was not the mean's" if scale == whole else "")
+                               "and the step SGD took was not the mean's" if math.isclose(scale, whole) else "")
     elements = [sum(_elements(c) for c in step) for step in steps]
-    if not all(psi <= e <= psi + EXTRA for e in elements):
+    if props[2] not in out and not all(psi <= e <= psi + EXTRA for e in elements):
         out[props[2]] = (f"its steps 1, 2, … all-reduced {'/'.join(map(str, elements))} elements: not every "
                          f"gradient once and at most {EXTRA} numbers besides" if not secret else
                          "its steps did not all-reduce every gradient once, and at most a few numbers besides")
     return out
+
+
+#: Why a property of question 3 is not judged where the buckets from the second step are not DDP's.
+REBUILT = "judged only where the buckets from the second step are DDP's rebuilt ones"
 
 
 def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: Expected) -> dict[str, str]:
@@ -583,7 +607,7 @@ def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: 
     if other or steps is None:
         said = (f"it issued {_a(other)}: DDP's buckets are all-reduces" if other else
                 "its collectives could not be read step by step (one came before the first step)")
-        return {**out, **dict.fromkeys(props[1:], said)}
+        return {props[0]: out.get(props[0], REBUILT), **dict.fromkeys(props[1:], said)}
     first = [_elements(c) for c in steps[0]]
     if first != [psi] or _scale(_values(steps[0][0]), ref.grads[0], (1.0, float(n))) is None:
         out[props[1]] = (f"its first step all-reduced buckets of {first} elements: not one bucket of every gradient"
@@ -604,9 +628,8 @@ def _buckets_judge(spec: Spec, seen: Mapping[str, Any], secret: bool, expected: 
                                  "step") + (" holds as many elements as DDP's but not the averaged gradients of the "
                                             "parameters DDP's holds")
                 break
-    if props[2] in out:
-        out[props[3]] = "whether the buckets were in flight together is judged only where they are DDP's"
-        return out
+    if props[2] in out:  # a flat all-reduce every step trains right: without DDP's buckets, nothing else counts
+        return {**dict.fromkeys((props[0], props[1], props[3]), REBUILT), **out}
     for s, step in enumerate(steps[1:], 2):
         late = next((b for b, c in enumerate(step[:-1]) if not all(c["in_flight"])), None)
         if late is not None:
@@ -723,7 +746,7 @@ def unwrap(runs: object) -> object:
 
 
 QUESTIONS: dict[str, Any] = {
-    "ring": RanksQuestion("ring", 4, ((2, 1000),)),
+    "ring": RanksQuestion("ring", 4, ((2, 1000), (3, 1000))),  # 2 ranks alone: any pass of every piece is the ring
     "data_parallel": RanksQuestion("data_parallel", 3, ((2, 0),)),
     "buckets": RanksQuestion("buckets", 4, ((2, [8000, 1000]),)),
     "zero1": RanksQuestion("zero1", 4, ((2, 33),)),
