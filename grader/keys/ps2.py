@@ -5,7 +5,8 @@ block's activations (GPT-J's and PaLM's, which ppedu does not model) from ppedu'
 (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width of keys, values and MLP, no
 dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per
 parameter for mixed-precision Adam (Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded
-by hand.
+by hand. GPU 0's GB and what fits (questions 3 and 4) are right either against the key or against the student's own
+peaks and GB (:class:`FollowThrough`).
 
 >>> from ppedu.grading.assignments import my_values
 >>> key = _memory_key(my_values("ps2", "alice"))
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -24,8 +26,9 @@ from grader.keys.ps1 import FormulaJudge
 from grader.questions import Keyed
 from ppedu import schedules, simulate
 from ppedu.cluster import Model
+from ppedu.grading.answers import Wrong
 from ppedu.grading.assignments import Values
-from ppedu.grading.assignments.ps2 import QUESTIONS
+from ppedu.grading.assignments.ps2 import QUESTIONS, FollowsOn
 from ppedu.grading.students import pick
 
 GB = 1e9
@@ -141,6 +144,44 @@ def _memory_key(v: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _own_memory(given: Mapping[str, Any], v: Mapping[str, Any]) -> dict[str, Any]:
+    """Questions 3 and 4 computed from the student's own earlier answers (their peaks, their GB)."""
+    weights, s_act = given["weights_GB"], given["S_act_GB"]
+    one_f_one_b = weights + max(given["peak_1f1b"]) * s_act
+    return {
+        "gpipe_gpu0_GB": weights + max(given["peak_gpipe"]) * s_act,
+        "one_f_one_b_gpu0_GB": one_f_one_b,
+        "max_m_gpipe": max(0, math.floor((GPU_GB - weights) / s_act)) if s_act > 0 else None,
+        "fits_1f1b": one_f_one_b <= GPU_GB,
+    }
+
+
+@dataclass(frozen=True)
+class FollowThrough:
+    """Answers computed from earlier ones, right if equal to the key or to what the student's own earlier answers
+    give (follow-through: a slip in ``block_bytes`` or the peaks costs those questions, not these too)."""
+
+    form: FollowsOn
+
+    def judge(self, data: Mapping[str, object], values: Values) -> str:
+        got, key = self.form.read(data), _memory_key(values)
+        try:
+            own = _own_memory(FollowsOn(self.form.given).read(data), values)
+        except (Wrong, ValueError, ZeroDivisionError, OverflowError):  # earlier answers missing or malformed
+            own = {}
+        problems = []
+        for answer in self.form.answers:
+            mine = own.get(answer.name)
+            if answer.equal(got[answer.name], key[answer.name]) or (
+                    mine is not None and answer.equal(got[answer.name], mine)):
+                continue
+            hint = _memory_hint(answer.name, got[answer.name], got, key, values)
+            problems.append(f"`{answer.name}` is not right yet." + (f" {hint[:1].upper()}{hint[1:]}" if hint else ""))
+        if problems:
+            raise Wrong("\n".join(problems))
+        return "correct"
+
+
 def _memory_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
                  v: Mapping[str, Any]) -> str | None:
     if name == "S_act_GB" and abs(got - key[name] / v["layers_per_gpu"]) < 1e-3 * key[name]:
@@ -157,6 +198,6 @@ KEYS: dict[str, Any] = {
     "interleaved_peak": FormulaJudge(QUESTIONS["interleaved_peak"], _interleaved_peak, _interleaved_why, _hidden),
     "block": FormulaJudge(QUESTIONS["block"], _block_bytes, _block_why, _hidden, rel=1e-9),
     "s_act": Keyed(QUESTIONS["s_act"], _memory_key, _memory_hint),
-    "gpu0": Keyed(QUESTIONS["gpu0"], _memory_key, _memory_hint),
-    "fits": Keyed(QUESTIONS["fits"], _memory_key, _memory_hint),
+    "gpu0": FollowThrough(QUESTIONS["gpu0"]),
+    "fits": FollowThrough(QUESTIONS["fits"]),
 }

@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -206,6 +206,72 @@ def _choice_key(v: Mapping[str, Any]) -> dict[str, Any]:
     return {"schedule": "none" if winner is None else winner.schedule}
 
 
+def link_break(v: Mapping[str, Any]) -> tuple[float, str] | None:
+    """The bandwidth (GB/s, at the link's own latency) below which the chosen schedule changes, and the schedule
+    that then wins: the link halved until the choice changes, then bisected (``None``: nothing fits, or no bandwidth
+    down to a millionth of the link's changes it)."""
+    model, gpus = your_cluster(v)
+    winner = cluster.best(_rows(v))
+    if winner is None:
+        return None
+
+    def best_at(bandwidth: float) -> str:
+        link = replace(gpus.link, bandwidth=bandwidth)
+        row = cluster.best(cluster.plan(model, cluster.Cluster(gpus.gpu, gpus.gpus, link), [v["m"]]))
+        return "none" if row is None else row.schedule
+
+    high = gpus.link.bandwidth
+    low = high / 2
+    while best_at(low) == winner.schedule:
+        if low < gpus.link.bandwidth * 1e-6:
+            return None
+        high, low = low, low / 2
+    for _ in range(20):
+        middle = (high + low) / 2
+        high, low = (middle, low) if best_at(middle) == winner.schedule else (high, middle)
+    return high / 1e9, best_at(low)
+
+
+def margin(v: Mapping[str, Any]) -> tuple[str, float] | None:
+    """The fitting row next after the winner, and how much faster the winner is (a fraction of its tokens per
+    second); ``None`` where fewer than two rows fit."""
+    fitting = sorted((r for r in _rows(v) if r.fits), key=lambda r: -r.tokens_per_second)
+    if len(fitting) < 2:
+        return None
+    return fitting[1].schedule, fitting[0].tokens_per_second / fitting[1].tokens_per_second - 1
+
+
+def for_the_grader(v: Mapping[str, Any]) -> str:
+    """Question 4b's figures for whoever grades it by hand, computed here: where a slower link changes the choice,
+    and how far the winner leads the next fitting row (a lead under 1 % is a near-tie)."""
+    found, lead = link_break(v), margin(v)
+    parts = ["nothing fits" if found is None and lead is None and cluster.best(_rows(v)) is None else
+             "no bandwidth down to a millionth of the link's changes the choice" if found is None else
+             f"the choice changes below {found[0]:.3g} GB/s (to {found[1]})"]
+    if lead is not None:
+        parts.append(f"the winner leads {lead[0]} by {lead[1]:.2%}" + (" (a near-tie)" if lead[1] < 0.01 else ""))
+    model, gpus = your_cluster(v)
+    parts.append(f"interleaving stops paying against 1F1B below "
+                 f"{cluster.break_even_bandwidth(model, gpus, v['m']) / 1e9:.3g} GB/s")
+    return "For question 4b's grader: " + "; ".join(parts) + "."
+
+
+@dataclass(frozen=True)
+class Choose:
+    """Question 4a judged against the plan; its message carries question 4b's figures for the grader (the test cell's
+    output, which the formgrader shows above 4b's answer)."""
+
+    keyed: Keyed
+
+    def judge(self, data: Mapping[str, object], v: Values) -> str:
+        note = for_the_grader(v)
+        try:
+            verdict = self.keyed.judge(data, v)
+        except Wrong as wrong:
+            raise Wrong(f"{wrong}\n({note})") from None
+        return f"{verdict}\n({note})"
+
+
 def _choice_hint(name: str, got: Any, answers: Mapping[str, Any], key: Mapping[str, Any],
                  v: Mapping[str, Any]) -> str | None:
     if got == "none":
@@ -252,6 +318,6 @@ KEYS: dict[str, Any] = {
     "zb1p": ClosedForm(QUESTIONS["zb1p"], lambda name, args: _zb1p(*args), _zb1p_why, _zb1p_hidden),
     "grid": Keyed(QUESTIONS["grid"], _grid_key, _grid_hint),
     "waves": FormulaJudge(QUESTIONS["waves"]),
-    "choose": Keyed(QUESTIONS["choose"], _choice_key, _choice_hint),
+    "choose": Choose(Keyed(QUESTIONS["choose"], _choice_key, _choice_hint)),
     "handovers": ClosedForm(QUESTIONS["handovers"], _handovers, _handovers_why, _handovers_hidden),
 }

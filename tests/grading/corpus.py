@@ -516,7 +516,7 @@ PS2_WRONG = {"q1_answer": "peak_gpipe = [1] * values.p\npeak_1f1b = [values.m] *
              "q2_answer": "S_act_GB = 1.0\nweights_GB = 1.0",
              "q3_answer": "gpipe_gpu0_GB = 1.0\none_f_one_b_gpu0_GB = 1.0",
              "q4_answer": "max_m_gpipe = 1\nfits_1f1b = not (one_f_one_b_gpu0_GB <= 80)"}
-PS2_ALL = {"peaks": 1, "interleaved_peak": 2, "block": 2, "s_act": 1, "gpu0": 1, "fits": 2}
+PS2_ALL = {"peaks": 1, "interleaved_peak": 2, "block": 2, "s_act": 1, "gpu0": 1, "fits": 1}
 PS2: dict[str, Case] = {
     "solved": Case("ps2"),
     "blank": Case("ps2", release=True, lost=PS2_ALL),
@@ -527,10 +527,10 @@ PS2: dict[str, Case] = {
                                         "q2_answer": "S_act_GB = np.array(S_act_GB)\nweights_GB = np.float64(weights_GB)"}),
     "abs_patcher": Case("ps2", replace=PS2_WRONG, prepend={"q1_answer": ABS}, lost=PS2_ALL),
     "noisy_stderr": Case("ps2", prepend={"q2_answer": NOISE, "q4_answer": NOISE}),
-    "gib_not_gb": Case("ps2", append={"q2_answer": "S_act_GB = S_act_GB * 1e9 / 2**30"},
-                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+    # GiB: question 2b lost; 3 and 4, computed from it, follow through
+    "gib_not_gb": Case("ps2", append={"q2_answer": "S_act_GB = S_act_GB * 1e9 / 2**30"}, lost={"s_act": 1}),
     "half_right": Case("ps2", replace={k: v for k, v in PS2_WRONG.items() if k in ("q2_answer", "q3_answer", "q4_answer")},
-                       lost={"s_act": 1, "gpu0": 1, "fits": 2}),
+                       lost={"s_act": 1, "gpu0": 1, "fits": 1}),
     # the interleaved peak counted in chunks, not stages
     "chunks_not_stages": Case("ps2", append={"q1b_answer": "_stages = interleaved_peak\n\n\n"
                                                            "def interleaved_peak(p, m, v, j):\n"
@@ -548,9 +548,9 @@ PS2: dict[str, Case] = {
                                                            "    x = Model('x', 1, h, 1, s, b, heads, kv_heads, ffn, bool(gated),"
                                                            " flash_attention=bool(flash))\n"
                                                            "    return sum(x.block_activations().values())"},
-                             # the main kernel has the library, but its block is a sequential one: the sizes built on
-                             # it are wrong too
-                             lost={"block": 2, "s_act": 1, "gpu0": 1, "fits": 2}),
+                             # the main kernel has the library, but its block is a sequential one: 2b's GB built on it
+                             # are wrong too; 3 and 4, right from those GB, follow through
+                             lost={"block": 2, "s_act": 1}),
 }
 
 LIBRARY_SCHEDULES = """
@@ -716,7 +716,7 @@ def grouped_1f1b(p, m, k):
                        lost={"leftover": 4}),
 }
 
-PS4_ALL = {"zb1p": 1, "grid": 2, "waves": 2, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
+PS4_ALL = {"zb1p": 1, "grid": 1, "waves": 1, "choose": 1, "handovers": 1}  # 1b, 3b, 4b and 5 are graded by hand
 #: 1F1B in waves, built by hand from the library's 1F1B and simulated with a copy of the simulator's code.
 PS4_COPIED_SIMULATOR = """
 import types
@@ -737,7 +737,7 @@ PS4: dict[str, Case] = {
     "abs_patcher": Case("ps4", append={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n    return (p - 1) * (F + B - 2 * W)",
                                        "q3_answer": "def waves_makespan(p, m, k, f, b):\n    return (m + p - 1) * (f + b)",
                                        "q4_answer": ABS},
-                        lost={"zb1p": 1, "waves": 2}),
+                        lost={"zb1p": 1, "waves": 1}),
     # DeepSeek's row taken at its word off its ground; two of the three paths, right where the third is shorter
     "deepseek_row": Case("ps4", replace={"q1a_answer": "def zb1p_bubble(p, F, B, W):\n"
                                                        "    return (p - 1) * (F + B - 2 * W)"}, lost={"zb1p": 1}),
@@ -749,12 +749,12 @@ PS4: dict[str, Case] = {
                                     "q3_answer": "import numpy as np\n_mine = waves_makespan\n\n\n"
                                                  "def waves_makespan(p, m, k, f, b):\n    return np.float64(_mine(p, m, k, f, b))"}),
     # the picture misread
-    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 2}),
-    "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 2}),
-    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 2}),
+    "counted_busy": Case("ps4", append={"q2_answer": "idle_slots = p * T - idle_slots"}, lost={"grid": 1}),
+    "gpu0_last": Case("ps4", append={"q2_answer": "peak_activations = peak_activations[::-1]"}, lost={"grid": 1}),
+    "one_wave_grid": Case("ps4", append={"q2_answer": "T = T - (p - 1) * (T // (m + 2 * (p - 1)))"}, lost={"grid": 1}),
     # the closed form: right only on the picture, or the simulator behind it
     "picture_only": Case("ps4", replace={"q3_answer": "def waves_makespan(p, m, k, f, b):\n    return T"},
-                         lost={"waves": 2}),
+                         lost={"waves": 1}),
     "simulates_inside": Case("ps4", replace={"q3_answer": "from ppedu.ops import Op, Schedule\n"
                                                           "from ppedu.schedules import one_f_one_b\n\n\n"
                                                           "def waves_makespan(p, m, k, f, b):\n"
@@ -763,8 +763,8 @@ PS4: dict[str, Case] = {
                                                           "o.chunk) for w in range(k) for o in s) for s in wave)\n"
                                                           "    return simulate(Schedule(stages, 'w', (tuple(range(p)),), m), "
                                                           "Costs(f=f, b=b)).makespan"},
-                             lost={"waves": 2}),
-    "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 2}),
+                             lost={"waves": 1}),
+    "copied_simulator": Case("ps4", replace={"q3_answer": PS4_COPIED_SIMULATOR}, lost={"waves": 1}),
     # the choice: the fastest row, fitting or not (for this student the fastest does not fit)
     "fastest_whether_it_fits": Case("ps4", replace={"q4_answer": "rows = cluster.plan(model, gpus, [values.m])\n"
                                                               "schedule = max(rows, key=lambda r: r.tokens_per_second)"

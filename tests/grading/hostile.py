@@ -705,7 +705,7 @@ def fewest_microbatches(p, target, c):
                                            replace={"q2_answer": USES_Q1_HELPER}, lost={}),
     },
     "ps4": {
-        "h_simulator_snapshot": Case("ps4", replace={"q3_answer": SIMULATOR_SNAPSHOT}, lost={"waves": 2}),
+        "h_simulator_snapshot": Case("ps4", replace={"q3_answer": SIMULATOR_SNAPSHOT}, lost={"waves": 1}),
     },
     "ps5": {
         "h_executor_shipped_in_folder": Case("ps5", release=True, replace={"executor_answer": SHIPPED_EXECUTOR},
@@ -1029,8 +1029,8 @@ FORGERS: dict[str, dict[str, Case]] = {
     },
     "ps4": {
         "h_hidden_inputs_read_by_transformer": Case("ps4", replace={"q3_answer": HIDDEN_INPUTS_READER},
-                                                    lost={"waves": 2}),
-        "h_hidden_inputs_leaked_in_errors": Case("ps4", replace={"q3_answer": LEAKS_INPUTS}, lost={"waves": 2}),
+                                                    lost={"waves": 1}),
+        "h_hidden_inputs_leaked_in_errors": Case("ps4", replace={"q3_answer": LEAKS_INPUTS}, lost={"waves": 1}),
     },
     "ps5": {
         "h_channel_forger": Case("ps5", release=True, replace={"executor_answer": CHANNEL_FORGER}, lost=PS5_ALL),

@@ -1,6 +1,7 @@
 """The grading library without nbgrader: per-student values, answers as plain data, answer
 messages, the judge's keys (grader/, the instructor's), schedule checks with partial credit."""
 
+import dataclasses
 import json
 import math
 import sys
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT
-from ppedu import schedules
+from ppedu import cluster, schedules
 from ppedu.grading import Wrong, my_values
 from ppedu.grading.answers import Choice, Counts, Flag, Number, calls, plain
 from ppedu.grading.assignments import ASSIGNMENTS, load
@@ -168,7 +169,7 @@ def test_ps4s_choice_comes_from_ppedu_cluster_and_a_wrong_one_gets_its_own_hint(
     model, gpus = ps4.your_cluster(v)
     grade = lambda ns: ps4.KEYS["choose"].judge(ns, v)  # noqa: E731
     winner = cluster.best(cluster.plan(model, gpus, [v.m]))
-    assert grade({"schedule": winner.schedule}) == "correct"
+    assert grade({"schedule": winner.schedule}).startswith("correct\n(For question 4b's grader")
     wrong = next(r for r in cluster.plan(model, gpus, [v.m]) if r.fits and r.schedule != winner.schedule)
     said = message(grade, {"schedule": wrong.schedule})
     assert "fits, but" in said and winner.schedule not in said
@@ -286,6 +287,51 @@ def test_ps2s_block_is_a_parallel_one_that_ppedus_inventory_does_not_give():
                "    return sum(x.block_activations().values())")
     assert "is not available while this question is checked" in judged("ps2", "block", library)
 
+
+def test_ps2s_question_5_premise_holds_for_every_student():
+    """Question 5 says GPipe at twice the student's m does not fit in 80 GB: true of every student's model."""
+    for student in [f"student{i}" for i in range(300)]:
+        v = my_values("ps2", student)
+        assert keys.load("ps2")._memory_key(v)["max_m_gpipe"] < 2 * v["m"], student
+
+
+def test_ps2s_gpu0_and_fits_follow_through_from_the_students_own_earlier_answers():
+    """One slip in 2b (GB in GiB) costs 2b only: 3 and 4 computed from it are right; numbers from neither are not."""
+    v = my_values("ps2", "alice")
+    key = keys.load("ps2")._memory_key(v)
+    peaks = {name: list(x) for name, x in keys.load("ps2")._peaks_key(v).items()}
+    s_act, weights = key["S_act_GB"] * 1e9 / 2**30, key["weights_GB"]
+    own = {**peaks, "S_act_GB": s_act, "weights_GB": weights,
+           "gpipe_gpu0_GB": weights + max(peaks["peak_gpipe"]) * s_act,
+           "one_f_one_b_gpu0_GB": weights + max(peaks["peak_1f1b"]) * s_act,
+           "max_m_gpipe": max(0, math.floor((80 - weights) / s_act)),
+           "fits_1f1b": weights + max(peaks["peak_1f1b"]) * s_act <= 80}
+    for question in ("gpu0", "fits"):
+        data = json.loads(json.dumps(load("ps2").QUESTIONS[question].data(own, v)))
+        assert keys.load("ps2").KEYS[question].judge(data, v) == "correct"
+    with pytest.raises(Wrong, match="gpipe_gpu0_GB"):
+        keys.load("ps2").KEYS["gpu0"].judge({**own, "gpipe_gpu0_GB": 2 * own["gpipe_gpu0_GB"]}, v)
+
+
+
+def test_ps4s_choice_carries_4bs_figures_for_the_grader():
+    """Question 4a's verdict prints, for 4b's grader, the bandwidth where the choice changes (the plan at a link a
+    little faster still picks the same schedule, a little slower another) and the winner's lead."""
+    ps4 = keys.load("ps4")
+    for student in ("alice", "bob", "carol"):
+        v = my_values("ps4", student)
+        found = ps4.link_break(v)
+        verdict = ps4.KEYS["choose"].judge(ps4._choice_key(v), v)
+        assert verdict.startswith("correct\n(For question 4b's grader: ")
+        if found is None:
+            continue
+        assert f"{found[0]:.3g} GB/s (to {found[1]})" in verdict
+        model, gpus = ps4.your_cluster(v)
+        winner = ps4._choice_key(v)["schedule"]
+        for factor, same in ((1.01, True), (0.99, False)):
+            link = dataclasses.replace(gpus.link, bandwidth=found[0] * 1e9 * factor)
+            row = cluster.best(cluster.plan(model, cluster.Cluster(gpus.gpu, gpus.gpus, link), [v["m"]]))
+            assert (row.schedule == winner) is same, (student, factor)
 
 STUDENTS = [f"student{i}" for i in range(300)]
 
