@@ -113,8 +113,8 @@ QUESTIONS: dict[str, Any] = {
                                     "bubble_interleaved": ((4, 4, 2), (4, 8, 3))},
                                    lambda name, v: ((v["p"], 2 * v["p"], v["v"]),) if name == "bubble_interleaved"
                                    else ((v["p"], v["m"]),)),
-    # GPipe with a hand-over latency c: (4, 0.2, 0.5) meets its target exactly at m = 16; c = 0 is the chapters' case;
-    # (12, 2e-07, 2.0) needs 128333308 micro-batches, which no search one at a time reaches within a call's limit
+    # GPipe with a hand-over latency c: (4, 0.2, 0.5) meets its target exactly (a float must not miss it); c = 0 is the
+    # chapters' case; (12, 2e-07, 2.0) needs more micro-batches than a search one at a time reaches in a call's limit
     "microbatches": FormulaQuestion({"fewest_microbatches": ((4, 0.2, 0.5), (4, 0.1, 0), (8, 0.05, 1.5),
                                                              (4, 0.3, 1.5), (12, 2e-07, 2.0))},
                                     lambda name, v: ((v["p"], v["target"], v["c"]),)),
