@@ -161,9 +161,8 @@ def practice_set() -> tuple[Item, ...]:
         f"micro-batches of activations at its peak, against ZB-H1's {max(zb.peak_activations)} on GPU 0. With "
         f"*W* = 1.5 the formula books 7 × (1 + 2 − 3) = {7 * (1 + 2 - 2 * 1.5):g}, but no schedule idles less than the "
         f"first forward's climb: the last GPU cannot start before micro-batch 0 has passed *p* − 1 GPUs, (*p* − 1)*F* "
-        f"= 7, and has no W yet to fill that wait. The forward path sets it: (*p* − 1)·max(*F*, *B* − *W*, "
-        f"*F* + *B* − 2*W*) = 7 × 1 = {long_w_idle:g}, as simulated (the formula's F + B − 2W is the max only while "
-        f"*W* ≤ min(*F*, *B* − *W*)).",
+        f"= 7, and has no W yet to fill that wait: the forward path sets it, {long_w_idle:g}, as simulated (the "
+        f"formula holds only while *W* ≤ min(*F*, *B* − *W*), chapter 6b).",
         ('05.1', '06.3', '06b.1')))
 
     # P7: DualPipeV against DualPipe.
@@ -535,27 +534,25 @@ def practice_set() -> tuple[Item, ...]:
         f"{block.recompute_transient_bytes('full') / 1e9:.4g} GB are there again (one block at a time).",
         ("08.1", "08.2")))
 
-    # P24: ZB-H1 where W is longer than F: which path sets the idle.
+    # P24: ZB-H1 where W is longer than F: which chain of passes sets the idle (ps4 Q1 asks for every cost).
     p, m, F, B, W = 5, 10, 1, 3.5, 1.25
     h1 = simulate(zero_bubble_h1(p, m), Costs(f=F, b=B - W, w=W))
     h1_idle = max(h1.makespan - x for x in h1.busy_per_stage)
-    paths = {"forward": F, "input-gradient": B - W, "formula": F + B - 2 * W}
-    setter = max(paths, key=lambda name: paths[name])
+    passes = {"forward": F, "input-gradient": B - W, "weight-gradient": W}
+    setter = next(name for name, x in passes.items() if (p - 1) * x == h1_idle)
     items.append(Item(
         "P24", f"ZB-H1 at *p* = {p}, *m* = {m}: a forward takes *F* = {F}, a full backward *B* = {B}, of which the "
         f"weight-gradient pass *W* = {W}. What does DeepSeek's ZB1P formula (*p* − 1)(*F* + *B* − 2*W*) give, what "
-        "does each GPU idle, which pass sets it, and up to which *W* (*F* and *B* as they are) does the formula hold? "
-        "(Answer as (formula, idle, pass, largest W).)",
-        ((p - 1) * paths["formula"], h1_idle, setter, min(F, B / 2)),
-        f"The formula books (*p* − 1)(*F* + *B* − 2*W*) = {p - 1} × {paths['formula']:g} = "
-        f"{(p - 1) * paths['formula']:g}: 1F1B's (*p* − 1)(*F* + *B*) less 2*W* per GPU, filled by postponed W's. "
-        f"But a chain of *p* − 1 forwards climbing the pipeline, or of *p* − 1 input-gradient passes (*B* − *W* = "
-        f"{B - W:g}) coming down it, cannot be filled by anything, so each GPU idles (*p* − 1)·max(*F*, *B* − *W*, "
-        f"*F* + *B* − 2*W*) = {p - 1} × max({_gs(paths.values())}) = {(p - 1) * max(paths.values()):g} — the simulated "
-        f"{h1_idle:g}. The {setter} chain sets it: *F* + *B* − 2*W* falls below *B* − *W* as soon as *W* > *F* "
-        f"({paths['formula']:g} < {B - W:g} here), since W's longer than the forward-sized gaps cannot fill them. The "
-        f"formula holds while *F* + *B* − 2*W* is the largest, *W* ≤ min(*F*, *B* − *W*): *W* ≤ min(*F*, *B*/2) = "
-        f"{min(F, B / 2):g}.",
+        "does each GPU idle (simulate it), which pass, repeated *p* − 1 times in a chain nothing can fill, gives that "
+        "idle, and up to which *W* (*F* and *B* as they are) does the formula hold? (Answer as (formula, idle, pass, "
+        "largest W).)",
+        ((p - 1) * (F + B - 2 * W), h1_idle, setter, min(F, B / 2)),
+        f"The formula books {p - 1} × ({F:g} + {B:g} − {2 * W:g}) = {(p - 1) * (F + B - 2 * W):g}; the simulator "
+        f"idles each GPU {h1_idle:g} = {p - 1} × {passes[setter]:g}, the step less each GPU's *m*(*F* + *B*) of "
+        f"work. That is a chain of *p* − 1 = {p - 1} {setter} passes (*B* − *W* = {B - W:g} each): micro-batch 0's "
+        f"gradient coming down from the last GPU to GPU 0, which has nothing left to run while it waits. The formula "
+        f"holds where chapter 6b says, *W* ≤ min(*F*, *B* − *W*): here up to *W* = min(*F*, *B*/2) = {min(F, B / 2):g}. "
+        f"Why, and what each GPU idles for every cost, is problem set 4's question 1.",
         ("06b.2",)))
 
     # P25: a vendor's bubble figure read under both definitions.
