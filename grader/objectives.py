@@ -66,7 +66,7 @@ def questions(assignment: str, root: Path = ROOT) -> dict[str, tuple[int, list[s
 
 def tagged(root: Path = ROOT) -> dict[str, set[str]]:
     """Per objective, the graded questions tagged with it (``"ps1 Q3"``) and the practice items (``"practice P4"``)."""
-    from ppedu.practice import practice_set
+    from ppedu.practice import CountingPractice, practice_set
 
     out: dict[str, set[str]] = defaultdict(set)
     for assignment in ASSIGNMENTS:
@@ -74,16 +74,17 @@ def tagged(root: Path = ROOT) -> dict[str, set[str]]:
             for number, tags in questions(assignment, root).values():
                 for tag in tags:
                     out[tag].add(f"{assignment} Q{number}")
-    for item in practice_set():
+    # the grid-reading items G1–G4 carry the same tags whatever grid a seed draws
+    for item in (*practice_set(), *CountingPractice.draw(0).reading()):
         for tag in item.objectives:
             out[tag].add(f"practice {item.label}")
     return dict(out)
 
 
-def _order(name: str) -> tuple[int, str, int]:
+def _order(name: str) -> tuple[int, str, bool, int]:
     kind, _, number = name.rpartition(" ")
     rank = {"counting": 0, **{a: i + 1 for i, a in enumerate(ASSIGNMENTS)}, "practice": 99}.get(kind, 50)
-    return rank, kind, int(number.lstrip("QP"))
+    return rank, kind, number.startswith("G"), int(number.lstrip("QPG"))  # the grid-reading G items after P1–P27
 
 
 def render(names: set[str], awaited: str | None = None) -> str:
