@@ -503,7 +503,7 @@ def practice_set() -> tuple[Item, ...]:
         f"when the first gradient comes down. There is no exchange on that link to reorder, and both rules leave the "
         "order stuck where it was. A rule of this kind is enough exactly when no GPU warms up more than one forward "
         "beyond the GPU above it (checked over every order of this kind the simulator runs, *p* up to 5, *m* up to "
-        f"7): here GPU {wide} at {warm[wide + 1] + 1}, 1F1B's order, or GPU {wide + 1} at {warm[wide] - 1}. "
+        f"7): here GPU {wide} at {warm[wide + 1] + 1}, or GPU {wide + 1} at {warm[wide] - 1}. "
         "Otherwise only sends that do not wait for their receiver (isend and irecv) finish it.",
         ("11.3",)))
 
