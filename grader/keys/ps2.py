@@ -5,8 +5,8 @@ block's activations (GPT-J's and PaLM's, which ppedu does not model) from ppedu'
 (:meth:`ppedu.cluster.Model.block_activations`: Korthikanti et al.'s, for any width of keys, values and MLP, no
 dropout) less its second norm's input and its separate MLP input; the student's stage in GB, with 16 bytes per
 parameter for mixed-precision Adam (Rajbhandari et al., 2020), and what fits in 80 GB. The written answers are graded
-by hand. GPU 0's GB and what fits (questions 3 and 4) are right either against the key or against the student's own
-peaks and GB (:class:`FollowThrough`).
+by hand. GPU 0's GB and ``max_m_gpipe`` (questions 3 and 4) are right either against the key or against the student's
+own peaks and GB; ``fits_1f1b`` against their own where they gave them (:class:`FollowThrough`).
 
 >>> from ppedu.grading.assignments import my_values
 >>> key = _memory_key(my_values("ps2", "alice"))
@@ -26,7 +26,7 @@ from grader.keys.ps1 import FormulaJudge
 from grader.questions import Keyed
 from ppedu import schedules, simulate
 from ppedu.cluster import Model
-from ppedu.grading.answers import Wrong
+from ppedu.grading.answers import Flag, Wrong
 from ppedu.grading.assignments import Values
 from ppedu.grading.assignments.ps2 import QUESTIONS, FollowsOn
 from ppedu.grading.students import pick
@@ -159,7 +159,9 @@ def _own_memory(given: Mapping[str, Any], v: Mapping[str, Any]) -> dict[str, Any
 @dataclass(frozen=True)
 class FollowThrough:
     """Answers computed from earlier ones, right if equal to the key or to what the student's own earlier answers
-    give (follow-through: a slip in ``block_bytes`` or the peaks costs those questions, not these too)."""
+    give (follow-through: a slip in ``block_bytes`` or the peaks costs those questions, not these too). A yes/no
+    answer has one right value per student: their own earlier answers', the key's only where those are missing
+    (accepting either would pass both ``True`` and ``False`` where a slip flips it)."""
 
     form: FollowsOn
 
@@ -172,8 +174,9 @@ class FollowThrough:
         problems = []
         for answer in self.form.answers:
             mine = own.get(answer.name)
-            if answer.equal(got[answer.name], key[answer.name]) or (
-                    mine is not None and answer.equal(got[answer.name], mine)):
+            right = ([key[answer.name]] if mine is None else [bool(mine)] if isinstance(answer, Flag)
+                     else [key[answer.name], mine])
+            if any(answer.equal(got[answer.name], want) for want in right):
                 continue
             hint = _memory_hint(answer.name, got[answer.name], got, key, values)
             problems.append(f"`{answer.name}` is not right yet." + (f" {hint[:1].upper()}{hint[1:]}" if hint else ""))

@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
@@ -251,8 +252,12 @@ def for_the_grader(v: Mapping[str, Any]) -> str:
     if lead is not None:
         parts.append(f"the winner leads {lead[0]} by {lead[1]:.2%}" + (" (a near-tie)" if lead[1] < 0.01 else ""))
     model, gpus = your_cluster(v)
-    parts.append(f"interleaving stops paying against 1F1B below "
-                 f"{cluster.break_even_bandwidth(model, gpus, v['m']) / 1e9:.3g} GB/s")
+    bandwidth = cluster.break_even_bandwidth(model, gpus, v["m"])
+    parts.append(f"interleaving stops paying against 1F1B below {bandwidth / 1e9:.3g} GB/s")
+    if 0 < bandwidth < math.inf:  # the tie's hand-over time, the figure 4b asks for
+        tie = gpus.link.latency + model.hand_over_bytes / bandwidth
+        chunk = cluster.costs_for(model, gpus, interleaved_1f1b(v["p"], v["m"], 2))[0].forward(1, 1)
+        parts[-1] += f" (a hand-over of t* = {tie * 1e3:.3g} ms, {tie / chunk:.3g} chunk forwards)"
     return "For question 4b's grader: " + "; ".join(parts) + "."
 
 
