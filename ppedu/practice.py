@@ -39,7 +39,7 @@ from ppedu.schedules import build, dualpipe, dualpipe_v, gpipe, interleaved_1f1b
 from ppedu.ops import Schedule
 from ppedu.schedules.one_f_one_b import with_warmups
 from ppedu.sheet import Markdown
-from ppedu.simulate import simulate
+from ppedu.simulate import Timeline, simulate
 from ppedu.staleness import staleness
 from ppedu.text import render_grid
 
@@ -438,6 +438,11 @@ def practice_set() -> tuple[Item, ...]:
         f"node over NVLink), so the limit cuts the dispatch's InfiniBand bytes {free / limited:.3g} times — less than "
         f"the 6 copies against 3 nodes suggests.",
         ("13.3",)))
+    items += [_p21(), _p22(), _p23(), _p24(), _p25(), _p26(), _p27()]
+    return tuple(items)
+
+
+def _p21() -> Item:
     # P21: a GPU slow at its backward only: the two lower bounds no order beats, what 1F1B loses, and how far ahead
     # the slow GPU must run its forwards for an order to reach the bound.
     p, m, s, k, f, b = 5, 8, 2, 3, 1, 2
@@ -448,7 +453,7 @@ def practice_set() -> tuple[Item, ...]:
     ahead = min(m, 1 + -(-above // f))
     best = simulate(with_warmups([m - 1] * s + [ahead - 1] + [p - 1 - j for j in range(s + 1, p)], m), slow)
     plain = simulate(one_f_one_b(p, m), slow)
-    items.append(Item(
+    return Item(
         "P21", f"*p* = {p} GPUs, one stage each, *m* = {m} micro-batches, whole backwards; every forward takes {f}, "
         f"every backward {b} except on GPU {s} (from 0), whose backward takes {k * b}: its forward is as fast as the "
         "others'. Give the lower bound on the makespan that GPU 2's own work sets (with what must run before and after "
@@ -471,8 +476,10 @@ def practice_set() -> tuple[Item, ...]:
         f"first: {ahead} forwards before its first backward at least, fed by the GPUs below. With GPUs 0 … {s - 1} "
         f"running every forward first and the GPUs above as in 1F1B, the simulator gives {best.makespan:g}. Fewer "
         f"forwards leave GPU {s} idle, and every unit it idles there adds one to the makespan.",
-        ("05.5", "10.5")))
+        ("05.5", "10.5"))
 
+
+def _p22() -> Item:
     # P22: blocking sends under an order with an uneven warm-up, where ordering the sends of an exchange is no cure.
     p, m, warm = 4, 6, (3, 2, 2, 0)
     order = with_warmups(list(warm), m)
@@ -481,7 +488,7 @@ def practice_set() -> tuple[Item, ...]:
     at = {j: message for j, (_, _, message), _ in stuck}
     parity, upper = (_blocking(order, rule) for rule in (lambda j, k: j % 2 == 0, lambda j, k: j > k))
     wide = next(j for j in range(p - 1) if warm[j] - warm[j + 1] > 1)
-    items.append(Item(
+    return Item(
         "P22", f"{p} processes run, at *m* = {m}, the order whose warm-ups (forwards before the steady state, 1F1B's "
         f"*p* − *j* − 1) are {warm}: the simulator runs it in {simulate(order).makespan:g}. Every activation and "
         "gradient goes by a blocking send, one that returns only once the receiver has posted the matching receive; "
@@ -505,15 +512,17 @@ def practice_set() -> tuple[Item, ...]:
         "beyond the GPU above it (checked over every order of this kind the simulator runs, *p* up to 5, *m* up to "
         f"7): here GPU {wide} at {warm[wide + 1] + 1}, or GPU {wide + 1} at {warm[wide] - 1}. "
         "Otherwise only sends that do not wait for their receiver (isend and irecv) finish it.",
-        ("11.3",)))
+        ("11.3",))
 
+
+def _p23() -> Item:
     # P23: a Llama-style block's activations, part by part, and what recomputation buys and pays.
     block = Model("Llama-style", layers=1, hidden=5120, vocab=32000, seq=4096, microbatch=2, heads=40, kv_heads=8,
                   ffn=13824, gated=True)
     parts, kept = block.block_activations("none"), block.block_activations("full")
     (_, plain_b), (_, full_b) = (block.layer_backward_flops(mode)[0][:2] for mode in ("none", "full"))
     forward = block.layer_flops()[1]
-    items.append(Item(
+    return Item(
         "P23", "A Llama-style block: width *h* = 5,120, 40 query heads and 8 key–value heads of 128, a SwiGLU MLP of "
         "width 13,824, RMSNorm, no dropout, FlashAttention, bf16, micro-batches of 2 sequences of 4,096 tokens. How "
         "many GB does it keep for its backward with no recomputation (part by part), with selective recomputation of "
@@ -532,15 +541,17 @@ def practice_set() -> tuple[Item, ...]:
         f"alone, 2 *sbh* = {sum(kept.values()) / 1e9:.4g} GB, and runs the block's forward again inside its backward: "
         f"{(full_b - plain_b) / forward:.0%} of the forward's FLOPs more, and while it does, the block's "
         f"{block.recompute_transient_bytes('full') / 1e9:.4g} GB are there again (one block at a time).",
-        ("08.1", "08.2")))
+        ("08.1", "08.2"))
 
+
+def _p24() -> Item:
     # P24: ZB-H1 where W is longer than F: which chain of passes sets the idle (ps4 Q1 asks for every cost).
     p, m, F, B, W = 5, 10, 1, 3.5, 1.25
     h1 = simulate(zero_bubble_h1(p, m), Costs(f=F, b=B - W, w=W))
     h1_idle = max(h1.makespan - x for x in h1.busy_per_stage)
     passes = {"forward": F, "input-gradient": B - W, "weight-gradient": W}
     setter = next(name for name, x in passes.items() if (p - 1) * x == h1_idle)
-    items.append(Item(
+    return Item(
         "P24", f"ZB-H1 at *p* = {p}, *m* = {m}: a forward takes *F* = {F}, a full backward *B* = {B}, of which the "
         f"weight-gradient pass *W* = {W}. What does DeepSeek's ZB1P formula (*p* − 1)(*F* + *B* − 2*W*) give, what "
         "does each GPU idle (simulate it), which pass, repeated *p* − 1 times in a chain nothing can fill, gives that "
@@ -553,14 +564,16 @@ def practice_set() -> tuple[Item, ...]:
         f"gradient coming down from the last GPU to GPU 0, which has nothing left to run while it waits. The formula "
         f"holds where chapter 6b says, *W* ≤ min(*F*, *B* − *W*): here up to *W* = min(*F*, *B*/2) = {min(F, B / 2):g}. "
         f"Why, and what each GPU idles for every cost, is problem set 4's question 1.",
-        ("06b.2",)))
+        ("06b.2",))
 
+
+def _p25() -> Item:
     # P25: a vendor's bubble figure read under both definitions.
     p, v, claim = 5, 2, Fraction(1, 16)
     megatron = next(m for m in range(1, 1000) if Fraction(p - 1, v * m) == claim)
     textbook = next(m for m in range(1, 1000) if Fraction(p - 1, v * m + p - 1) == claim)
     runs = {m: simulate(interleaved_1f1b(p, m, v)) for m in (megatron, textbook)}
-    items.append(Item(
+    return Item(
         "P25", f"A vendor's slide says interleaved 1F1B with *v* = {v} chunks per GPU \"has a {float(claim):.2%} "
         f"bubble\" on a {p}-stage pipeline, every chunk's forward and backward equally long. How many micro-batches "
         "does that mean if the figure is Megatron-LM's bubble time ÷ ideal time, and if it is the textbook's idle ÷ "
@@ -574,21 +587,24 @@ def practice_set() -> tuple[Item, ...]:
         f"{textbook}, *r*/(1 − *r*) = {_frac(runs[textbook].bubble_over_ideal)} "
         f"({runs[textbook].bubble_over_ideal:.2%}) — simulated. A figure without its definition leaves *m* uncertain "
         "by a few micro-batches, and a comparison of two vendors meaningless until both are on one definition.",
-        ("01.3", "04.3")))
+        ("01.3", "04.3"))
 
+
+def _p26() -> Item:
     # P26: a ring all-reduce from messages, and DDP's buckets for one model and cap.
     n, vector = 6, 96e6
     ring6 = collectives.cost("all-reduce", vector, n, LINKS["nvlink"])
     width, layers, cap = 1024, 6, 10 * 2 ** 20
     sizes = [(width * width + width) * 4] * layers  # fp32 weights and biases, layer by layer
-    buckets, held = [[]], 0
+    buckets: list[list[int]] = [[]]
+    held = 0
     for i in reversed(range(layers)):  # gradients ready from the last layer back; a bucket closes at the cap
         buckets[-1].append(i + 1)
         held += sizes[i]
         if held >= cap and i:
             buckets.append([])
             held = 0
-    items.append(Item(
+    return Item(
         "P26", f"(a) You write a ring all-reduce from point-to-point messages for {n} ranks and a gradient of "
         f"{vector / 1e6:g} MB: how many messages does each rank send, how many MB in each, and how many MB in all? "
         f"(b) DDP trains an MLP of {layers} layers of {width:,} × {width:,} (fp32 weights and biases) with every "
@@ -607,8 +623,10 @@ def practice_set() -> tuple[Item, ...]:
         + ", ".join("layers " + "+".join(map(str, x)) for x in buckets) +
         f", {len(buckets)} all-reduces a step, each launched as soon as its last gradient is in, while the backward "
         "still runs below it.",
-        ("15.2", "15.3")))
+        ("15.2", "15.3"))
 
+
+def _p27() -> Item:
     # P27: micro-batches under a memory budget when every pass has a fixed overhead.
     p, batch, f, bw, overhead, act = 4, 48, 1, 2, 0.5, 1
     plans = {}
@@ -618,7 +636,7 @@ def practice_set() -> tuple[Item, ...]:
         plans[m] = (t.makespan, max(t.peak_activations) * s * act)
     gpipe_gb = max(simulate(gpipe(p, 4)).peak_activations) * (batch // 4) * act
     chosen = {room: min((t, m) for m, (t, gb) in plans.items() if gb <= room) for room in (30, 6)}
-    items.append(Item(
+    return Item(
         "P27", f"1F1B on *p* = {p} GPUs, a batch of {batch} samples cut into *m* micro-batches of {batch}/*m* (*m* "
         f"dividing {batch}). A forward costs {overhead} (its launch and hand-over, whatever its size) plus {f} per "
         f"sample; a backward {overhead} plus {bw} per sample. A sample's activations take {act} GB on a GPU from its "
@@ -635,9 +653,7 @@ def practice_set() -> tuple[Item, ...]:
         f". Under 30 GB the fastest that fits is *m* = {chosen[30][1]} ({chosen[30][0]:g}); under 6 GB memory "
         f"forces *m* = {chosen[6][1]} ({chosen[6][0]:g}), the overhead paid in time. GPipe keeps every micro-batch "
         f"until its backward: all {batch} samples, {gpipe_gb:g} GB at any *m* — it fits neither budget.",
-        ("10.3", "02.4")))
-
-    return tuple(items)
+        ("10.3", "02.4"))
 
 
 def _blocking(schedule: Schedule,
@@ -896,9 +912,9 @@ class CountingPractice:
     """
 
     seed: int
-    count: object
-    mark: object
-    read: object
+    count: Timeline
+    mark: Timeline
+    read: Timeline
 
     @classmethod
     def draw(cls, seed: int) -> CountingPractice:
