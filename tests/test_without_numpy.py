@@ -28,7 +28,8 @@ NEEDS_BLOCKED = {"ppedu.animate", "ppedu.plot", "ppedu.widgets.lab", "ppedu.mnis
 EXAMPLES_NEED_MORE = {"ppedu.grading.answers", "ppedu.reference", "ppedu.grading.sandbox", "ppedu.grading.evaluate",
                       "ppedu.grading.execute", "ppedu.grading.harness", "ppedu.grading.stages", "ppedu.mnist",
                       "ppedu.mnist.cli", "ppedu.grading.cli", "ppedu.batch_size", "ppedu.grading.relay",
-                      "ppedu.ranks.launch", "ppedu.ranks.timing", "ppedu.ranks.traffic", "ppedu.ranks.workload"}
+                      "ppedu.ranks.launch", "ppedu.ranks.timing", "ppedu.ranks.traffic", "ppedu.ranks.workload",
+                      "ppedu.grading.assignments.ps8"}
 BLOCK = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in BLOCKED)
 
 

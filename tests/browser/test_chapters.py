@@ -429,7 +429,7 @@ def test_the_practice_sets_answers_stay_folded_until_the_student_opens_them(lab)
     lab.run_all(panel)
     assert lab.errors(panel) == []
     keys = panel.locator(".jp-OutputArea-output details")
-    assert keys.count() == 2  # the practice set's key and the chapters' self-check answers
+    assert keys.count() == 3  # the practice set's key, the grid's, and the chapters' self-check answers
     label = practice.practice_set()[0].label
     for key in keys.all():
         assert not key.evaluate("e => e.open") and "Show the answers" in text(key) and label not in text(key)

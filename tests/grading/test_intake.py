@@ -123,7 +123,7 @@ def test_limits_on_size_count_and_depth(tmp_path):
     (lambda raw: raw[: len(raw) * 3 // 4], {"q1a_answer", "q1b_answer", "q2_answer", "q3s_answer"}),  # cut short
     (lambda raw: raw.replace(b'"id": "', b'"id": "bad id!? ', 3), None),  # invalid cell ids
     (lambda raw: raw.replace(b"### BEGIN SOLUTION", b"\xff\xfe### BEGIN SOLUTION", 1), None),  # not UTF-8
-    (lambda raw: raw.replace(b"the slow GPU sets the pace", b"\\ud800 the slow GPU sets the pace", 1), None),  # lone surrogate
+    (lambda raw: raw.replace(b"sets the pace, so", b"\\ud800 sets the pace, so", 1), None),  # lone surrogate
     (lambda raw: raw.replace(b'"cells": [', b'"cells": [' + b"[" * 100_000, 1), None),  # nested past any parser's depth
 ])
 def test_an_unreadable_notebook_is_repaired_keeping_the_answers_that_can_be_read(damage, kept):
