@@ -21,6 +21,7 @@ from typing import Any
 
 from ppedu.grading.answers import Number, Wrong, results
 from ppedu.grading.evaluate import Code
+from ppedu.grading.harness import CellTimeout
 from ppedu.grading.questions import FormOnly, Question
 from ppedu.grading.students import Picker, draw, variant
 
@@ -32,8 +33,8 @@ VARIANTS = 48
 #: Seconds one call of a ps1 function may take: a closed form answers in microseconds, a simulation at m = 10⁹ in
 #: hours. A slow function costs the grader this much per call at such a size, not a cell's limit.
 CALL_LIMIT = 3
-#: What the harness's alarm raises in a call that ran over :data:`CALL_LIMIT` (:mod:`ppedu.grading.harness`).
-TIMEOUT = "CellTimeout"
+#: What the harness's alarm raises in a call that ran over :data:`CALL_LIMIT`.
+TIMEOUT = CellTimeout.__name__
 
 
 def values(student: str) -> dict[str, Any]:
